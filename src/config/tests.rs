@@ -1,0 +1,576 @@
+use super::*;
+
+const MIN: &str = r#"
+[eal]
+args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0,1@1"]
+
+[[port]]
+name = "Ethernet0"
+devargs = "net_null0"
+speed = "100G"
+
+[[port]]
+name = "Ethernet4"
+devargs = "net_null1,size=64"
+speed = "25G"
+cable_length = "40m"
+pfc_enable = []
+"#;
+
+fn err(text: &str) -> ConfigError {
+    from_str(text, "t.toml").expect_err("should fail")
+}
+
+fn assert_err(text: &str, path: &str, needle: &str) {
+    let e = err(text);
+    let s = e.to_string();
+    assert!(!s.contains('\n'), "multi-line: {s}");
+    assert_eq!(e.field_path(), Some(path), "{s}");
+    assert!(s.starts_with(&format!("t.toml: {path}: ")), "{s}");
+    assert!(s.contains(needle), "'{needle}' not in: {s}");
+}
+
+#[test]
+fn minimal_resolves_with_defaults() {
+    let c = from_str(MIN, "t.toml").unwrap();
+    assert_eq!(c.ports.len(), 2);
+    let p0 = &c.ports[0];
+    assert_eq!(p0.speed_bps, 100_000_000_000);
+    assert_eq!(p0.cable_length_m, 5.0);
+    assert_eq!(p0.mtu, 9100);
+    assert_eq!(p0.pfc_enable, vec![3, 4]);
+    assert_eq!(p0.pfc_mask, 0b11000);
+    assert_eq!(p0.shaper_bps, Some(100_000_000_000));
+    assert_eq!(p0.rx_queues, 1);
+    assert_eq!(p0.tx_lcore, 1);
+    assert_eq!(p0.dpdk_name(), "net_null0");
+    assert_eq!(c.ports[1].dpdk_name(), "net_null1");
+    assert_eq!(c.ports[1].cable_length_m, 40.0);
+    assert!(c.ports[1].pfc_enable.is_empty());
+    assert_eq!(c.switch.fdb_aging_time, 600);
+    assert_eq!(c.lcores.control, 0);
+    assert_eq!(c.lcores.workers.len(), 1);
+    assert_eq!(c.qos, QosConfig::default());
+    assert_eq!(c.qos.dscp_to_tc[46], 5);
+    assert_eq!(c.qos.dscp_to_tc[0], 1);
+    // Generated buffer.
+    let b = &c.buffer;
+    assert!(b.generated);
+    assert_eq!(b.total_size, 12 << 20);
+    assert_eq!(b.cell_size, 256);
+    assert_eq!(b.pools[0].size, 8 << 20);
+    assert_eq!(b.pools[1].size, 4 << 20);
+    let lossless = b.profile_index("pg_lossless_profile").unwrap();
+    let lossy_pg = b.profile_index("ingress_lossy_profile").unwrap();
+    let lossy_q = b.profile_index("queue_lossy_profile").unwrap();
+    assert_eq!(b.pg_profile[0][3], Some(lossless));
+    assert_eq!(b.pg_profile[0][4], Some(lossless));
+    assert_eq!(b.pg_profile[0][0], Some(lossy_pg));
+    assert_eq!(b.pg_profile[0][1], None);
+    assert_eq!(b.queue_profile[0][3], None);
+    assert_eq!(b.queue_profile[0][0], Some(lossy_q));
+    assert_eq!(
+        b.pg_profile[1][3],
+        Some(lossy_pg),
+        "no PFC on port 1: TC 3 → PG 3 is lossy"
+    );
+    assert_eq!(b.queue_profile[1][3], Some(lossy_q));
+    // mbufs: 12MiB/256 + 2 × (1024 + 1024) + 1×32×2 + 2×384
+    assert_eq!(c.switch.mbuf_count, 49152 + 4096 + 64 + 768);
+    assert!(c.switch.mbuf_count_computed);
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    // The resolved config serialises (for check-config --json).
+    let j = serde_json::to_string(&c).unwrap();
+    assert!(j.contains("Ethernet4"));
+}
+
+#[test]
+fn eal_args_order() {
+    let c = from_str(MIN, "t.toml").unwrap();
+    let a = c.eal_args("pfcswitch");
+    assert_eq!(a[0], "pfcswitch");
+    assert_eq!(
+        &a[1..6],
+        &["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0,1@1"]
+    );
+    assert!(a[6].starts_with("--file-prefix=pfcswitch-"));
+    assert_eq!(a[7], "--main-lcore=0");
+    assert_eq!(&a[8..], &["--vdev=net_null0", "--vdev=net_null1,size=64"]);
+
+    let t = MIN.replace("[eal]", "[eal]\nfile_prefix = \"sw1\"");
+    let c = from_str(&t, "t.toml").unwrap();
+    assert_eq!(c.file_prefix(), "sw1");
+    assert!(c.eal_args("x").contains(&"--file-prefix=sw1".to_string()));
+
+    let t = MIN.replace("\"--no-pci\",", "\"--no-pci\", \"--file-prefix\", \"abc\",");
+    let c = from_str(&t, "t.toml").unwrap();
+    assert_eq!(c.file_prefix(), "abc");
+    assert_eq!(
+        c.eal_args("x")
+            .iter()
+            .filter(|a| a.contains("file-prefix"))
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn pci_ports() {
+    let t = r#"
+[[port]]
+name = "Ethernet0"
+devargs = "0000:3B:00.0"
+speed = 100000
+[[port]]
+name = "Ethernet8"
+devargs = "3b:00.1,rxq_cqe_comp_en=0"
+speed = "100G"
+"#;
+    let c = from_str(t, "t.toml").unwrap();
+    assert_eq!(c.ports[0].speed_bps, 100_000_000_000);
+    assert_eq!(c.ports[0].dpdk_name(), "0000:3b:00.0");
+    assert_eq!(c.ports[1].dpdk_name(), "0000:3b:00.1");
+    assert_eq!(c.ports[0].shaper_bps, None);
+    let a = c.eal_args("p");
+    let n = a.len();
+    assert_eq!(
+        &a[n - 4..],
+        &["-a", "0000:3B:00.0", "-a", "3b:00.1,rxq_cqe_comp_en=0"]
+    );
+}
+
+#[test]
+fn devargs_recognition() {
+    assert!(matches!(
+        parse_devargs("net_tap0,iface=x"),
+        Ok(PortDevice::Vdev { .. })
+    ));
+    assert!(matches!(
+        parse_devargs("eth_pcap0"),
+        Ok(PortDevice::Vdev { .. })
+    ));
+    assert!(parse_devargs("").is_err());
+    assert!(parse_devargs("net_foo0").is_err());
+    assert!(parse_devargs("0000:3b:20.0").is_err(), "device > 0x1f");
+    assert!(parse_devargs("0000:3b:00.8").is_err());
+    assert!(parse_devargs("net_null0, size=64").is_err());
+    assert_eq!(parse_bdf("3b:00.1").as_deref(), Some("0000:3b:00.1"));
+    assert_eq!(parse_mac("02-00-00-00-00-0A"), Some([2, 0, 0, 0, 0, 10]));
+    assert_eq!(parse_mac("02:00:00:00:00"), None);
+}
+
+#[test]
+fn lcore_sets() {
+    let s = parse_lcore_set("0-2,5").unwrap();
+    assert_eq!(s.into_iter().collect::<Vec<_>>(), vec![0, 1, 2, 5]);
+    let s = parse_lcore_set("0@0,(1-2)@(1,3),4@5").unwrap();
+    assert_eq!(s.into_iter().collect::<Vec<_>>(), vec![0, 1, 2, 4]);
+    assert!(parse_lcore_set("x").is_none());
+}
+
+#[test]
+fn syntax_error_has_line_and_column() {
+    let e = err("[switch]\nfdb_size = 1\n\n[[port]\nname = 1\n");
+    let s = e.to_string();
+    assert!(s.starts_with("t.toml: line 4, column "), "{s}");
+    assert!(!s.contains('\n'));
+}
+
+#[test]
+fn field_errors() {
+    assert_err(&format!("{MIN}\n[foo]\n"), "foo", "unknown section");
+    assert_err(
+        &MIN.replace("speed = \"25G\"", "speed = \"25X\""),
+        "port[1].speed",
+        "unknown unit 'X' in '25X'",
+    );
+    assert_err(
+        &MIN.replace("speed = \"25G\"", "speed = \"25G\"\nspede = 1"),
+        "port[1].spede",
+        "unknown field",
+    );
+    assert_err(
+        &MIN.replace("devargs = \"net_null0\"\n", ""),
+        "port[0].devargs",
+        "missing field",
+    );
+    assert_err(
+        &MIN.replace("cable_length = \"40m\"", "cable_length = \"40ft\""),
+        "port[1].cable_length",
+        "unknown unit",
+    );
+    assert_err(
+        &MIN.replace("pfc_enable = []", "mtu = 9300"),
+        "port[1].mtu",
+        "out of range 68..=9216",
+    );
+    assert_err(
+        &MIN.replace("pfc_enable = []", "mtu = \"big\""),
+        "port[1].mtu",
+        "invalid type",
+    );
+    assert_err(
+        &MIN.replace("pfc_enable = []", "pfc_enable = [3, 9]"),
+        "port[1].pfc_enable[1]",
+        "9 is out of range 0..=7",
+    );
+    assert_err(
+        &MIN.replace("pfc_enable = []", "pfc_enable = [3, 3]"),
+        "port[1].pfc_enable[1]",
+        "twice",
+    );
+    assert_err(
+        &MIN.replace("pfc_enable = []", "default_tc = 8"),
+        "port[1].default_tc",
+        "out of range",
+    );
+    assert_err(
+        &MIN.replace("pfc_enable = []", "trust = \"ip\""),
+        "port[1].trust",
+        "unknown variant",
+    );
+    assert_err(
+        &MIN.replace("Ethernet4", "Ethernet0"),
+        "port[1].name",
+        "duplicate port name",
+    );
+    assert_err(
+        &MIN.replace("net_null1,size=64", "net_null0,size=64"),
+        "port[1].devargs",
+        "already used",
+    );
+    assert_err(
+        &MIN.replace("net_null1,size=64", "null1"),
+        "port[1].devargs",
+        "neither a known vdev",
+    );
+    assert_err(
+        &MIN.replace("pfc_enable = []", "shaper_rate = \"40G\""),
+        "port[1].shaper_rate",
+        "exceeds the port speed",
+    );
+    assert_err(
+        &MIN.replace("pfc_enable = []", "mac = \"01:00:5e:00:00:01\""),
+        "port[1].mac",
+        "group",
+    );
+    assert_err(
+        &MIN.replace("\"--no-pci\",", "\"--no-pci\", \"--vdev=net_null1\","),
+        "eal.args[4]",
+        "added to the EAL arguments",
+    );
+    assert_err(
+        &MIN.replace("--lcores=0@0,1@1", "-l0"),
+        "lcores",
+        "lcore 1 is not enabled",
+    );
+    assert_err("[eal]\nargs=[]\n", "port", "at least one");
+    assert_err(
+        &format!("{MIN}\n[switch]\nfdb_size = 1000\n"),
+        "switch.fdb_size",
+        "power of two",
+    );
+    assert_err(
+        &format!("{MIN}\n[switch]\nburst_size = 0\n"),
+        "switch.burst_size",
+        "out of range",
+    );
+    assert_err(
+        &format!("{MIN}\n[switch]\nmbuf_count = 100\n"),
+        "switch.mbuf_count",
+        "cannot even fill",
+    );
+    assert_err(
+        &format!("{MIN}\n[qos]\ndscp_to_tc = {{ \"64\" = 1 }}\n"),
+        "qos.dscp_to_tc.64",
+        "out of range 0..=63",
+    );
+    assert_err(
+        &format!("{MIN}\n[qos]\ntc_to_pg = {{ \"1\" = \"9\" }}\n"),
+        "qos.tc_to_pg.1",
+        "out of range 0..=7",
+    );
+    assert_err(
+        &format!("{MIN}\n[qos.scheduler]\n\"3\" = {{ type = \"DWRR\", weight = 0 }}\n"),
+        "qos.scheduler.3.weight",
+        "out of range 1..=100",
+    );
+    assert_err(
+        &format!("{MIN}\n[qos.scheduler]\n\"3\" = {{ type = \"FAIR\" }}\n"),
+        "qos.scheduler.3.type",
+        "unknown scheduler",
+    );
+}
+
+const LCORES: &str = r#"
+[lcores]
+control = 0
+[[lcores.worker]]
+lcore = 1
+rx = ["Ethernet0:0", "Ethernet4:0"]
+tx = ["Ethernet0"]
+[[lcores.worker]]
+lcore = 2
+rx = ["Ethernet0:1"]
+tx = ["Ethernet4"]
+"#;
+
+fn with_lcores(l: &str) -> String {
+    format!("{}\n{l}", MIN.replace("--lcores=0@0,1@1", "-l0-3"))
+}
+
+#[test]
+fn lcores_resolve() {
+    let c = from_str(&with_lcores(LCORES), "t.toml").unwrap();
+    assert_eq!(c.ports[0].rx_queues, 2);
+    assert_eq!(c.ports[1].rx_queues, 1);
+    assert_eq!(c.ports[1].tx_lcore, 2);
+    assert_eq!(
+        c.lcores.workers[1].rx,
+        vec![RxQueueRef { port: 0, queue: 1 }]
+    );
+    assert_eq!(c.lcores.workers[1].tx, vec![1]);
+    assert_eq!(c.all_lcores(), vec![0, 1, 2]);
+}
+
+#[test]
+fn lcores_errors() {
+    let e = |from: &str, to: &str, path: &str, needle: &str| {
+        assert_err(&with_lcores(&LCORES.replace(from, to)), path, needle)
+    };
+    e(
+        "lcore = 2",
+        "lcore = 0",
+        "lcores.worker[1].lcore",
+        "control lcore",
+    );
+    e(
+        "lcore = 2",
+        "lcore = 1",
+        "lcores.worker[1].lcore",
+        "already used",
+    );
+    e(
+        "lcore = 2",
+        "lcore = 128",
+        "lcores.worker[1].lcore",
+        "out of range 0..=127",
+    );
+    e(
+        "lcore = 2",
+        "lcore = 5",
+        "lcores.worker[1].lcore",
+        "not enabled by eal.args[4] '-l0-3'",
+    );
+    e(
+        "\"Ethernet0:1\"",
+        "\"Ethernet9:1\"",
+        "lcores.worker[1].rx[0]",
+        "unknown port 'Ethernet9'",
+    );
+    e(
+        "\"Ethernet0:1\"",
+        "\"Ethernet0\"",
+        "lcores.worker[1].rx[0]",
+        "'<port>:<queue>'",
+    );
+    e(
+        "\"Ethernet0:1\"",
+        "\"Ethernet0:0\"",
+        "lcores.worker[1].rx[0]",
+        "already polled by lcore 1 (lcores.worker[0].rx[0])",
+    );
+    e(
+        "\"Ethernet0:1\"",
+        "\"Ethernet0:2\"",
+        "lcores.worker[1].rx[0]",
+        "Ethernet0:1 is not polled",
+    );
+    e(
+        "tx = [\"Ethernet4\"]",
+        "tx = [\"Ethernet0\"]",
+        "lcores.worker[1].tx[0]",
+        "already owned",
+    );
+    e(
+        "tx = [\"Ethernet4\"]",
+        "tx = []",
+        "lcores.worker",
+        "port[1] (Ethernet4) has no TX owner",
+    );
+    e(
+        "rx = [\"Ethernet0:0\", \"Ethernet4:0\"]",
+        "rx = [\"Ethernet0:0\"]",
+        "lcores.worker",
+        "no rx queue polled",
+    );
+    e(
+        "lcore = 2\n",
+        "lcore = 2\nrxq = 1\n",
+        "lcores.worker[1].rxq",
+        "unknown field",
+    );
+}
+
+const BUF: &str = r#"
+[buffer]
+total_size = "12MiB"
+cell_size = 256
+[buffer.pool.ingress_lossless_pool]
+size = "8MiB"
+type = "ingress"
+mode = "dynamic"
+[buffer.pool.egress_lossy_pool]
+size = "4MiB"
+type = "egress"
+[buffer.profile.pg_lossless_profile]
+pool = "ingress_lossless_pool"
+size = 4096
+xon = 4608
+xoff = 38000
+xon_offset = 2496
+dynamic_th = -2
+[buffer.profile.queue_lossy_profile]
+pool = "egress_lossy_pool"
+size = 0
+dynamic_th = 3
+[buffer.pg]
+"Ethernet0|3-4" = "pg_lossless_profile"
+[buffer.queue]
+"Ethernet0|0-2" = "queue_lossy_profile"
+"Ethernet4|5" = "queue_lossy_profile"
+"#;
+
+#[test]
+fn buffer_explicit() {
+    let c = from_str(&format!("{MIN}\n{BUF}"), "t.toml").unwrap();
+    let b = &c.buffer;
+    assert!(!b.generated);
+    assert_eq!(b.pools.len(), 2);
+    let lossless = b.profile_index("pg_lossless_profile").unwrap();
+    let p = &b.profiles[lossless];
+    assert_eq!(p.xoff, Some(38000));
+    assert_eq!(p.threshold, Threshold::Dynamic(-2));
+    assert_eq!(p.threshold.alpha(), Some(0.25));
+    assert_eq!(b.pg_profile[0][3], Some(lossless));
+    assert_eq!(b.pg_profile[0][0], None);
+    assert_eq!(
+        b.queue_profile[1][5],
+        b.profile_index("queue_lossy_profile")
+    );
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    // Without the PG binding: warning for the PFC priorities of Ethernet0.
+    let t = format!(
+        "{MIN}\n{}",
+        BUF.replace("\"Ethernet0|3-4\" = \"pg_lossless_profile\"", "")
+    );
+    let c = from_str(&t, "t.toml").unwrap();
+    assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+    assert!(c.warnings[0].starts_with("t.toml: buffer.pg: Ethernet0 has PFC enabled on priority 3"));
+}
+
+#[test]
+fn buffer_only_total_generates_scaled_layout() {
+    let c = from_str(
+        &format!("{MIN}\n[buffer]\ntotal_size = \"3MiB\"\n"),
+        "t.toml",
+    )
+    .unwrap();
+    assert!(c.buffer.generated);
+    assert_eq!(c.buffer.cell_size, 0);
+    assert_eq!(c.buffer.pools[0].size, 2 << 20);
+    assert_eq!(c.buffer.pools[1].size, 1 << 20);
+}
+
+#[test]
+fn buffer_errors() {
+    let e = |from: &str, to: &str, path: &str, needle: &str| {
+        let b = BUF.replace(from, to);
+        assert_ne!(b, BUF, "replacement of {from:?} did nothing");
+        assert_err(&format!("{MIN}\n{b}"), path, needle)
+    };
+    e(
+        "size = \"4MiB\"",
+        "size = \"5MiB\"",
+        "buffer.pool",
+        "pool sizes add up to 13.00 MiB (13631488 B), more than buffer.total_size 12.00 MiB",
+    );
+    e(
+        "size = \"4MiB\"",
+        "size = \"4XB\"",
+        "buffer.pool.egress_lossy_pool.size",
+        "unknown unit",
+    );
+    e(
+        "type = \"egress\"",
+        "type = \"both\"",
+        "buffer.pool.egress_lossy_pool.type",
+        "unknown variant",
+    );
+    e(
+        "dynamic_th = -2",
+        "dynamic_th = 9",
+        "buffer.profile.pg_lossless_profile.dynamic_th",
+        "out of range -8..=7",
+    );
+    e(
+        "dynamic_th = -2",
+        "dynamic_th = -2\nstatic_th = 1000",
+        "buffer.profile.pg_lossless_profile.static_th",
+        "not both",
+    );
+    e(
+        "dynamic_th = 3",
+        "",
+        "buffer.profile.queue_lossy_profile.dynamic_th",
+        "missing field",
+    );
+    e(
+        "pool = \"egress_lossy_pool\"",
+        "pool = \"egress_pool\"",
+        "buffer.profile.queue_lossy_profile.pool",
+        "unknown pool 'egress_pool'",
+    );
+    e(
+        "size = 0\ndynamic_th = 3",
+        "size = 0\nxoff = 100\ndynamic_th = 3",
+        "buffer.profile.queue_lossy_profile.xoff",
+        "ingress pool",
+    );
+    e(
+        "\"Ethernet0|3-4\" = \"pg_lossless_profile\"",
+        "\"Ethernet9|3-4\" = \"pg_lossless_profile\"",
+        "buffer.pg.\"Ethernet9|3-4\"",
+        "unknown port 'Ethernet9'",
+    );
+    e(
+        "\"Ethernet0|3-4\" = \"pg_lossless_profile\"",
+        "\"Ethernet0|3-8\" = \"pg_lossless_profile\"",
+        "buffer.pg.\"Ethernet0|3-8\"",
+        "out of range 0..=7",
+    );
+    e(
+        "\"Ethernet0|3-4\" = \"pg_lossless_profile\"",
+        "\"Ethernet0|3-4\" = \"queue_lossy_profile\"",
+        "buffer.pg.\"Ethernet0|3-4\"",
+        "a PG needs an ingress pool",
+    );
+    e(
+        "\"Ethernet0|3-4\" = \"pg_lossless_profile\"",
+        "\"Ethernet0|3-4\" = \"nope\"",
+        "buffer.pg.\"Ethernet0|3-4\"",
+        "unknown profile 'nope'",
+    );
+    e(
+        "\"Ethernet4|5\"",
+        "\"Ethernet0|2\"",
+        "buffer.queue.\"Ethernet0|2\"",
+        "already bound by buffer.queue.\"Ethernet0|0-2\"",
+    );
+    e(
+        "cell_size = 256",
+        "cell_size = 8",
+        "buffer.cell_size",
+        "out of range",
+    );
+}

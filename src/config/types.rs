@@ -1,0 +1,380 @@
+//! The validated, resolved configuration: plain numbers and indices, no strings to parse.
+
+use serde::Serialize;
+
+/// Highest lcore id + 1 accepted (DPDK `RTE_MAX_LCORE` of the Debian build).
+pub const MAX_LCORE: u32 = 128;
+/// Per-lcore mempool cache size assumed when computing `mbuf_count`.
+pub const MBUF_CACHE_SIZE: u32 = 256;
+/// Number of traffic classes, priority groups and queues per port.
+pub const NUM_TC: usize = 8;
+
+/// The whole configuration, validated. Build it with [`super::load`] or
+/// [`super::from_str`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Config {
+    /// Where it was read from (file path or the `origin` given to `from_str`).
+    pub origin: String,
+    pub eal: EalConfig,
+    pub switch: SwitchConfig,
+    /// `[[port]]` in file order; `ports[i].index == i`.
+    pub ports: Vec<PortConfig>,
+    pub lcores: LcoreConfig,
+    pub buffer: BufferConfig,
+    pub qos: QosConfig,
+    /// Non-fatal findings, each one line `<file>: <path>: <text>` (print them in
+    /// `check-config` and at start-up).
+    pub warnings: Vec<String>,
+}
+
+/// `[eal]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EalConfig {
+    /// Extra EAL arguments, as written.
+    pub args: Vec<String>,
+    /// `file_prefix`; `None` = `pfcswitch-<pid>` (see [`Config::file_prefix`]).
+    pub file_prefix: Option<String>,
+}
+
+/// `[switch]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SwitchConfig {
+    /// Seconds; 0 = never age (SONiC `SWITCH|fdb_aging_time`, default 600).
+    pub fdb_aging_time: u32,
+    /// FDB entries (power of two).
+    pub fdb_size: usize,
+    pub burst_size: u16,
+    /// RX descriptors per queue.
+    pub rx_ring_size: u16,
+    /// TX descriptors per port (one TX queue per port, owned by one worker).
+    pub tx_ring_size: u16,
+    /// Mbufs in the packet mempool: the explicit `mbuf_count`, or computed (see
+    /// [`SwitchConfig::mbuf_count_computed`]).
+    pub mbuf_count: u32,
+    /// True when `mbuf_count` was computed from the buffer and ring configuration.
+    pub mbuf_count_computed: bool,
+}
+
+/// QoS trust mode of a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trust {
+    /// Classify IP packets by DSCP (`dscp_to_tc`); non-IP by PCP if tagged, else
+    /// `default_tc`.
+    Dscp,
+    /// Classify by the 802.1Q PCP (`dot1p_to_tc`); untagged → `default_tc`.
+    Pcp,
+}
+
+/// What DPDK device a port is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum PortDevice {
+    /// A virtual device, passed as `--vdev=<devargs>`. `name` is the device name (devargs
+    /// up to the first comma, e.g. `net_pcap0`), `driver` the matched driver prefix
+    /// (`net_pcap`).
+    Vdev { driver: String, name: String },
+    /// A PCI device, passed as `-a <devargs>`. `bdf` is normalised to `dddd:bb:dd.f`
+    /// in lower case.
+    Pci { bdf: String },
+}
+
+/// One `[[port]]`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PortConfig {
+    /// Position in `[[port]]` (0-based).
+    pub index: usize,
+    pub name: String,
+    /// As written (vdev spec or PCI address with optional `,key=value` arguments).
+    pub devargs: String,
+    pub device: PortDevice,
+    pub speed_bps: u64,
+    pub cable_length_m: f64,
+    pub mtu: u16,
+    pub admin_up: bool,
+    pub trust: Trust,
+    pub default_tc: u8,
+    /// Priorities with PFC, ascending, no duplicates.
+    pub pfc_enable: Vec<u8>,
+    /// The same as a bit mask (bit n = priority n), like the PFC class-enable vector.
+    pub pfc_mask: u8,
+    pub tx_enable: bool,
+    /// Port shaper rate. Default: the port speed for vdevs, none (the NIC is the limit)
+    /// for PCI ports.
+    pub shaper_bps: Option<u64>,
+    /// MAC override (unicast, non-zero).
+    pub mac: Option<[u8; 6]>,
+    /// RX queues to configure: queues 0..rx_queues are each polled by one worker.
+    pub rx_queues: u16,
+    /// The worker lcore that owns this port's (single) TX queue 0.
+    pub tx_lcore: u32,
+}
+
+impl PortConfig {
+    /// The name DPDK gives the device (`rte_eth_dev_get_port_by_name`): the vdev name or
+    /// the normalised PCI address.
+    pub fn dpdk_name(&self) -> &str {
+        match &self.device {
+            PortDevice::Vdev { name, .. } => name,
+            PortDevice::Pci { bdf } => bdf,
+        }
+    }
+
+    /// True if priority `p` has PFC enabled.
+    pub fn pfc_enabled(&self, p: u8) -> bool {
+        p < 8 && self.pfc_mask & (1 << p) != 0
+    }
+
+    pub fn is_pci(&self) -> bool {
+        matches!(self.device, PortDevice::Pci { .. })
+    }
+}
+
+/// An RX queue polled by a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RxQueueRef {
+    /// Index into [`Config::ports`].
+    pub port: usize,
+    pub queue: u16,
+}
+
+/// `[[lcores.worker]]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkerConfig {
+    pub lcore: u32,
+    pub rx: Vec<RxQueueRef>,
+    /// Ports (indices) whose TX queue this lcore owns and schedules.
+    pub tx: Vec<usize>,
+}
+
+/// `[lcores]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LcoreConfig {
+    /// Control lcore = DPDK main lcore.
+    pub control: u32,
+    pub workers: Vec<WorkerConfig>,
+}
+
+/// `headroom_policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HeadroomPolicy {
+    /// Independent static headroom per (port, PG) (the classic SONiC model).
+    Static,
+    /// Reserved for DSH (dynamic and shared headroom).
+    Shared,
+}
+
+/// Pool direction (SONiC `BUFFER_POOL|type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoolType {
+    Ingress,
+    Egress,
+}
+
+/// Pool threshold mode (SONiC `BUFFER_POOL|mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoolMode {
+    Dynamic,
+    Static,
+}
+
+/// `[buffer.pool.<name>]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PoolConfig {
+    pub name: String,
+    /// Bytes.
+    pub size: u64,
+    pub kind: PoolType,
+    pub mode: PoolMode,
+}
+
+/// Shared-buffer threshold of a profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Threshold {
+    /// `dynamic_th`: α = 2^dynamic_th, −8..=7.
+    Dynamic(i8),
+    /// `static_th`: bytes.
+    Static(u64),
+}
+
+impl Threshold {
+    /// α for a dynamic threshold.
+    pub fn alpha(&self) -> Option<f64> {
+        match self {
+            Threshold::Dynamic(th) => Some(2f64.powi(*th as i32)),
+            Threshold::Static(_) => None,
+        }
+    }
+}
+
+/// `[buffer.profile.<name>]` (sizes in bytes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProfileConfig {
+    pub name: String,
+    /// Index into [`BufferConfig::pools`].
+    pub pool: usize,
+    /// Private (reserved) bytes.
+    pub size: u64,
+    pub xon: Option<u64>,
+    /// Headroom; `None` on an ingress profile = computed from speed/cable/MTU.
+    pub xoff: Option<u64>,
+    pub xon_offset: Option<u64>,
+    pub threshold: Threshold,
+}
+
+/// `[buffer]`, resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BufferConfig {
+    /// Bytes.
+    pub total_size: u64,
+    /// Accounting cell in bytes; 0 = count bytes.
+    pub cell_size: u32,
+    pub headroom_policy: HeadroomPolicy,
+    pub pools: Vec<PoolConfig>,
+    pub profiles: Vec<ProfileConfig>,
+    /// `pg_profile[port][pg]`: profile index (an ingress-pool profile) or `None` = this
+    /// (port, PG) is not accounted in any ingress pool.
+    pub pg_profile: Vec<[Option<usize>; NUM_TC]>,
+    /// `queue_profile[port][queue]`: profile index (an egress-pool profile) or `None` =
+    /// not accounted in any egress pool (lossless queues by default: they are bounded by
+    /// ingress accounting and PFC).
+    pub queue_profile: Vec<[Option<usize>; NUM_TC]>,
+    /// True when pools/profiles/PG/queue bindings were generated (no `[buffer.pool]`,
+    /// `[buffer.profile]`, `[buffer.pg]` or `[buffer.queue]` in the file).
+    pub generated: bool,
+}
+
+impl BufferConfig {
+    pub fn pool_index(&self, name: &str) -> Option<usize> {
+        self.pools.iter().position(|p| p.name == name)
+    }
+    pub fn profile_index(&self, name: &str) -> Option<usize> {
+        self.profiles.iter().position(|p| p.name == name)
+    }
+}
+
+/// ETS scheduler of one traffic class (SONiC `SCHEDULER|type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Scheduler {
+    /// Strict priority (higher TC first among strict TCs), served before DWRR.
+    Strict,
+    /// Deficit weighted round robin with weight 1..=100.
+    Dwrr(u8),
+}
+
+/// `[qos]`, resolved to arrays (SONiC defaults merged under the file's entries).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QosConfig {
+    #[serde(serialize_with = "ser_slice")]
+    pub dscp_to_tc: [u8; 64],
+    pub dot1p_to_tc: [u8; NUM_TC],
+    pub tc_to_pg: [u8; NUM_TC],
+    pub tc_to_queue: [u8; NUM_TC],
+    pub scheduler: [Scheduler; NUM_TC],
+}
+
+fn ser_slice<S: serde::Serializer>(v: &[u8; 64], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter())
+}
+
+impl Default for QosConfig {
+    /// SONiC defaults: DSCP 3→3, 4→4, 8→0, 46→5, 48→6, every other DSCP → 1;
+    /// dot1p identity; TC 3→PG 3, 4→PG 4, others → PG 0; TC→queue identity;
+    /// scheduler: TC 7 strict, TCs 3 and 4 DWRR weight 15, others DWRR weight 14
+    /// (SONiC `scheduler.1`/`scheduler.0`).
+    fn default() -> QosConfig {
+        let mut dscp_to_tc = [1u8; 64];
+        dscp_to_tc[3] = 3;
+        dscp_to_tc[4] = 4;
+        dscp_to_tc[8] = 0;
+        dscp_to_tc[46] = 5;
+        dscp_to_tc[48] = 6;
+        let identity = [0, 1, 2, 3, 4, 5, 6, 7];
+        let mut tc_to_pg = [0u8; NUM_TC];
+        tc_to_pg[3] = 3;
+        tc_to_pg[4] = 4;
+        let mut scheduler = [Scheduler::Dwrr(14); NUM_TC];
+        scheduler[3] = Scheduler::Dwrr(15);
+        scheduler[4] = Scheduler::Dwrr(15);
+        scheduler[7] = Scheduler::Strict;
+        QosConfig {
+            dscp_to_tc,
+            dot1p_to_tc: identity,
+            tc_to_pg,
+            tc_to_queue: identity,
+            scheduler,
+        }
+    }
+}
+
+impl Config {
+    /// Index of the port called `name`.
+    pub fn port_index(&self, name: &str) -> Option<usize> {
+        self.ports.iter().position(|p| p.name == name)
+    }
+
+    /// The EAL file prefix: `eal.file_prefix`, a `--file-prefix` in `eal.args`, or
+    /// `pfcswitch-<pid>`. The telemetry socket lives under `/var/run/dpdk/<prefix>/`.
+    pub fn file_prefix(&self) -> String {
+        if let Some(p) = &self.eal.file_prefix {
+            return p.clone();
+        }
+        let mut it = self.eal.args.iter();
+        while let Some(a) = it.next() {
+            if let Some(v) = a.strip_prefix("--file-prefix=") {
+                return v.to_string();
+            }
+            if a == "--file-prefix" {
+                if let Some(v) = it.next() {
+                    return v.clone();
+                }
+            }
+        }
+        format!("pfcswitch-{}", std::process::id())
+    }
+
+    /// The full EAL argument vector: `program`, then `eal.args`, then
+    /// `--file-prefix=<prefix>` (unless `eal.args` has one), `--main-lcore=<control>`
+    /// (unless `eal.args` has one), then, in `[[port]]` order, `--vdev=<devargs>` for each
+    /// vdev port and `-a <devargs>` for each PCI port.
+    ///
+    /// Port ids: vdevs are probed in command-line order, so with vdev ports only, DPDK
+    /// port id `i` is `[[port]]` index `i`. PCI devices are probed before vdevs and in
+    /// PCI-address order, so with PCI ports the dataplane must map ports by
+    /// [`PortConfig::dpdk_name`] (`rte_eth_dev_get_port_by_name`), never by position.
+    pub fn eal_args(&self, program: &str) -> Vec<String> {
+        let mut v = vec![program.to_string()];
+        v.extend(self.eal.args.iter().cloned());
+        let has = |opt: &str| {
+            self.eal
+                .args
+                .iter()
+                .any(|a| a == opt || a.starts_with(&format!("{opt}=")))
+        };
+        if !has("--file-prefix") {
+            v.push(format!("--file-prefix={}", self.file_prefix()));
+        }
+        if !has("--main-lcore") && !has("--master-lcore") {
+            v.push(format!("--main-lcore={}", self.lcores.control));
+        }
+        for p in &self.ports {
+            match p.device {
+                PortDevice::Vdev { .. } => v.push(format!("--vdev={}", p.devargs)),
+                PortDevice::Pci { .. } => {
+                    v.push("-a".to_string());
+                    v.push(p.devargs.clone());
+                }
+            }
+        }
+        v
+    }
+
+    /// Every lcore used (control first, then workers in file order).
+    pub fn all_lcores(&self) -> Vec<u32> {
+        let mut v = vec![self.lcores.control];
+        v.extend(self.lcores.workers.iter().map(|w| w.lcore));
+        v
+    }
+}

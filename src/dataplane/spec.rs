@@ -1,0 +1,108 @@
+//! What the dataplane needs to start, resolved from the configuration (plain data).
+
+/// One switch port.
+#[derive(Debug, Clone)]
+pub struct PortSpec {
+    pub name: String,
+    /// Full devargs as given to EAL (`--vdev=` or `-a`).
+    pub devargs: String,
+    pub speed_bps: u64,
+    pub mtu: u32,
+    /// RX queues (numbered 0..nb_rx as in DPDK).
+    pub nb_rx: u16,
+    /// false: the port's queues fill and nothing is sent (test knob).
+    pub tx_enable: bool,
+    /// Pad frames shorter than 60 bytes instead of dropping them as runts. On for
+    /// kernel-backed ports (net_tap): the kernel hands over unpadded frames, padding is
+    /// what a NIC's MAC does on the wire.
+    pub pad_short_frames: bool,
+}
+
+impl PortSpec {
+    /// The ethdev name DPDK registers for these devargs (up to the first comma).
+    pub fn dev_name(&self) -> &str {
+        self.devargs.split(',').next().unwrap_or("").trim()
+    }
+}
+
+/// One worker lcore: the RX queues it polls and the ports whose TX it owns.
+#[derive(Debug, Clone)]
+pub struct WorkerSpec {
+    pub lcore: u32,
+    pub rx: Vec<(usize, u16)>,
+    pub tx: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SwitchSpec {
+    pub eal_args: Vec<String>,
+    pub ports: Vec<PortSpec>,
+    pub workers: Vec<WorkerSpec>,
+    pub control_lcore: u32,
+    pub burst_size: usize,
+    pub rx_ring_size: u16,
+    pub tx_ring_size: u16,
+    /// 0 = computed.
+    pub mbuf_count: u32,
+    pub fdb_size: usize,
+    /// Seconds; 0 = never age.
+    pub fdb_aging_time: u64,
+    /// Packets per egress TC queue.
+    pub egress_queue_len: usize,
+}
+
+impl SwitchSpec {
+    /// Mbufs needed so that the mempool is never what runs out first: every RX ring full,
+    /// every TX ring full, every egress queue full, one burst in flight per lcore and port,
+    /// plus per-lcore caches.
+    pub fn mbufs_needed(&self, mempool_cache: u32) -> u32 {
+        let nports = self.ports.len() as u64;
+        let rxq: u64 = self.ports.iter().map(|p| p.nb_rx as u64).sum();
+        let lcores = self.workers.len() as u64 + 1;
+        let n = rxq * self.rx_ring_size as u64
+            + nports * self.tx_ring_size as u64
+            + nports * 8 * self.egress_queue_len as u64
+            + lcores * nports * crate::dpdk::BURST_CAP as u64 * 2
+            + lcores * mempool_cache as u64
+            + 1024;
+        n.min(u32::MAX as u64) as u32
+    }
+}
+
+impl SwitchSpec {
+    /// The start-up spec of a validated configuration.
+    pub fn from_config(cfg: &crate::config::Config) -> SwitchSpec {
+        let burst = cfg.switch.burst_size as usize;
+        SwitchSpec {
+            eal_args: cfg.eal_args("pfcswitch"),
+            ports: cfg
+                .ports
+                .iter()
+                .map(|p| PortSpec {
+                    name: p.name.clone(),
+                    devargs: p.dpdk_name().to_string(),
+                    speed_bps: p.speed_bps,
+                    mtu: p.mtu as u32,
+                    nb_rx: p.rx_queues,
+                    tx_enable: p.tx_enable,
+                    pad_short_frames: matches!(&p.device, crate::config::PortDevice::Vdev { driver, .. } if driver == "net_tap"),
+                })
+                .collect(),
+            workers: cfg
+                .lcores
+                .workers
+                .iter()
+                .map(|w| WorkerSpec { lcore: w.lcore, rx: w.rx.iter().map(|r| (r.port, r.queue)).collect(), tx: w.tx.clone() })
+                .collect(),
+            control_lcore: cfg.lcores.control,
+            burst_size: burst,
+            rx_ring_size: cfg.switch.rx_ring_size,
+            tx_ring_size: cfg.switch.tx_ring_size,
+            mbuf_count: cfg.switch.mbuf_count,
+            fdb_size: cfg.switch.fdb_size,
+            fdb_aging_time: cfg.switch.fdb_aging_time as u64,
+            // Deep enough that the MMU, not the ring, limits a queue.
+            egress_queue_len: (cfg.switch.mbuf_count as usize).clamp(1024, 65536).next_power_of_two(),
+        }
+    }
+}

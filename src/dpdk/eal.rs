@@ -1,0 +1,75 @@
+use std::ffi::CString;
+use std::os::raw::{c_char, c_int};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::{sys, DpdkError};
+
+static EAL_UP: AtomicBool = AtomicBool::new(false);
+
+/// The initialised Environment Abstraction Layer. One per process; dropping it runs
+/// `rte_eal_cleanup` (after every port, mempool and lcore user is gone).
+pub struct Eal {
+    _private: (),
+}
+
+impl Eal {
+    /// `rte_eal_init` with `args` (args[0] is the program name, as in `argv`).
+    pub fn init(args: &[String]) -> Result<Eal, DpdkError> {
+        if EAL_UP.swap(true, Ordering::SeqCst) {
+            return Err(DpdkError::msg("rte_eal_init", "EAL already initialised in this process"));
+        }
+        let cargs: Vec<CString> = args
+            .iter()
+            .map(|a| CString::new(a.as_str()).map_err(|_| DpdkError::msg("rte_eal_init", format!("argument contains NUL: {a:?}"))))
+            .collect::<Result<_, _>>()?;
+        // EAL may permute argv; give it an owned array of pointers that outlives the call.
+        // The strings are leaked on purpose: EAL keeps pointers into argv (e.g. for
+        // telemetry and logging) for the life of the process.
+        let mut ptrs: Vec<*mut c_char> = cargs.into_iter().map(|c| c.into_raw()).collect();
+        ptrs.push(std::ptr::null_mut());
+        let argc = (ptrs.len() - 1) as c_int;
+        let argv = Box::leak(ptrs.into_boxed_slice());
+        // SAFETY: argv is a valid, NULL-terminated array of NUL-terminated strings that
+        // lives forever.
+        let ret = unsafe { sys::rte_eal_init(argc, argv.as_mut_ptr()) };
+        if ret < 0 {
+            EAL_UP.store(false, Ordering::SeqCst);
+            return Err(DpdkError::from_errno("rte_eal_init"));
+        }
+        Ok(Eal { _private: () })
+    }
+
+    /// DPDK's version string, e.g. "DPDK 22.11.11".
+    pub fn version() -> String {
+        // SAFETY: returns a static string.
+        unsafe { std::ffi::CStr::from_ptr(sys::rte_version()).to_string_lossy().into_owned() }
+    }
+
+    /// Number of ethdev ports EAL probed.
+    pub fn port_count(&self) -> u16 {
+        // SAFETY: plain getter after init.
+        unsafe { sys::rte_eth_dev_count_avail() }
+    }
+
+    /// Number of enabled lcores.
+    pub fn lcore_count(&self) -> u32 {
+        // SAFETY: plain getter after init.
+        unsafe { sys::rte_lcore_count() }
+    }
+
+    /// Whether `lcore` is enabled in this EAL (given by `--lcores`/`-l`).
+    pub fn lcore_enabled(&self, lcore: u32) -> bool {
+        // SAFETY: bounds-checked by DPDK.
+        unsafe { sys::rte_lcore_is_enabled(lcore) != 0 }
+    }
+}
+
+impl Drop for Eal {
+    fn drop(&mut self) {
+        // SAFETY: every DPDK object owned by Rust must already be dropped (callers drop the
+        // Eal last).
+        unsafe {
+            sys::rte_eal_cleanup();
+        }
+    }
+}

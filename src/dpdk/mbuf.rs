@@ -1,0 +1,247 @@
+use std::ptr::NonNull;
+
+use super::sys;
+
+/// One packet buffer, owned: freed back to its mempool on drop. Single-segment (the
+/// switch configures no scatter; the mempool's data room covers the MTU).
+#[repr(transparent)]
+pub struct Mbuf(NonNull<sys::rte_mbuf>);
+
+// SAFETY: an mbuf has one owner at a time; moving ownership between lcores is how DPDK
+// pipelines work (rte_pktmbuf_free from any lcore is allowed).
+unsafe impl Send for Mbuf {}
+
+impl Mbuf {
+    pub(crate) fn from_nonnull(p: NonNull<sys::rte_mbuf>) -> Mbuf {
+        Mbuf(p)
+    }
+
+    #[inline(always)]
+    fn raw(&self) -> &sys::rte_mbuf {
+        // SAFETY: we own a valid mbuf.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// Bytes of packet data in this (first and only) segment.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.raw().data_len as usize
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Packet data (`rte_pktmbuf_mtod`: buf_addr + data_off, data_len bytes).
+    #[inline(always)]
+    pub fn data(&self) -> &[u8] {
+        let m = self.raw();
+        // SAFETY: DPDK guarantees buf_addr + data_off .. + data_len is inside the buffer.
+        unsafe { std::slice::from_raw_parts((m.buf_addr as *const u8).add(m.data_off as usize), m.data_len as usize) }
+    }
+
+    /// Packet data, writable (we are the only owner; refcnt is 1 for mbufs from rx/alloc).
+    #[inline(always)]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in data(); &mut self gives exclusive access.
+        unsafe {
+            let m = self.0.as_mut();
+            std::slice::from_raw_parts_mut((m.buf_addr as *mut u8).add(m.data_off as usize), m.data_len as usize)
+        }
+    }
+
+    /// The port the packet was received on (set by the PMD).
+    #[inline(always)]
+    pub fn port(&self) -> u16 {
+        self.raw().port
+    }
+
+    /// Grow the packet by `n` bytes at the tail; returns the new bytes, or None if there
+    /// is no room.
+    pub fn append(&mut self, n: u16) -> Option<&mut [u8]> {
+        // SAFETY: rte_pktmbuf_append checks tailroom and returns NULL if short.
+        let p = unsafe { sys::rte_pktmbuf_append(self.0.as_ptr(), n) } as *mut u8;
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: DPDK returned a pointer to n writable bytes inside our buffer.
+        Some(unsafe { std::slice::from_raw_parts_mut(p, n as usize) })
+    }
+
+    /// Hint the CPU to fetch the first cache line of packet data.
+    #[inline(always)]
+    pub fn prefetch_data(&self) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let m = self.raw();
+            let p = (m.buf_addr as *const u8).wrapping_add(m.data_off as usize);
+            // SAFETY: prefetch never faults.
+            unsafe { std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0) }
+        }
+    }
+
+    pub(crate) fn into_raw(self) -> *mut sys::rte_mbuf {
+        let p = self.0.as_ptr();
+        std::mem::forget(self);
+        p
+    }
+}
+
+impl Drop for Mbuf {
+    fn drop(&mut self) {
+        // SAFETY: we own the mbuf; return it to its pool.
+        unsafe { sys::rte_pktmbuf_free(self.0.as_ptr()) }
+    }
+}
+
+/// Largest burst the switch handles at once.
+pub const BURST_CAP: usize = 256;
+
+/// A fixed-capacity vector of owned mbufs, laid out like DPDK's `struct rte_mbuf *pkts[]`
+/// so rx/tx bursts read and write it directly. No allocation after construction.
+pub struct MbufBurst {
+    len: usize,
+    // Option<Mbuf> has the layout of a nullable pointer (guaranteed niche of NonNull).
+    slots: Box<[Option<Mbuf>; BURST_CAP]>,
+}
+
+impl Default for MbufBurst {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MbufBurst {
+    pub fn new() -> MbufBurst {
+        MbufBurst { len: 0, slots: Box::new([const { None }; BURST_CAP]) }
+    }
+
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    #[inline(always)]
+    pub fn is_full(&self) -> bool {
+        self.len == BURST_CAP
+    }
+    #[inline(always)]
+    pub fn room(&self) -> usize {
+        BURST_CAP - self.len
+    }
+
+    /// Append an mbuf; gives it back when full.
+    #[inline(always)]
+    pub fn push(&mut self, m: Mbuf) -> Result<(), Mbuf> {
+        if self.len == BURST_CAP {
+            return Err(m);
+        }
+        self.slots[self.len] = Some(m);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The i-th mbuf (None if i >= len or already taken).
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> Option<&Mbuf> {
+        if i < self.len {
+            self.slots[i].as_ref()
+        } else {
+            None
+        }
+    }
+
+    #[inline(always)]
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut Mbuf> {
+        if i < self.len {
+            self.slots[i].as_mut()
+        } else {
+            None
+        }
+    }
+
+    /// Take the i-th mbuf out, leaving a hole (call `clear` or `compact` afterwards).
+    #[inline(always)]
+    pub fn take(&mut self, i: usize) -> Option<Mbuf> {
+        if i < self.len {
+            self.slots[i].take()
+        } else {
+            None
+        }
+    }
+
+    /// Drop every mbuf still held (freeing it) and empty the burst.
+    pub fn clear(&mut self) {
+        for s in &mut self.slots[..self.len] {
+            *s = None;
+        }
+        self.len = 0;
+    }
+
+    /// Remove holes left by `take`, keeping order.
+    pub fn compact(&mut self) {
+        let mut w = 0;
+        for r in 0..self.len {
+            if self.slots[r].is_some() {
+                if r != w {
+                    self.slots[w] = self.slots[r].take();
+                }
+                w += 1;
+            }
+        }
+        self.len = w;
+    }
+
+    /// Remove the first `n` mbufs whose ownership passed to DPDK (tx_burst), shifting the
+    /// rest to the front.
+    pub(crate) fn consume_front(&mut self, n: usize) {
+        let n = n.min(self.len);
+        for s in &mut self.slots[..n] {
+            // Ownership went to the driver: forget without freeing.
+            if let Some(m) = s.take() {
+                let _ = m.into_raw();
+            }
+        }
+        if n > 0 {
+            for r in n..self.len {
+                self.slots[r - n] = self.slots[r].take();
+            }
+            self.len -= n;
+        }
+    }
+
+    /// Raw pointer to the slot array at `from`, for rx/tx burst.
+    pub(crate) fn raw_slots(&mut self, from: usize) -> *mut *mut sys::rte_mbuf {
+        // SAFETY of the cast: Option<Mbuf> is a nullable pointer to rte_mbuf.
+        self.slots[from..].as_mut_ptr() as *mut *mut sys::rte_mbuf
+    }
+
+    pub(crate) fn set_len(&mut self, len: usize) {
+        debug_assert!(len <= BURST_CAP);
+        self.len = len;
+    }
+
+    /// Iterate over the held mbufs (skipping holes).
+    pub fn iter(&self) -> impl Iterator<Item = &Mbuf> {
+        self.slots[..self.len].iter().filter_map(|s| s.as_ref())
+    }
+
+    /// Move every held mbuf out, in order.
+    pub fn drain(&mut self) -> impl Iterator<Item = Mbuf> + '_ {
+        let n = self.len;
+        self.len = 0;
+        self.slots[..n].iter_mut().filter_map(|s| s.take())
+    }
+}
+
+impl Drop for MbufBurst {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Option<Mbuf>>() == std::mem::size_of::<*mut sys::rte_mbuf>());

@@ -1,0 +1,25 @@
+//! The only place with `unsafe`: safe types over DPDK's C API (EAL, lcores, TSC, mempool,
+//! mbufs, ethdev ports, telemetry). Everything above this module is safe Rust.
+//!
+//! Soundness rules this layer enforces with types:
+//! * one EAL per process ([`Eal`] is a singleton guard);
+//! * an RX or TX queue is used by one lcore at a time: queues are owned tokens
+//!   ([`RxQueue`], [`TxQueue`]) that are `Send` but not `Clone`;
+//! * an mbuf has exactly one owner ([`Mbuf`] frees itself on drop).
+
+pub mod sys;
+mod error;
+mod eal;
+mod lcore;
+mod tsc;
+mod mempool;
+mod mbuf;
+mod port;
+
+pub use eal::Eal;
+pub use error::DpdkError;
+pub use lcore::{current_lcore, launch_on, main_lcore, wait_all_lcores, LcoreHandle};
+pub use mbuf::{Mbuf, MbufBurst, BURST_CAP};
+pub use mempool::Mempool;
+pub use port::{stats_of, FlowCtrlOutcome, LinkStatus, Port, PortStats, RxQueue, TxQueue};
+pub use tsc::{rdtsc, tsc_hz};

@@ -1,0 +1,320 @@
+use std::ffi::{CStr, CString};
+use std::sync::Arc;
+
+use super::{sys, DpdkError, Mbuf, MbufBurst, Mempool, BURST_CAP};
+
+/// Counters the PMD keeps for a port (`rte_eth_stats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PortStats {
+    pub ipackets: u64,
+    pub opackets: u64,
+    pub ibytes: u64,
+    pub obytes: u64,
+    /// RX packets dropped by the NIC because its RX ring was full.
+    pub imissed: u64,
+    pub ierrors: u64,
+    pub oerrors: u64,
+    /// RX mbuf allocation failures: the mempool was empty.
+    pub rx_nombuf: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkStatus {
+    pub up: bool,
+    /// Mb/s as reported by the PMD (0 = unknown).
+    pub speed_mbps: u32,
+    pub full_duplex: bool,
+}
+
+/// What happened when the NIC's own link-level flow control was turned off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FlowCtrlOutcome {
+    Disabled,
+    /// The PMD has no flow-control knob (typical for virtual devices).
+    NotSupported,
+    Failed(String),
+}
+
+/// A configured ethdev port. Stopped and closed on drop.
+pub struct Port {
+    id: u16,
+    name: String,
+    driver: String,
+    nb_rx: u16,
+    nb_tx: u16,
+    started: bool,
+    // The pool must outlive the port's RX rings.
+    _pool: Arc<Mempool>,
+}
+
+/// The right to poll one RX queue: `Send`, not `Clone`, so exactly one lcore polls it.
+pub struct RxQueue {
+    port: u16,
+    queue: u16,
+}
+
+/// The right to transmit on one TX queue: `Send`, not `Clone`.
+pub struct TxQueue {
+    port: u16,
+    queue: u16,
+}
+
+impl Port {
+    /// Port id of a probed device by its name (the devargs up to the first comma, e.g.
+    /// "net_null0", or a PCI address).
+    pub fn id_by_name(name: &str) -> Result<u16, DpdkError> {
+        let c = CString::new(name).map_err(|_| DpdkError::msg("port", "name contains NUL"))?;
+        let mut id: u16 = 0;
+        // SAFETY: valid C string and out-pointer.
+        let ret = unsafe { sys::rte_eth_dev_get_port_by_name(c.as_ptr(), &mut id) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(format!("rte_eth_dev_get_port_by_name({name})"), ret));
+        }
+        Ok(id)
+    }
+
+    /// Configure port `id` with `nb_rx` RX and `nb_tx` TX queues (`rx_desc`/`tx_desc`
+    /// descriptors each), RX buffers from `pool`; try to set `mtu`. Returns the port and
+    /// its queue tokens.
+    pub fn configure(
+        id: u16,
+        nb_rx: u16,
+        nb_tx: u16,
+        rx_desc: u16,
+        tx_desc: u16,
+        pool: Arc<Mempool>,
+        mtu: Option<u16>,
+    ) -> Result<(Port, Vec<RxQueue>, Vec<TxQueue>), DpdkError> {
+        let mut info: sys::rte_eth_dev_info = Default::default();
+        // SAFETY: out-pointer to a zeroed struct.
+        let ret = unsafe { sys::rte_eth_dev_info_get(id, &mut info) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(format!("rte_eth_dev_info_get(port {id})"), ret));
+        }
+        let driver = if info.driver_name.is_null() {
+            String::new()
+        } else {
+            // SAFETY: driver_name is a static C string.
+            unsafe { CStr::from_ptr(info.driver_name) }.to_string_lossy().into_owned()
+        };
+        if nb_rx > info.max_rx_queues || nb_tx > info.max_tx_queues {
+            return Err(DpdkError::msg(
+                format!("port {id} ({driver})"),
+                format!("needs {nb_rx} rx/{nb_tx} tx queues, device has {}/{}", info.max_rx_queues, info.max_tx_queues),
+            ));
+        }
+        let conf: sys::rte_eth_conf = Default::default();
+        // SAFETY: valid port id and conf.
+        let ret = unsafe { sys::rte_eth_dev_configure(id, nb_rx, nb_tx, &conf) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(format!("rte_eth_dev_configure(port {id})"), ret));
+        }
+        if let Some(mtu) = mtu {
+            // SAFETY: plain call.
+            let ret = unsafe { sys::rte_eth_dev_set_mtu(id, mtu) };
+            if ret != 0 {
+                log::info!("port {id} ({driver}): MTU {mtu} not set: {}", DpdkError::from_ret("rte_eth_dev_set_mtu", ret).msg);
+            }
+        }
+        // SAFETY: plain call.
+        let socket = unsafe { sys::rte_eth_dev_socket_id(id) };
+        let socket = if socket < 0 { sys::SOCKET_ID_ANY } else { socket };
+        for q in 0..nb_rx {
+            // SAFETY: the pool outlives the port (held in Port::_pool).
+            let ret = unsafe { sys::rte_eth_rx_queue_setup(id, q, rx_desc, socket as u32, std::ptr::null(), pool.as_ptr()) };
+            if ret != 0 {
+                return Err(DpdkError::from_ret(format!("rte_eth_rx_queue_setup(port {id}, queue {q})"), ret));
+            }
+        }
+        for q in 0..nb_tx {
+            // SAFETY: default txconf (NULL).
+            let ret = unsafe { sys::rte_eth_tx_queue_setup(id, q, tx_desc, socket as u32, std::ptr::null()) };
+            if ret != 0 {
+                return Err(DpdkError::from_ret(format!("rte_eth_tx_queue_setup(port {id}, queue {q})"), ret));
+            }
+        }
+        let port = Port { id, name: String::new(), driver, nb_rx, nb_tx, started: false, _pool: pool };
+        let rxq = (0..nb_rx).map(|queue| RxQueue { port: id, queue }).collect();
+        let txq = (0..nb_tx).map(|queue| TxQueue { port: id, queue }).collect();
+        Ok((port, rxq, txq))
+    }
+
+    pub fn with_name(mut self, name: &str) -> Self {
+        self.name = name.to_string();
+        self
+    }
+
+    pub fn id(&self) -> u16 {
+        self.id
+    }
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn driver(&self) -> &str {
+        &self.driver
+    }
+    pub fn nb_rx(&self) -> u16 {
+        self.nb_rx
+    }
+    pub fn nb_tx(&self) -> u16 {
+        self.nb_tx
+    }
+
+    pub fn start(&mut self) -> Result<(), DpdkError> {
+        // SAFETY: configured port.
+        let ret = unsafe { sys::rte_eth_dev_start(self.id) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(format!("rte_eth_dev_start(port {})", self.id), ret));
+        }
+        self.started = true;
+        // Switch ports see every frame.
+        // SAFETY: plain call; failure is harmless for vdevs that are always promiscuous.
+        let ret = unsafe { sys::rte_eth_promiscuous_enable(self.id) };
+        if ret != 0 {
+            log::debug!("port {}: promiscuous mode not enabled ({ret})", self.id);
+        }
+        Ok(())
+    }
+
+    pub fn stop(&mut self) -> Result<(), DpdkError> {
+        if !self.started {
+            return Ok(());
+        }
+        self.started = false;
+        // SAFETY: no lcore polls the port any more (caller's contract: lcores joined).
+        let ret = unsafe { sys::rte_eth_dev_stop(self.id) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(format!("rte_eth_dev_stop(port {})", self.id), ret));
+        }
+        Ok(())
+    }
+
+    pub fn mac(&self) -> [u8; 6] {
+        let mut a = sys::rte_ether_addr::default();
+        // SAFETY: out-pointer.
+        unsafe { sys::rte_eth_macaddr_get(self.id, &mut a) };
+        a.addr_bytes
+    }
+
+    pub fn link(&self) -> LinkStatus {
+        let mut l = sys::rte_eth_link::default();
+        // SAFETY: out-pointer; nowait never blocks.
+        unsafe { sys::rte_eth_link_get_nowait(self.id, &mut l) };
+        LinkStatus { up: l.link_status() != 0, speed_mbps: l.link_speed, full_duplex: l.link_duplex() != 0 }
+    }
+
+    pub fn stats(&self) -> PortStats {
+        stats_of(self.id)
+    }
+
+    /// Turn the NIC's own 802.3x/PFC handling off so MAC-control frames reach the
+    /// software (and the NIC never answers them behind the switch's back).
+    pub fn flow_ctrl_off(&self) -> FlowCtrlOutcome {
+        let mut fc: sys::rte_eth_fc_conf = unsafe { std::mem::zeroed() };
+        // SAFETY: out-pointer.
+        let ret = unsafe { sys::rte_eth_dev_flow_ctrl_get(self.id, &mut fc) };
+        if ret == -(libc_enotsup()) || ret == -95 {
+            return FlowCtrlOutcome::NotSupported;
+        }
+        fc.mode = sys::rte_eth_fc_mode_RTE_ETH_FC_NONE;
+        fc.mac_ctrl_frame_fwd = 1;
+        fc.autoneg = 0;
+        // SAFETY: valid conf.
+        let ret = unsafe { sys::rte_eth_dev_flow_ctrl_set(self.id, &mut fc) };
+        match ret {
+            0 => FlowCtrlOutcome::Disabled,
+            r if r == -95 || r == -(libc_enotsup()) => FlowCtrlOutcome::NotSupported,
+            r => FlowCtrlOutcome::Failed(DpdkError::from_ret("rte_eth_dev_flow_ctrl_set", r).to_string()),
+        }
+    }
+}
+
+fn libc_enotsup() -> i32 {
+    95 // ENOTSUP == EOPNOTSUPP on Linux
+}
+
+/// Port counters by id (readable from any thread: the PMD's stats are read-only here).
+pub fn stats_of(id: u16) -> PortStats {
+    let mut s = sys::rte_eth_stats::default();
+    // SAFETY: out-pointer.
+    unsafe { sys::rte_eth_stats_get(id, &mut s) };
+    PortStats {
+        ipackets: s.ipackets,
+        opackets: s.opackets,
+        ibytes: s.ibytes,
+        obytes: s.obytes,
+        imissed: s.imissed,
+        ierrors: s.ierrors,
+        oerrors: s.oerrors,
+        rx_nombuf: s.rx_nombuf,
+    }
+}
+
+impl Drop for Port {
+    fn drop(&mut self) {
+        let _ = self.stop();
+        // SAFETY: stopped port, no lcore uses it.
+        unsafe {
+            sys::rte_eth_dev_close(self.id);
+        }
+    }
+}
+
+impl RxQueue {
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+    pub fn queue(&self) -> u16 {
+        self.queue
+    }
+    /// Receive up to `max` packets, appended to `burst`. Returns how many arrived.
+    #[inline(always)]
+    pub fn rx_burst(&mut self, burst: &mut MbufBurst, max: usize) -> usize {
+        let start = burst.len();
+        let want = max.min(BURST_CAP - start) as u16;
+        if want == 0 {
+            return 0;
+        }
+        // SAFETY: the slots from `start` are empty (None == NULL) and at least `want` long;
+        // the PMD writes `n` owned mbuf pointers into them.
+        let n = unsafe { sys::rte_eth_rx_burst(self.port, self.queue, burst.raw_slots(start), want) } as usize;
+        burst.set_len(start + n);
+        n
+    }
+}
+
+impl TxQueue {
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+    pub fn queue(&self) -> u16 {
+        self.queue
+    }
+    /// Transmit from the front of `burst`; the packets the driver took leave the burst,
+    /// the rest stay (a full TX ring is backpressure, not loss). Returns how many went.
+    #[inline(always)]
+    pub fn tx_burst(&mut self, burst: &mut MbufBurst) -> usize {
+        let len = burst.len();
+        if len == 0 {
+            return 0;
+        }
+        // SAFETY: the first `len` slots hold owned mbufs (no holes: callers compact
+        // before sending); the driver takes ownership of the first `n`.
+        let n = unsafe { sys::rte_eth_tx_burst(self.port, self.queue, burst.raw_slots(0), len as u16) } as usize;
+        burst.consume_front(n);
+        n
+    }
+
+    /// Transmit one mbuf; gives it back if the ring is full.
+    pub fn tx_one(&mut self, m: Mbuf) -> Result<(), Mbuf> {
+        let mut p = m.into_raw();
+        // SAFETY: we own `p`; on success the driver owns it.
+        let n = unsafe { sys::rte_eth_tx_burst(self.port, self.queue, &mut p, 1) };
+        if n == 1 {
+            Ok(())
+        } else {
+            // SAFETY: not taken: ownership comes back to us.
+            Err(Mbuf::from_nonnull(std::ptr::NonNull::new(p).expect("non-null")))
+        }
+    }
+}

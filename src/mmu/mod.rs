@@ -1,0 +1,460 @@
+//! The shared-buffer MMU: lossless ingress admission per (port, PG) with private,
+//! Dynamic-Threshold shared and headroom segments and PFC Xoff/Xon edges; lossy egress
+//! admission per (port, queue) on a separate pool. Shared by all lcores: atomics only,
+//! no locks, no allocation per packet.
+//!
+//! # Lossless admission (DESIGN.md §2)
+//! For a packet of `b` bytes (after cell rounding) to (port, PG) with private φ,
+//! headroom η, shared occupancy `s`, headroom occupancy `h`, and
+//! `T = α·(Bs − Σω)` (Σω: shared bytes in use in the whole lossless pool):
+//! 1. `p + b ≤ φ` → private (φ is a hard reservation);
+//! 2. else `s < T` and the pool has room (`Σω + b ≤ Bs`) → shared. As on ASICs the
+//!    check is made *before* the packet, so the packet that crosses T is still taken into
+//!    shared; if `s + b ≥ T` the PG has reached its Xoff point → PAUSE edge if it was ON;
+//! 3. else `h + b ≤ η` → headroom; PAUSE edge if the PG was ON (headroom is only ever
+//!    charged to an OFF PG);
+//! 4. else drop (`lossless_headroom_full`).
+//!
+//! Because the crossing packet lands in shared, η only has to absorb what arrives
+//! *after* the edge: exactly what [`crate::headroom`] computes. `s` may exceed T by less
+//! than one packet; Σω never exceeds Bs, `p` never exceeds φ, `h` never exceeds η.
+//!
+//! # Xon (SAI `XON_TH` / `XON_OFFSET_TH` semantics)
+//! An OFF PG resumes (RESUME edge) when, after a release (or an admission into private
+//! or shared), its usage above the private minimum satisfies
+//! `s + h ≤ max(xon, T(t) − xon_offset)` (saturating), with T(t) the PG's current
+//! dynamic threshold: SAI's "total buffer usage ≤ max(XON_TH, limit − XON_OFFSET_TH)",
+//! usage counted like Broadcom's PG shared counter (private excluded). `xon_offset = 0`
+//! gives no hysteresis; set it (or `xon`) to avoid PAUSE/RESUME flapping.
+//!
+//! # Concurrency
+//! Segment limits are enforced with compare-exchange loops, T is read with relaxed
+//! loads (it may be slightly stale, as on hardware), and the PG ON/OFF state flips only
+//! through a CAS, so exactly one thread emits each edge and edges alternate.
+
+mod config;
+mod types;
+
+pub use config::{
+    HeadroomPolicy, MmuConfig, MmuError, PgProfile, PortMmuConfig, QueueProfile, ReleaseOrder, Threshold,
+};
+pub use types::{
+    Charge, DropReason, Edge, EdgeKind, LosslessPoolStats, LossyPoolStats, PgOccupancy, PgWatermarks, PoolStats,
+    QueueOccupancy, Segment, Verdict,
+};
+
+use crossbeam_utils::CachePadded;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+
+/// Adds `b` to `c` only if the result stays ≤ `max`.
+#[inline]
+fn try_add_upto(c: &AtomicU64, b: u64, max: u64) -> bool {
+    c.fetch_update(Relaxed, Relaxed, |v| v.checked_add(b).filter(|n| *n <= max)).is_ok()
+}
+
+/// Takes up to `want` from `c`, returns what was taken.
+#[inline]
+fn take_upto(c: &AtomicU64, want: u64) -> u64 {
+    match c.fetch_update(Relaxed, Relaxed, |v| (v != 0).then(|| v - v.min(want))) {
+        Ok(prev) => prev.min(want),
+        Err(_) => 0,
+    }
+}
+
+/// Raises a high-water mark; a plain load first keeps the common case write-free.
+#[inline]
+fn raise(wm: &AtomicU64, v: u64) {
+    if wm.load(Relaxed) < v {
+        wm.fetch_max(v, Relaxed);
+    }
+}
+
+#[derive(Default)]
+struct PgState {
+    private: AtomicU64,
+    shared: AtomicU64,
+    headroom: AtomicU64,
+    off: AtomicBool,
+    shared_wm: AtomicU64,
+    headroom_wm: AtomicU64,
+}
+
+#[derive(Default)]
+struct QueueState {
+    lossless: AtomicU64,
+    private: AtomicU64,
+    shared: AtomicU64,
+    wm: AtomicU64,
+}
+
+#[derive(Default)]
+struct PoolState {
+    private: AtomicU64,
+    shared: AtomicU64,
+    headroom: AtomicU64,
+    shared_wm: AtomicU64,
+    headroom_wm: AtomicU64,
+}
+
+/// Immutable per-PG limits.
+#[derive(Clone, Copy)]
+struct PgLimits {
+    lossless: bool,
+    private: u64,
+    headroom: u64,
+    xon: u64,
+    xon_offset: u64,
+    th: Threshold,
+}
+
+/// The MMU. `Sync`: share it by reference (or `Arc`) between lcores.
+pub struct Mmu {
+    cfg: MmuConfig,
+    cell: u64,
+    bs_lossless: u64,
+    bs_lossy: u64,
+    num_ports: u16,
+    pg_limits: Box<[PgLimits]>,
+    q_limits: Box<[QueueProfile]>,
+    pgs: Box<[CachePadded<PgState>]>,
+    queues: Box<[CachePadded<QueueState>]>,
+    lossless: CachePadded<PoolState>,
+    lossy: CachePadded<PoolState>,
+}
+
+impl Mmu {
+    /// Validates `cfg` and builds the counters (all zero, every PG ON).
+    pub fn new(cfg: MmuConfig) -> Result<Mmu, MmuError> {
+        let (bs_lossless, bs_lossy) = cfg.validate()?;
+        let n = cfg.ports.len();
+        let mut pg_limits = Vec::with_capacity(n * 8);
+        let mut q_limits = Vec::with_capacity(n * 8);
+        for p in &cfg.ports {
+            for (i, g) in p.pgs.iter().enumerate() {
+                pg_limits.push(PgLimits {
+                    lossless: p.lossless_pgs & (1 << i) != 0,
+                    private: g.size,
+                    headroom: g.xoff,
+                    xon: g.xon,
+                    xon_offset: g.xon_offset,
+                    th: g.threshold,
+                });
+            }
+            q_limits.extend_from_slice(&p.queues);
+        }
+        Ok(Mmu {
+            cell: u64::from(cfg.cell_size),
+            bs_lossless,
+            bs_lossy,
+            num_ports: n as u16,
+            pg_limits: pg_limits.into_boxed_slice(),
+            q_limits: q_limits.into_boxed_slice(),
+            pgs: (0..n * 8).map(|_| CachePadded::new(PgState::default())).collect(),
+            queues: (0..n * 8).map(|_| CachePadded::new(QueueState::default())).collect(),
+            lossless: CachePadded::new(PoolState::default()),
+            lossy: CachePadded::new(PoolState::default()),
+            cfg,
+        })
+    }
+
+    /// The configuration it was built from.
+    pub fn config(&self) -> &MmuConfig {
+        &self.cfg
+    }
+
+    /// Number of ports.
+    pub fn num_ports(&self) -> u16 {
+        self.num_ports
+    }
+
+    #[inline]
+    fn idx(&self, port: u16, i: u8) -> Option<usize> {
+        (port < self.num_ports && i < 8).then(|| usize::from(port) * 8 + usize::from(i))
+    }
+
+    /// Bytes a packet of `len` bytes is charged: ceil(len / cell) · cell.
+    #[inline]
+    pub fn charge_bytes(&self, len: u32) -> u64 {
+        u64::from(len).div_ceil(self.cell) * self.cell
+    }
+
+    /// True if (port, PG) is configured lossless.
+    pub fn is_lossless(&self, port: u16, pg: u8) -> bool {
+        self.idx(port, pg).and_then(|i| self.pg_limits.get(i)).is_some_and(|l| l.lossless)
+    }
+
+    /// Admits `len` bytes from (in_port, pg) to (out_port, queue). The packet is lossless
+    /// iff `lossless` is true *and* the PG is configured lossless on `in_port`; otherwise
+    /// it is lossy and only egress (lossy pool) admission applies.
+    #[inline]
+    pub fn admit(&self, in_port: u16, pg: u8, out_port: u16, queue: u8, len: u32, lossless: bool) -> Verdict {
+        let (Some(pi), Some(qi)) = (self.idx(in_port, pg), self.idx(out_port, queue)) else {
+            return Verdict::Drop(DropReason::InvalidIndex);
+        };
+        let (Some(lim), Some(q)) = (self.pg_limits.get(pi), self.queues.get(qi)) else {
+            return Verdict::Drop(DropReason::InvalidIndex);
+        };
+        let b = self.charge_bytes(len);
+        let Ok(bytes) = u32::try_from(b) else {
+            return Verdict::Drop(DropReason::Oversize);
+        };
+        let mut charge = Charge { bytes, in_port, out_port, pg, queue, segment: Segment::Private };
+        if lossless && lim.lossless {
+            let Some(st) = self.pgs.get(pi) else { return Verdict::Drop(DropReason::InvalidIndex) };
+            match self.admit_lossless(st, lim, b) {
+                Ok((segment, pause)) => {
+                    charge.segment = segment;
+                    let tot = q.lossless.fetch_add(b, Relaxed) + b;
+                    raise(&q.wm, tot + q.private.load(Relaxed) + q.shared.load(Relaxed));
+                    let edge = if pause {
+                        st.off.compare_exchange(false, true, AcqRel, Relaxed).is_ok().then_some(EdgeKind::Pause)
+                    } else {
+                        self.try_resume(st, lim)
+                    };
+                    let edge = edge.map(|kind| Edge { port: in_port, pg, kind });
+                    Verdict::Admit { charge, edge }
+                }
+                Err(r) => Verdict::Drop(r),
+            }
+        } else {
+            let Some(ql) = self.q_limits.get(qi) else { return Verdict::Drop(DropReason::InvalidIndex) };
+            match self.admit_lossy(q, ql, b) {
+                Ok(segment) => {
+                    charge.segment = segment;
+                    Verdict::Admit { charge, edge: None }
+                }
+                Err(r) => Verdict::Drop(r),
+            }
+        }
+    }
+
+    /// Cases 1–4; returns the segment and whether the Xoff point was reached.
+    #[inline]
+    fn admit_lossless(&self, st: &PgState, lim: &PgLimits, b: u64) -> Result<(Segment, bool), DropReason> {
+        let pool = &*self.lossless;
+        if try_add_upto(&st.private, b, lim.private) {
+            pool.private.fetch_add(b, Relaxed);
+            return Ok((Segment::Private, false));
+        }
+        let t = lim.th.limit(self.bs_lossless.saturating_sub(pool.shared.load(Relaxed)));
+        if st.shared.load(Relaxed) < t && try_add_upto(&pool.shared, b, self.bs_lossless) {
+            let s = st.shared.fetch_add(b, Relaxed) + b;
+            raise(&st.shared_wm, s);
+            raise(&pool.shared_wm, pool.shared.load(Relaxed));
+            return Ok((Segment::Shared, s >= t));
+        }
+        if try_add_upto(&st.headroom, b, lim.headroom) {
+            let h = st.headroom.load(Relaxed);
+            raise(&st.headroom_wm, h);
+            let ph = pool.headroom.fetch_add(b, Relaxed) + b;
+            raise(&pool.headroom_wm, ph);
+            return Ok((Segment::Headroom, true));
+        }
+        Err(DropReason::LosslessHeadroomFull)
+    }
+
+    /// Egress DT on the lossy pool.
+    #[inline]
+    fn admit_lossy(&self, q: &QueueState, ql: &QueueProfile, b: u64) -> Result<Segment, DropReason> {
+        let pool = &*self.lossy;
+        let seg = if try_add_upto(&q.private, b, ql.size) {
+            pool.private.fetch_add(b, Relaxed);
+            Segment::LossyPrivate
+        } else {
+            let t = ql.threshold.limit(self.bs_lossy.saturating_sub(pool.shared.load(Relaxed)));
+            if q.shared.load(Relaxed) >= t {
+                return Err(DropReason::LossyDt);
+            }
+            if !try_add_upto(&pool.shared, b, self.bs_lossy) {
+                return Err(DropReason::LossyPoolFull);
+            }
+            q.shared.fetch_add(b, Relaxed);
+            raise(&pool.shared_wm, pool.shared.load(Relaxed));
+            Segment::LossyShared
+        };
+        let tot = q.lossless.load(Relaxed) + q.private.load(Relaxed) + q.shared.load(Relaxed);
+        raise(&q.wm, tot);
+        Ok(seg)
+    }
+
+    /// The Xon threshold of a PG now: max(xon, T − xon_offset).
+    #[inline]
+    fn xon_threshold(&self, lim: &PgLimits) -> u64 {
+        let t = lim.th.limit(self.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed)));
+        lim.xon.max(t.saturating_sub(lim.xon_offset))
+    }
+
+    #[inline]
+    fn try_resume(&self, st: &PgState, lim: &PgLimits) -> Option<EdgeKind> {
+        if !st.off.load(Relaxed) {
+            return None;
+        }
+        let above_min = st.shared.load(Relaxed) + st.headroom.load(Relaxed);
+        if above_min <= self.xon_threshold(lim) && st.off.compare_exchange(true, false, AcqRel, Relaxed).is_ok() {
+            Some(EdgeKind::Resume)
+        } else {
+            None
+        }
+    }
+
+    /// Returns what `c` charged (the packet left or was dropped after admission); may
+    /// produce a RESUME edge.
+    #[inline]
+    pub fn release(&self, c: Charge) -> Option<Edge> {
+        let b = u64::from(c.bytes);
+        let (Some(pi), Some(qi)) = (self.idx(c.in_port, c.pg), self.idx(c.out_port, c.queue)) else {
+            return None;
+        };
+        let q = self.queues.get(qi)?;
+        if !c.segment.is_lossless() {
+            let pool = &*self.lossy;
+            let (qc, pc) = match c.segment {
+                Segment::LossyPrivate => (&q.private, &pool.private),
+                _ => (&q.shared, &pool.shared),
+            };
+            qc.fetch_sub(b, Relaxed);
+            pc.fetch_sub(b, Relaxed);
+            return None;
+        }
+        let st = self.pgs.get(pi)?;
+        let lim = self.pg_limits.get(pi)?;
+        let pool = &*self.lossless;
+        match self.cfg.release_order {
+            ReleaseOrder::AsCharged => {
+                let (sc, pc) = match c.segment {
+                    Segment::Private => (&st.private, &pool.private),
+                    Segment::Shared => (&st.shared, &pool.shared),
+                    _ => (&st.headroom, &pool.headroom),
+                };
+                sc.fetch_sub(b, Relaxed);
+                pc.fetch_sub(b, Relaxed);
+            }
+            ReleaseOrder::HeadroomFirst => {
+                let mut rest = b;
+                // One pass in practice; more only if concurrent admissions refill a
+                // segment this release already looked at (the PG's segments always
+                // hold at least `rest` bytes between them).
+                for _ in 0..1024 {
+                    for (sc, pc) in [(&st.headroom, &pool.headroom), (&st.shared, &pool.shared), (&st.private, &pool.private)] {
+                        let got = take_upto(sc, rest);
+                        if got != 0 {
+                            pc.fetch_sub(got, Relaxed);
+                            rest -= got;
+                        }
+                        if rest == 0 {
+                            break;
+                        }
+                    }
+                    if rest == 0 {
+                        break;
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+        }
+        q.lossless.fetch_sub(b, Relaxed);
+        self.try_resume(st, lim).map(|kind| Edge { port: c.in_port, pg: c.pg, kind })
+    }
+
+    /// Re-evaluates Xon for (port, PG) without a packet event: T grows when *other* PGs
+    /// release, so the control lcore may call this periodically for OFF PGs.
+    pub fn check_resume(&self, port: u16, pg: u8) -> Option<Edge> {
+        let i = self.idx(port, pg)?;
+        let (st, lim) = (self.pgs.get(i)?, self.pg_limits.get(i)?);
+        self.try_resume(st, lim).map(|kind| Edge { port, pg, kind })
+    }
+
+    /// True while (port, PG) is OFF (PAUSE asserted, RESUME not yet due).
+    pub fn is_off(&self, port: u16, pg: u8) -> bool {
+        self.idx(port, pg).and_then(|i| self.pgs.get(i)).is_some_and(|s| s.off.load(Acquire))
+    }
+
+    /// Bytes held by (port, PG); zeros for an invalid index.
+    pub fn pg_occupancy(&self, port: u16, pg: u8) -> PgOccupancy {
+        let Some(s) = self.idx(port, pg).and_then(|i| self.pgs.get(i)) else { return PgOccupancy::default() };
+        let (private, shared, headroom) = (s.private.load(Relaxed), s.shared.load(Relaxed), s.headroom.load(Relaxed));
+        PgOccupancy { private, shared, headroom, total: private + shared + headroom }
+    }
+
+    /// High-water marks of (port, PG).
+    pub fn pg_watermarks(&self, port: u16, pg: u8) -> PgWatermarks {
+        let Some(s) = self.idx(port, pg).and_then(|i| self.pgs.get(i)) else { return PgWatermarks::default() };
+        PgWatermarks { shared: s.shared_wm.load(Relaxed), headroom: s.headroom_wm.load(Relaxed) }
+    }
+
+    /// Bytes held by egress (port, queue).
+    pub fn queue_occupancy(&self, port: u16, queue: u8) -> QueueOccupancy {
+        let Some(q) = self.idx(port, queue).and_then(|i| self.queues.get(i)) else {
+            return QueueOccupancy::default();
+        };
+        let (lossless, private, shared) = (q.lossless.load(Relaxed), q.private.load(Relaxed), q.shared.load(Relaxed));
+        QueueOccupancy { lossless, private, shared, total: lossless + private + shared, watermark: q.wm.load(Relaxed) }
+    }
+
+    /// Both pools' usage and watermarks.
+    pub fn pool_stats(&self) -> PoolStats {
+        let (l, y) = (&*self.lossless, &*self.lossy);
+        PoolStats {
+            lossless: LosslessPoolStats {
+                size: self.cfg.lossless_pool_size,
+                shared_size: self.bs_lossless,
+                private_used: l.private.load(Relaxed),
+                shared_used: l.shared.load(Relaxed),
+                headroom_used: l.headroom.load(Relaxed),
+                shared_watermark: l.shared_wm.load(Relaxed),
+                headroom_watermark: l.headroom_wm.load(Relaxed),
+            },
+            lossy: LossyPoolStats {
+                size: self.cfg.lossy_pool_size,
+                shared_size: self.bs_lossy,
+                private_used: y.private.load(Relaxed),
+                shared_used: y.shared.load(Relaxed),
+                shared_watermark: y.shared_wm.load(Relaxed),
+            },
+        }
+    }
+
+    /// Free shared bytes of the lossless pool, Bs − Σω: the pool's T for α = 1. Each PG's
+    /// actual limit is [`Mmu::pg_threshold`].
+    pub fn threshold(&self) -> u64 {
+        self.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed))
+    }
+
+    /// Free shared bytes of the lossy pool (T for α = 1).
+    pub fn lossy_threshold(&self) -> u64 {
+        self.bs_lossy.saturating_sub(self.lossy.shared.load(Relaxed))
+    }
+
+    /// Current shared limit T of (port, PG).
+    pub fn pg_threshold(&self, port: u16, pg: u8) -> u64 {
+        self.idx(port, pg).and_then(|i| self.pg_limits.get(i)).map_or(0, |l| l.th.limit(self.threshold()))
+    }
+
+    /// Current Xon threshold of (port, PG): max(xon, T − xon_offset).
+    pub fn pg_xon_threshold(&self, port: u16, pg: u8) -> u64 {
+        self.idx(port, pg).and_then(|i| self.pg_limits.get(i)).map_or(0, |l| self.xon_threshold(l))
+    }
+
+    /// Current lossy shared limit of egress (port, queue).
+    pub fn queue_threshold(&self, port: u16, queue: u8) -> u64 {
+        self.idx(port, queue).and_then(|i| self.q_limits.get(i)).map_or(0, |l| l.threshold.limit(self.lossy_threshold()))
+    }
+
+    /// Resets every watermark to the current occupancy.
+    pub fn reset_watermarks(&self) {
+        for s in self.pgs.iter() {
+            s.shared_wm.store(s.shared.load(Relaxed), Relaxed);
+            s.headroom_wm.store(s.headroom.load(Relaxed), Relaxed);
+        }
+        for q in self.queues.iter() {
+            q.wm.store(q.lossless.load(Relaxed) + q.private.load(Relaxed) + q.shared.load(Relaxed), Relaxed);
+        }
+        for p in [&*self.lossless, &*self.lossy] {
+            p.shared_wm.store(p.shared.load(Relaxed), Relaxed);
+            p.headroom_wm.store(p.headroom.load(Relaxed), Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

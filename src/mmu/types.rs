@@ -1,0 +1,245 @@
+//! Values the MMU hands out: verdicts, charge tokens, edges, drop reasons, snapshots.
+
+/// The buffer segment a packet was charged to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Segment {
+    /// Lossless PG private (reserved minimum).
+    Private,
+    /// Lossless pool shared segment (Dynamic Threshold).
+    Shared,
+    /// Lossless PG headroom (only while the PG is OFF).
+    Headroom,
+    /// Lossy egress queue private.
+    LossyPrivate,
+    /// Lossy pool shared segment.
+    LossyShared,
+}
+
+impl Segment {
+    /// True for the three ingress lossless segments.
+    #[inline]
+    pub const fn is_lossless(self) -> bool {
+        matches!(self, Segment::Private | Segment::Shared | Segment::Headroom)
+    }
+}
+
+/// What one admitted packet was charged: the datapath keeps it beside the mbuf and gives
+/// it back to [`crate::mmu::Mmu::release`] exactly once (releasing twice corrupts the
+/// accounting). 12 bytes, `Copy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Charge {
+    pub(crate) bytes: u32,
+    pub(crate) in_port: u16,
+    pub(crate) out_port: u16,
+    pub(crate) pg: u8,
+    pub(crate) queue: u8,
+    pub(crate) segment: Segment,
+}
+
+impl Charge {
+    /// Bytes charged (after cell rounding).
+    #[inline]
+    pub const fn bytes(&self) -> u32 {
+        self.bytes
+    }
+    /// Ingress port.
+    #[inline]
+    pub const fn in_port(&self) -> u16 {
+        self.in_port
+    }
+    /// Ingress PG.
+    #[inline]
+    pub const fn pg(&self) -> u8 {
+        self.pg
+    }
+    /// Egress port.
+    #[inline]
+    pub const fn out_port(&self) -> u16 {
+        self.out_port
+    }
+    /// Egress queue.
+    #[inline]
+    pub const fn queue(&self) -> u8 {
+        self.queue
+    }
+    /// Segment charged at admission.
+    #[inline]
+    pub const fn segment(&self) -> Segment {
+        self.segment
+    }
+    /// Admitted as lossless.
+    #[inline]
+    pub const fn is_lossless(&self) -> bool {
+        self.segment.is_lossless()
+    }
+}
+
+/// PAUSE (ON→OFF) or RESUME (OFF→ON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EdgeKind {
+    /// The PG crossed its Xoff point: send PFC PAUSE for its priorities.
+    Pause,
+    /// The PG fell to its Xon threshold: send PFC RESUME.
+    Resume,
+}
+
+/// A PG state change; the caller decides what to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Edge {
+    /// Ingress port.
+    pub port: u16,
+    /// Priority group.
+    pub pg: u8,
+    /// Direction.
+    pub kind: EdgeKind,
+}
+
+/// Why a packet was not admitted. `as_str` names are stable counter keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// Lossless PG: private, shared and headroom all full. Headroom is undersized or
+    /// the peer ignores PAUSE: count it loudly.
+    LosslessHeadroomFull,
+    /// Lossy queue above its Dynamic/static threshold.
+    LossyDt,
+    /// Lossy pool shared segment exhausted.
+    LossyPoolFull,
+    /// Port, PG or queue index out of range.
+    InvalidIndex,
+    /// Packet larger than 4 GiB after cell rounding.
+    Oversize,
+}
+
+impl DropReason {
+    /// Every reason, for counter tables.
+    pub const ALL: [DropReason; 5] = [
+        DropReason::LosslessHeadroomFull,
+        DropReason::LossyDt,
+        DropReason::LossyPoolFull,
+        DropReason::InvalidIndex,
+        DropReason::Oversize,
+    ];
+
+    /// Counter key.
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            DropReason::LosslessHeadroomFull => "lossless_headroom_full",
+            DropReason::LossyDt => "lossy_dt",
+            DropReason::LossyPoolFull => "lossy_pool_full",
+            DropReason::InvalidIndex => "invalid_index",
+            DropReason::Oversize => "oversize",
+        }
+    }
+
+    /// Dense index 0..ALL.len(), for counter arrays.
+    pub const fn index(&self) -> usize {
+        *self as usize
+    }
+}
+
+/// Admission result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Enqueue; keep `charge`; act on `edge` if any.
+    Admit { charge: Charge, edge: Option<Edge> },
+    /// Free the packet and count the reason.
+    Drop(DropReason),
+}
+
+impl Verdict {
+    /// The charge, if admitted.
+    pub fn charge(&self) -> Option<Charge> {
+        match self {
+            Verdict::Admit { charge, .. } => Some(*charge),
+            Verdict::Drop(_) => None,
+        }
+    }
+    /// The edge, if any.
+    pub fn edge(&self) -> Option<Edge> {
+        match self {
+            Verdict::Admit { edge, .. } => *edge,
+            Verdict::Drop(_) => None,
+        }
+    }
+}
+
+/// Bytes held by one ingress (port, PG).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PgOccupancy {
+    /// In the private segment.
+    pub private: u64,
+    /// In the shared segment.
+    pub shared: u64,
+    /// In headroom.
+    pub headroom: u64,
+    /// Sum.
+    pub total: u64,
+}
+
+/// High-water marks of one PG since creation or the last reset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PgWatermarks {
+    /// Shared segment.
+    pub shared: u64,
+    /// Headroom.
+    pub headroom: u64,
+}
+
+/// Bytes held by one egress (port, queue).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueOccupancy {
+    /// Lossless bytes (accounted at ingress, counted here for visibility/ECN).
+    pub lossless: u64,
+    /// Lossy private.
+    pub private: u64,
+    /// Lossy shared.
+    pub shared: u64,
+    /// Sum.
+    pub total: u64,
+    /// High-water mark of `total`.
+    pub watermark: u64,
+}
+
+/// Lossless ingress pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LosslessPoolStats {
+    /// Configured size.
+    pub size: u64,
+    /// Shared segment Bs = size − Σ(private + headroom) of lossless PGs.
+    pub shared_size: u64,
+    /// Private bytes in use.
+    pub private_used: u64,
+    /// Σω: shared bytes in use.
+    pub shared_used: u64,
+    /// Headroom bytes in use.
+    pub headroom_used: u64,
+    /// High-water mark of `shared_used`.
+    pub shared_watermark: u64,
+    /// High-water mark of `headroom_used`.
+    pub headroom_watermark: u64,
+}
+
+/// Lossy egress pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LossyPoolStats {
+    /// Configured size.
+    pub size: u64,
+    /// Shared segment = size − Σ queue private.
+    pub shared_size: u64,
+    /// Private bytes in use.
+    pub private_used: u64,
+    /// Shared bytes in use.
+    pub shared_used: u64,
+    /// High-water mark of `shared_used`.
+    pub shared_watermark: u64,
+}
+
+/// Both pools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PoolStats {
+    /// Lossless ingress pool.
+    pub lossless: LosslessPoolStats,
+    /// Lossy egress pool.
+    pub lossy: LossyPoolStats,
+}

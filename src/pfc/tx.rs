@@ -1,0 +1,249 @@
+//! Transmit side: turns MMU Xoff/Xon edges into "send this PFC time now" decisions and
+//! refresh deadlines. Owned by the control lcore (`&mut self`); it decides, the caller
+//! sends.
+
+use super::counters::{bump, PfcTxCounters};
+use super::quanta_to_ticks;
+use crate::mmu::EdgeKind;
+use crate::wire::MacControl;
+use std::sync::Arc;
+
+/// Sender policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PfcTxConfig {
+    /// Time in PAUSE frames (default 0xFFFF, the common production value).
+    pub pause_quanta: u16,
+    /// Refresh after this percentage of the pause time (default 50; clamped to 1..=99).
+    pub refresh_percent: u8,
+    /// [`PfcPortTx`] also refreshes OFF priorities due within this many ticks when it
+    /// sends a frame anyway, so several priorities share one frame (default 0).
+    pub coalesce_ticks: u64,
+}
+
+impl Default for PfcTxConfig {
+    fn default() -> Self {
+        PfcTxConfig { pause_quanta: 0xffff, refresh_percent: 50, coalesce_ticks: 0 }
+    }
+}
+
+/// What to put on the wire for one priority now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Send {
+    /// Pause time; 0 = RESUME.
+    pub quanta: u16,
+}
+
+impl Send {
+    /// Time 0.
+    pub fn is_resume(&self) -> bool {
+        self.quanta == 0
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    On,
+    Off { next_refresh: u64, accrued_to: u64 },
+}
+
+/// One (port, priority) sender.
+///
+/// ON --Pause edge--> send PAUSE(q), OFF; OFF --poll at refresh deadline--> send PAUSE(q)
+/// again (deadline = send time + refresh interval); OFF --Resume edge--> send RESUME
+/// once, ON. Duplicate edges (Pause while OFF, Resume while ON) send nothing.
+#[derive(Debug, Clone)]
+pub struct PfcTx {
+    pause_quanta: u16,
+    refresh_ticks: u64,
+    state: State,
+}
+
+impl PfcTx {
+    /// A sender in state ON for a link of `speed_bps`.
+    pub fn new(cfg: &PfcTxConfig, speed_bps: u64, tsc_hz: u64) -> Self {
+        let mut t = PfcTx { pause_quanta: cfg.pause_quanta.max(1), refresh_ticks: 1, state: State::On };
+        t.set_speed(cfg, speed_bps, tsc_hz);
+        t
+    }
+
+    /// Recomputes the refresh interval after a speed change:
+    /// `floor(ticks(pause_quanta) · refresh_percent / 100)`, at least 1 tick (floor, so
+    /// the refresh is never later than the configured fraction).
+    pub fn set_speed(&mut self, cfg: &PfcTxConfig, speed_bps: u64, tsc_hz: u64) {
+        let pct = u128::from(cfg.refresh_percent.clamp(1, 99));
+        let full = u128::from(quanta_to_ticks(self.pause_quanta, speed_bps, tsc_hz));
+        self.refresh_ticks = u64::try_from(full * pct / 100).unwrap_or(u64::MAX).max(1);
+    }
+
+    /// Refresh interval in ticks.
+    pub fn refresh_ticks(&self) -> u64 {
+        self.refresh_ticks
+    }
+
+    /// True between a PAUSE edge and the RESUME edge.
+    pub fn is_off(&self) -> bool {
+        matches!(self.state, State::Off { .. })
+    }
+
+    /// Reacts to an MMU edge at `now`.
+    pub fn on_edge(&mut self, kind: EdgeKind, now: u64) -> Option<Send> {
+        match (kind, self.state) {
+            (EdgeKind::Pause, State::On) => {
+                self.state = State::Off { next_refresh: now.saturating_add(self.refresh_ticks), accrued_to: now };
+                Some(Send { quanta: self.pause_quanta })
+            }
+            (EdgeKind::Resume, State::Off { .. }) => {
+                self.state = State::On;
+                Some(Send { quanta: 0 })
+            }
+            _ => None,
+        }
+    }
+
+    /// The refresh due at `now`, if any.
+    pub fn poll(&mut self, now: u64) -> Option<Send> {
+        match self.state {
+            State::Off { next_refresh, accrued_to } if now >= next_refresh => {
+                self.state = State::Off { next_refresh: now.saturating_add(self.refresh_ticks), accrued_to };
+                Some(Send { quanta: self.pause_quanta })
+            }
+            _ => None,
+        }
+    }
+
+    /// When `poll` next has something to say.
+    pub fn next_deadline(&self) -> Option<u64> {
+        match self.state {
+            State::Off { next_refresh, .. } => Some(next_refresh),
+            State::On => None,
+        }
+    }
+
+    /// Ticks spent OFF since the last call (for TxWait), closing at `now`.
+    fn take_off_ticks(&mut self, now: u64, was_off_since: Option<u64>) -> u64 {
+        match (&mut self.state, was_off_since) {
+            (State::Off { accrued_to, .. }, _) => {
+                let d = now.saturating_sub(*accrued_to);
+                *accrued_to = now;
+                d
+            }
+            (State::On, Some(since)) => now.saturating_sub(since),
+            (State::On, None) => 0,
+        }
+    }
+
+    fn accrued_to(&self) -> Option<u64> {
+        match self.state {
+            State::Off { accrued_to, .. } => Some(accrued_to),
+            State::On => None,
+        }
+    }
+}
+
+/// The eight senders of one port, producing one PFC frame for all priorities that
+/// need one at the same time, and keeping that port's TX counters.
+#[derive(Debug)]
+pub struct PfcPortTx {
+    prio: [PfcTx; 8],
+    cfg: PfcTxConfig,
+    counters: Arc<PfcTxCounters>,
+}
+
+impl PfcPortTx {
+    /// All priorities ON.
+    pub fn new(cfg: PfcTxConfig, speed_bps: u64, tsc_hz: u64) -> Self {
+        let one = PfcTx::new(&cfg, speed_bps, tsc_hz);
+        PfcPortTx { prio: std::array::from_fn(|_| one.clone()), cfg, counters: Arc::default() }
+    }
+
+    /// Shared handle on the counters (for stats readers).
+    pub fn counters(&self) -> Arc<PfcTxCounters> {
+        Arc::clone(&self.counters)
+    }
+
+    /// After a link speed change.
+    pub fn set_speed(&mut self, speed_bps: u64, tsc_hz: u64) {
+        for p in &mut self.prio {
+            p.set_speed(&self.cfg, speed_bps, tsc_hz);
+        }
+    }
+
+    /// Priorities currently asserted OFF.
+    pub fn off_mask(&self) -> u8 {
+        self.prio.iter().enumerate().filter(|(_, p)| p.is_off()).fold(0, |m, (i, _)| m | 1 << i)
+    }
+
+    /// An edge for the priorities in `priorities` (the PG's PFC priorities). Returns the
+    /// frame to send now, which also carries refreshes due within `coalesce_ticks`.
+    pub fn on_edge(&mut self, priorities: u8, kind: EdgeKind, now: u64) -> Option<MacControl> {
+        let mut class_enable = 0u8;
+        let mut quanta = [0u16; 8];
+        for (i, p) in self.prio.iter_mut().enumerate() {
+            if priorities & (1 << i) == 0 {
+                continue;
+            }
+            let since = p.accrued_to();
+            if let Some(s) = p.on_edge(kind, now) {
+                let c = &self.counters.prio[i];
+                if s.is_resume() {
+                    bump(&c.pause_ticks, p.take_off_ticks(now, since));
+                    bump(&c.resume_frames, 1);
+                } else {
+                    bump(&c.on2off, 1);
+                    bump(&c.pause_frames, 1);
+                }
+                class_enable |= 1 << i;
+                quanta[i] = s.quanta;
+            }
+        }
+        if class_enable == 0 {
+            return None;
+        }
+        let (more, q) = self.collect_refreshes(now, now.saturating_add(self.cfg.coalesce_ticks), !class_enable);
+        for i in 0..8 {
+            if more & (1 << i) != 0 {
+                quanta[i] = q;
+            }
+        }
+        Some(MacControl::Pfc { class_enable: class_enable | more, quanta })
+    }
+
+    /// Refreshes due at `now` (and, once one is due, those due within `coalesce_ticks`)
+    /// as one frame.
+    pub fn poll(&mut self, now: u64) -> Option<MacControl> {
+        let due = self.prio.iter().filter_map(PfcTx::next_deadline).any(|d| d <= now);
+        if !due {
+            return None;
+        }
+        let (mask, q) = self.collect_refreshes(now, now.saturating_add(self.cfg.coalesce_ticks), 0xff);
+        (mask != 0).then(|| MacControl::pfc_pause(mask, q))
+    }
+
+    /// Refreshes every OFF priority in `among` whose deadline is ≤ `horizon`.
+    fn collect_refreshes(&mut self, now: u64, horizon: u64, among: u8) -> (u8, u16) {
+        let mut mask = 0u8;
+        let mut q = 0;
+        for (i, p) in self.prio.iter_mut().enumerate() {
+            if among & (1 << i) == 0 || p.next_deadline().is_none_or(|d| d > horizon) {
+                continue;
+            }
+            // Due (or nearly): refresh now, early rather than late.
+            if let State::Off { accrued_to, .. } = p.state {
+                p.state = State::Off { next_refresh: now, accrued_to };
+            }
+            if let Some(s) = p.poll(now) {
+                let c = &self.counters.prio[i];
+                bump(&c.pause_ticks, p.take_off_ticks(now, None));
+                bump(&c.pause_frames, 1);
+                mask |= 1 << i;
+                q = s.quanta;
+            }
+        }
+        (mask, q)
+    }
+
+    /// Earliest refresh deadline over all priorities.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.prio.iter().filter_map(PfcTx::next_deadline).min()
+    }
+}

@@ -1,0 +1,312 @@
+//! MMU property tests against a reference model of the accounting, plus a model link
+//! that checks the calculated headroom is enough (and that less is not).
+
+use pfcswitch::headroom::{compute, HeadroomInputs, PROPAGATION_V_MPS};
+use pfcswitch::mmu::*;
+use proptest::prelude::*;
+
+const PORTS: u16 = 3;
+const LOSSLESS: u8 = 0b0001_1000;
+
+#[derive(Debug, Clone)]
+struct Params {
+    private: u64,
+    xoff: u64,
+    xon: u64,
+    xon_offset: u64,
+    th: Threshold,
+    shared: u64,
+    q_private: u64,
+    q_th: Threshold,
+    lossy_shared: u64,
+    cell: u32,
+    order: ReleaseOrder,
+}
+
+fn params() -> impl Strategy<Value = Params> {
+    (
+        (0u64..6000, 9216u64..40_000, 0u64..8000, 0u64..12_000),
+        prop_oneof![(-3i8..=3).prop_map(Threshold::Dynamic), (0u64..60_000).prop_map(Threshold::Static)],
+        0u64..120_000,
+        (0u64..3000, (-2i8..=2).prop_map(Threshold::Dynamic), 0u64..80_000),
+        prop_oneof![Just(1u32), Just(256u32)],
+        prop_oneof![Just(ReleaseOrder::HeadroomFirst), Just(ReleaseOrder::AsCharged)],
+    )
+        .prop_map(|((private, xoff, xon, xon_offset), th, shared, (q_private, q_th, lossy_shared), cell, order)| Params {
+            private,
+            xoff,
+            xon,
+            xon_offset,
+            th,
+            shared,
+            q_private,
+            q_th,
+            lossy_shared,
+            cell,
+            order,
+        })
+}
+
+fn config(p: &Params) -> MmuConfig {
+    let pg = PgProfile { size: p.private, xoff: p.xoff, xon: p.xon, xon_offset: p.xon_offset, threshold: p.th };
+    let q = QueueProfile { size: p.q_private, threshold: p.q_th };
+    let lossless_reserved = u64::from(PORTS) * 2 * (p.private + p.xoff);
+    let lossy_reserved = u64::from(PORTS) * 8 * p.q_private;
+    let mut c = MmuConfig::uniform(PORTS, LOSSLESS, pg, q, lossless_reserved + p.shared, lossy_reserved + p.lossy_shared);
+    c.cell_size = p.cell;
+    c.release_order = p.order;
+    c
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Admit { in_port: u16, pg: u8, out_port: u16, queue: u8, len: u32, lossless: bool },
+    Release(usize),
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    let admit = (0..PORTS, prop_oneof![Just(3u8), Just(4u8), 0u8..8], 0..PORTS, 0u8..8, 64u32..=9216, any::<bool>())
+        .prop_map(|(in_port, pg, out_port, queue, len, l)| Op::Admit { in_port, pg, out_port, queue, len, lossless: l || pg == 3 });
+    proptest::collection::vec(prop_oneof![3 => admit, 2 => any::<usize>().prop_map(Op::Release)], 1..400)
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct PgModel {
+    p: u64,
+    s: u64,
+    h: u64,
+    off: bool,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct QModel {
+    lossless: u64,
+    private: u64,
+    shared: u64,
+}
+
+struct Model {
+    pgs: Vec<PgModel>,
+    qs: Vec<QModel>,
+}
+
+fn ix(port: u16, i: u8) -> usize {
+    usize::from(port) * 8 + usize::from(i)
+}
+
+impl Model {
+    fn check(&self, m: &Mmu, p: &Params) -> Result<(), TestCaseError> {
+        let (mut sp, mut ss, mut sh, mut qp, mut qs) = (0, 0, 0, 0, 0);
+        for port in 0..PORTS {
+            for i in 0..8u8 {
+                let g = self.pgs[ix(port, i)];
+                let o = m.pg_occupancy(port, i);
+                prop_assert_eq!((o.private, o.shared, o.headroom, o.total), (g.p, g.s, g.h, g.p + g.s + g.h));
+                prop_assert_eq!(m.is_off(port, i), g.off, "state of {}/{}", port, i);
+                prop_assert!(g.p <= p.private && g.h <= p.xoff, "segment over its limit");
+                let q = self.qs[ix(port, i)];
+                let o = m.queue_occupancy(port, i);
+                prop_assert_eq!((o.lossless, o.private, o.shared), (q.lossless, q.private, q.shared));
+                prop_assert!(q.private <= p.q_private);
+                sp += g.p;
+                ss += g.s;
+                sh += g.h;
+                qp += q.private;
+                qs += q.shared;
+            }
+        }
+        let st = m.pool_stats();
+        prop_assert_eq!((st.lossless.private_used, st.lossless.shared_used, st.lossless.headroom_used), (sp, ss, sh));
+        prop_assert_eq!((st.lossy.private_used, st.lossy.shared_used), (qp, qs));
+        prop_assert!(ss <= p.shared && qs <= p.lossy_shared, "pool overflow");
+        prop_assert!(st.lossless.shared_watermark <= p.shared && st.lossy.shared_watermark <= p.lossy_shared);
+        Ok(())
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Accounting conserves per segment and in total; nothing exceeds its pool or
+    /// segment; edges alternate per PG; headroom is only charged to an OFF PG; the
+    /// segment choice follows the four cases; everything returns to zero and ON.
+    #[test]
+    fn accounting_and_edges(p in params(), ops in ops()) {
+        let m = Mmu::new(config(&p)).unwrap();
+        let mut model = Model { pgs: vec![PgModel::default(); 8 * usize::from(PORTS)], qs: vec![QModel::default(); 8 * usize::from(PORTS)] };
+        let mut held: Vec<Charge> = Vec::new();
+        let edge = |model: &mut Model, e: Option<Edge>| -> Result<(), TestCaseError> {
+            if let Some(e) = e {
+                let g = &mut model.pgs[ix(e.port, e.pg)];
+                match e.kind {
+                    EdgeKind::Pause => { prop_assert!(!g.off, "PAUSE while OFF"); g.off = true; }
+                    EdgeKind::Resume => { prop_assert!(g.off, "RESUME while ON"); g.off = false; }
+                }
+            }
+            Ok(())
+        };
+        for op in ops.iter().chain(std::iter::once(&Op::Release(usize::MAX))) {
+            match *op {
+                Op::Admit { in_port, pg, out_port, queue, len, lossless } => {
+                    let b = u64::from(len).div_ceil(u64::from(p.cell)) * u64::from(p.cell);
+                    let before = model.pgs[ix(in_port, pg)];
+                    let t = m.pg_threshold(in_port, pg);
+                    let v = m.admit(in_port, pg, out_port, queue, len, lossless);
+                    let is_ll = lossless && LOSSLESS & (1 << pg) != 0;
+                    match v {
+                        Verdict::Admit { charge, edge: e } => {
+                            prop_assert_eq!(u64::from(charge.bytes()), b);
+                            prop_assert_eq!(charge.is_lossless(), is_ll);
+                            let g = &mut model.pgs[ix(in_port, pg)];
+                            let q = &mut model.qs[ix(out_port, queue)];
+                            match charge.segment() {
+                                Segment::Private => { prop_assert!(before.p + b <= p.private); g.p += b; }
+                                Segment::Shared => { prop_assert!(before.p + b > p.private && before.s < t); g.s += b; }
+                                Segment::Headroom => { prop_assert!(before.p + b > p.private); g.h += b; }
+                                Segment::LossyPrivate => q.private += b,
+                                Segment::LossyShared => q.shared += b,
+                            }
+                            if is_ll { q.lossless += b; } else { prop_assert!(e.is_none(), "lossy traffic never makes an edge"); }
+                            edge(&mut model, e)?;
+                            if charge.segment() == Segment::Headroom {
+                                prop_assert!(m.is_off(in_port, pg), "headroom charged to an ON PG");
+                            }
+                            held.push(charge);
+                        }
+                        Verdict::Drop(r) => {
+                            if is_ll {
+                                prop_assert_eq!(r, DropReason::LosslessHeadroomFull);
+                                prop_assert!(before.h + b > p.xoff, "dropped with headroom left");
+                            } else {
+                                prop_assert!(matches!(r, DropReason::LossyDt | DropReason::LossyPoolFull));
+                            }
+                        }
+                    }
+                }
+                Op::Release(i) => {
+                    // usize::MAX at the end: release everything.
+                    let n = if i == usize::MAX { held.len() } else { usize::from(!held.is_empty()) };
+                    for _ in 0..n {
+                        let c = held.swap_remove(i % held.len());
+                        let b = u64::from(c.bytes());
+                        let e = m.release(c);
+                        let g = &mut model.pgs[ix(c.in_port(), c.pg())];
+                        let q = &mut model.qs[ix(c.out_port(), c.queue())];
+                        match (c.segment(), p.order) {
+                            (Segment::LossyPrivate, _) => q.private -= b,
+                            (Segment::LossyShared, _) => q.shared -= b,
+                            (s, ReleaseOrder::AsCharged) => {
+                                match s { Segment::Private => g.p -= b, Segment::Shared => g.s -= b, _ => g.h -= b }
+                                q.lossless -= b;
+                            }
+                            (_, ReleaseOrder::HeadroomFirst) => {
+                                let mut rest = b;
+                                for seg in [&mut g.h, &mut g.s, &mut g.p] {
+                                    let t = rest.min(*seg);
+                                    *seg -= t;
+                                    rest -= t;
+                                }
+                                prop_assert_eq!(rest, 0);
+                                q.lossless -= b;
+                            }
+                        }
+                        if !c.is_lossless() { prop_assert!(e.is_none()); }
+                        edge(&mut model, e)?;
+                    }
+                }
+            }
+            model.check(&m, &p)?;
+        }
+        prop_assert!(held.is_empty());
+        for port in 0..PORTS {
+            for pg in 0..8 {
+                prop_assert!(!m.is_off(port, pg), "PG {}/{} still OFF with an empty buffer", port, pg);
+            }
+        }
+    }
+}
+
+/// Annex 31B.3.7 quanta, written out again for the link model.
+fn quanta(speed: u64) -> u64 {
+    match speed / 1_000_000_000 {
+        0..=10 => 67,
+        11..=25 => 80,
+        26..=40 => 118,
+        41..=50 => 147,
+        51..=100 => 394,
+        101..=200 => 453,
+        _ => 905,
+    }
+}
+
+/// Frames of `mtu` bytes arrive back to back at line rate on (port 0, PG 3) while the
+/// egress never drains. When the MMU raises PAUSE (on the frame that crosses T), the
+/// PFC frame leaves after our reaction delay `sw` plus one MTU of our own traffic,
+/// travels D, the peer obeys within its Annex 31B time and completes the frame it has
+/// started; its last bits travel D back. Returns (lossless drops, headroom bytes used).
+fn link_model(speed: u64, cable: f64, mtu: u32, sw_ns: u64, headroom: u64) -> (u32, u64) {
+    let t_shared = 20 * u64::from(mtu);
+    let pg = PgProfile { size: 0, xoff: headroom, xon: 0, xon_offset: 0, threshold: Threshold::Static(t_shared) };
+    let m = Mmu::new(MmuConfig::uniform(2, LOSSLESS, pg, QueueProfile::default(), 4 * headroom + 4 * t_shared, 0)).unwrap();
+    let c = speed as f64;
+    let tau = f64::from(mtu) * 8.0 / c;
+    let d = cable / PROPAGATION_V_MPS as f64;
+    let resp = quanta(speed) as f64 * 512.0 / c;
+    let sw = sw_ns as f64 * 1e-9;
+    let mut t_stop = f64::INFINITY;
+    let mut drops = 0;
+    for k in 0u64.. {
+        let start = k as f64 * tau;
+        if start >= t_stop {
+            break;
+        }
+        assert!(k < 10_000_000, "model did not stop");
+        match m.admit(0, 3, 1, 3, mtu, true) {
+            Verdict::Admit { edge: Some(e), charge } => {
+                assert_eq!((e.kind, charge.segment()), (EdgeKind::Pause, Segment::Shared));
+                let t_edge = start + tau + d;
+                t_stop = t_edge + sw + tau + d + resp;
+            }
+            Verdict::Admit { .. } => {}
+            Verdict::Drop(_) => drops += 1,
+        }
+    }
+    (drops, m.pg_watermarks(0, 3).headroom)
+}
+
+#[test]
+fn calculated_headroom_is_enough_and_less_is_not() {
+    for (speed, cable, mtu, sw) in [
+        (10_000_000_000u64, 5.0, 1500u32, 10_000u64),
+        (25_000_000_000, 3.0, 9216, 10_000),
+        (100_000_000_000, 300.0, 9216, 10_000),
+        (100_000_000_000, 2.0, 1500, 0),
+        (400_000_000_000, 100.0, 9216, 20_000),
+        (40_000_000_000, 2000.0, 4096, 5_000),
+    ] {
+        let eta = compute(&HeadroomInputs { speed_bps: speed, cable_m: cable, mtu, sw_response_ns: sw }).headroom_bytes;
+        let (drops, used) = link_model(speed, cable, mtu, sw, eta);
+        assert_eq!(drops, 0, "{speed} {cable} {mtu}: drops with η = {eta}");
+        // The calculator is within two frames of what was actually needed.
+        assert!(eta - used < 2 * u64::from(mtu), "η {eta} used {used}");
+        let (drops, _) = link_model(speed, cable, mtu, sw, eta - 2 * u64::from(mtu));
+        assert!(drops > 0, "{speed} {cable} {mtu}: no drops with η − 2·MTU");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn headroom_model_link(
+        speed in prop::sample::select(vec![10u64, 25, 40, 50, 100, 200, 400]),
+        cable in 0.0f64..1500.0,
+        mtu in 1500u32..=9216,
+        sw in 0u64..20_000,
+    ) {
+        let speed = speed * 1_000_000_000;
+        let eta = compute(&HeadroomInputs { speed_bps: speed, cable_m: cable, mtu, sw_response_ns: sw }).headroom_bytes;
+        prop_assert_eq!(link_model(speed, cable, mtu, sw, eta).0, 0);
+        prop_assert!(link_model(speed, cable, mtu, sw, eta - 2 * u64::from(mtu)).0 > 0);
+    }
+}
