@@ -23,19 +23,32 @@ fn bench(c: &mut Criterion) {
     let maps = QosMaps::default();
     let p = parse(&f).unwrap();
     c.bench_function("classify_dscp", |b| b.iter(|| maps.classify(black_box(&p))));
-    let pg = PgProfile { size: 4096, xoff: 200_000, xon: 0, xon_offset: 4096, threshold: Threshold::Dynamic(0) };
-    let q = QueueProfile { size: 4096, threshold: Threshold::Dynamic(0) };
+    let pg = PgProfile {
+        size: 4096,
+        xoff: 200_000,
+        xon: 0,
+        xon_offset: 4096,
+        threshold: Threshold::Dynamic(0),
+    };
+    let q = QueueProfile {
+        size: 4096,
+        threshold: Threshold::Dynamic(0),
+    };
     let mmu = Mmu::new(MmuConfig::uniform(4, 0b0001_1000, pg, q, 8 << 20, 4 << 20)).unwrap();
     c.bench_function("mmu_admit_release_lossless", |b| {
         b.iter(|| {
-            if let Verdict::Admit { charge, .. } = mmu.admit(black_box(0), 3, 1, 3, black_box(1500), true) {
+            if let Verdict::Admit { charge, .. } =
+                mmu.admit(black_box(0), 3, 1, 3, black_box(1500), true)
+            {
                 black_box(mmu.release(charge));
             }
         })
     });
     c.bench_function("mmu_admit_release_lossy", |b| {
         b.iter(|| {
-            if let Verdict::Admit { charge, .. } = mmu.admit(black_box(0), 0, 1, 0, black_box(1500), false) {
+            if let Verdict::Admit { charge, .. } =
+                mmu.admit(black_box(0), 0, 1, 0, black_box(1500), false)
+            {
                 black_box(mmu.release(charge));
             }
         })
@@ -46,7 +59,9 @@ fn bench(c: &mut Criterion) {
         b.iter(|| MacControl::pfc_pause(black_box(0b0001_1000), 0xffff).emit(src, &mut out))
     });
     let pfc = MacControl::pfc_pause(0b1000, 0xffff).to_bytes(src);
-    c.bench_function("pfc_decode", |b| b.iter(|| MacControl::parse(black_box(&pfc))));
+    c.bench_function("pfc_decode", |b| {
+        b.iter(|| MacControl::parse(black_box(&pfc)))
+    });
 }
 
 criterion_group!(benches, bench);

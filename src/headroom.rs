@@ -57,7 +57,12 @@ pub struct HeadroomInputs {
 impl HeadroomInputs {
     /// Inputs with [`DEFAULT_SW_RESPONSE_NS`].
     pub fn new(speed_bps: u64, cable_m: f64, mtu: u32) -> Self {
-        HeadroomInputs { speed_bps, cable_m, mtu, sw_response_ns: DEFAULT_SW_RESPONSE_NS }
+        HeadroomInputs {
+            speed_bps,
+            cable_m,
+            mtu,
+            sw_response_ns: DEFAULT_SW_RESPONSE_NS,
+        }
     }
 }
 
@@ -88,7 +93,11 @@ pub fn peer_response_quanta(speed_bps: u64) -> u64 {
 
 /// Round-trip propagation in bytes: ceil(2·C·L / (8·v)).
 fn propagation_bytes(speed_bps: u64, cable_m: f64) -> u64 {
-    let cable = if cable_m.is_finite() && cable_m > 0.0 { cable_m } else { 0.0 };
+    let cable = if cable_m.is_finite() && cable_m > 0.0 {
+        cable_m
+    } else {
+        0.0
+    };
     let b = 2.0 * speed_bps as f64 * cable / (8.0 * PROPAGATION_V_MPS as f64);
     b.ceil() as u64
 }
@@ -96,7 +105,9 @@ fn propagation_bytes(speed_bps: u64, cable_m: f64) -> u64 {
 /// Computes η and its terms.
 pub fn compute(i: &HeadroomInputs) -> Breakdown {
     let mtu = u64::from(i.mtu);
-    let peer = peer_response_quanta(i.speed_bps).saturating_mul(BITS_PER_QUANTUM).div_ceil(8);
+    let peer = peer_response_quanta(i.speed_bps)
+        .saturating_mul(BITS_PER_QUANTUM)
+        .div_ceil(8);
     let sw_bits = u128::from(i.speed_bps) * u128::from(i.sw_response_ns);
     let sw = u64::try_from(sw_bits.div_ceil(8 * 1_000_000_000)).unwrap_or(u64::MAX);
     let terms = vec![
@@ -107,7 +118,11 @@ pub fn compute(i: &HeadroomInputs) -> Breakdown {
         ("sw_response", sw),
     ];
     let headroom_bytes = terms.iter().fold(0u64, |a, (_, b)| a.saturating_add(*b));
-    Breakdown { inputs: *i, terms, headroom_bytes }
+    Breakdown {
+        inputs: *i,
+        terms,
+        headroom_bytes,
+    }
 }
 
 impl Breakdown {
@@ -140,19 +155,27 @@ impl Breakdown {
         );
         for (name, bytes) in &self.terms {
             let why = match *name {
-                "propagation" => format!("2 x {} m of cable at {speed} (PFC out, data back)", i.cable_m),
+                "propagation" => format!(
+                    "2 x {} m of cable at {speed} (PFC out, data back)",
+                    i.cable_m
+                ),
                 "mtu_local" => "a max frame on our wire delays the PFC frame".to_string(),
                 "mtu_peer" => "the peer finishes the frame it is sending".to_string(),
                 "peer_response" => format!(
                     "peer reaction, 802.3 Annex 31B: {} quanta x 512 bit-times",
                     peer_response_quanta(i.speed_bps)
                 ),
-                "sw_response" => format!("our own reaction delay, {} ns at {speed}", i.sw_response_ns),
+                "sw_response" => {
+                    format!("our own reaction delay, {} ns at {speed}", i.sw_response_ns)
+                }
                 _ => String::new(),
             };
             out.push_str(&format!("  {name:<14} {bytes:>10} B  {why}\n"));
         }
-        out.push_str(&format!("  {:<14} {:>10} B\n", "total", self.headroom_bytes));
+        out.push_str(&format!(
+            "  {:<14} {:>10} B\n",
+            "total", self.headroom_bytes
+        ));
         out
     }
 }

@@ -15,7 +15,13 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(MacControl::parse(&b), Ok(m));
     }
     let e = EthernetFrame::new_unchecked(data);
-    let _ = (e.dst_addr(), e.src_addr(), e.ethertype(), e.vlan_tag(), e.payload().len());
+    let _ = (
+        e.dst_addr(),
+        e.src_addr(),
+        e.ethertype(),
+        e.vlan_tag(),
+        e.payload().len(),
+    );
     let _ = EthernetFrame::new_checked(data).map(|e| e.vlan_tag());
     for off in [0usize, 14, 18, 22] {
         let l3 = data.get(off..).unwrap_or(&[]);
@@ -27,7 +33,12 @@ fuzz_target!(|data: &[u8]| {
         let _ = Ipv6Packet::new_checked(l3).map(|p| p.ecn());
     }
     let f = PfcFrame::new_unchecked(data);
-    let _ = (f.opcode(), f.class_enable_vector(), f.pause_time(), (0..9).fold(0u16, |a, i| a.wrapping_add(f.time(i))));
+    let _ = (
+        f.opcode(),
+        f.class_enable_vector(),
+        f.pause_time(),
+        (0..9).fold(0u16, |a, i| a.wrapping_add(f.time(i))),
+    );
     let _ = PfcFrame::new_checked(data).map(|f| f.opcode());
     if let Ok(s) = std::str::from_utf8(data) {
         let _ = s.parse::<MacAddr>();

@@ -25,13 +25,18 @@ impl PauseDeadlines {
     /// True if `prio` may not transmit at `now`. Out-of-range priorities are never paused.
     #[inline]
     pub fn is_paused(&self, prio: u8, now: u64) -> bool {
-        self.d.get(usize::from(prio)).is_some_and(|d| d.load(Acquire) > now)
+        self.d
+            .get(usize::from(prio))
+            .is_some_and(|d| d.load(Acquire) > now)
     }
 
     /// Bit n set: priority n paused at `now`.
     #[inline]
     pub fn paused_mask(&self, now: u64) -> u8 {
-        self.d.iter().enumerate().fold(0, |m, (i, d)| if d.load(Acquire) > now { m | 1 << i } else { m })
+        self.d.iter().enumerate().fold(
+            0,
+            |m, (i, d)| if d.load(Acquire) > now { m | 1 << i } else { m },
+        )
     }
 
     /// Raw deadline of `prio` (0 = none).
@@ -66,7 +71,13 @@ pub struct PfcRx {
 impl PfcRx {
     /// Nothing paused.
     pub fn new(pfc_enable: u8, speed_bps: u64) -> Self {
-        PfcRx { pfc_enable, speed_bps, since: [0; 8], deadlines: Arc::default(), counters: Arc::default() }
+        PfcRx {
+            pfc_enable,
+            speed_bps,
+            since: [0; 8],
+            deadlines: Arc::default(),
+            counters: Arc::default(),
+        }
     }
 
     /// The deadlines, to hand to the TX lcore.
@@ -111,7 +122,10 @@ impl PfcRx {
         if d > now {
             return true;
         }
-        bump(&self.counters.prio[i].pause_ticks, d.saturating_sub(self.since[i]));
+        bump(
+            &self.counters.prio[i].pause_ticks,
+            d.saturating_sub(self.since[i]),
+        );
         self.deadlines.d[i].store(0, Release);
         false
     }
@@ -126,7 +140,10 @@ impl PfcRx {
             let running = !self.settle(i, now);
             if ticks == 0 {
                 if !running {
-                    bump(&self.counters.prio[i].pause_ticks, now.saturating_sub(self.since[i]));
+                    bump(
+                        &self.counters.prio[i].pause_ticks,
+                        now.saturating_sub(self.since[i]),
+                    );
                     self.deadlines.d[i].store(0, Release);
                     out.resumed |= 1 << i;
                 }
@@ -146,7 +163,10 @@ impl PfcRx {
     pub fn on_frame(&mut self, f: &MacControl, now: u64, tsc_hz: u64) -> RxOutcome {
         let mut out = RxOutcome::default();
         match *f {
-            MacControl::Pfc { class_enable, quanta } => {
+            MacControl::Pfc {
+                class_enable,
+                quanta,
+            } => {
                 out.ignored = class_enable & !self.pfc_enable;
                 if class_enable != 0 && out.ignored == class_enable {
                     bump(&self.counters.ignored_frames, 1);
@@ -156,7 +176,14 @@ impl PfcRx {
                         continue;
                     }
                     let c = &self.counters.prio[i];
-                    bump(if q == 0 { &c.resume_frames } else { &c.pause_frames }, 1);
+                    bump(
+                        if q == 0 {
+                            &c.resume_frames
+                        } else {
+                            &c.pause_frames
+                        },
+                        1,
+                    );
                     if self.pfc_enable & (1 << i) != 0 {
                         self.apply(1 << i, q, now, tsc_hz, &mut out);
                     }
@@ -164,7 +191,14 @@ impl PfcRx {
             }
             MacControl::Pause { quanta } => {
                 let c = &self.counters;
-                bump(if quanta == 0 { &c.link_resume_frames } else { &c.link_pause_frames }, 1);
+                bump(
+                    if quanta == 0 {
+                        &c.link_resume_frames
+                    } else {
+                        &c.link_pause_frames
+                    },
+                    1,
+                );
                 self.apply(0xff, quanta, now, tsc_hz, &mut out);
             }
         }

@@ -22,7 +22,11 @@ pub struct PfcTxConfig {
 
 impl Default for PfcTxConfig {
     fn default() -> Self {
-        PfcTxConfig { pause_quanta: 0xffff, refresh_percent: 50, coalesce_ticks: 0 }
+        PfcTxConfig {
+            pause_quanta: 0xffff,
+            refresh_percent: 50,
+            coalesce_ticks: 0,
+        }
     }
 }
 
@@ -61,7 +65,11 @@ pub struct PfcTx {
 impl PfcTx {
     /// A sender in state ON for a link of `speed_bps`.
     pub fn new(cfg: &PfcTxConfig, speed_bps: u64, tsc_hz: u64) -> Self {
-        let mut t = PfcTx { pause_quanta: cfg.pause_quanta.max(1), refresh_ticks: 1, state: State::On };
+        let mut t = PfcTx {
+            pause_quanta: cfg.pause_quanta.max(1),
+            refresh_ticks: 1,
+            state: State::On,
+        };
         t.set_speed(cfg, speed_bps, tsc_hz);
         t
     }
@@ -89,8 +97,13 @@ impl PfcTx {
     pub fn on_edge(&mut self, kind: EdgeKind, now: u64) -> Option<Send> {
         match (kind, self.state) {
             (EdgeKind::Pause, State::On) => {
-                self.state = State::Off { next_refresh: now.saturating_add(self.refresh_ticks), accrued_to: now };
-                Some(Send { quanta: self.pause_quanta })
+                self.state = State::Off {
+                    next_refresh: now.saturating_add(self.refresh_ticks),
+                    accrued_to: now,
+                };
+                Some(Send {
+                    quanta: self.pause_quanta,
+                })
             }
             (EdgeKind::Resume, State::Off { .. }) => {
                 self.state = State::On;
@@ -103,9 +116,17 @@ impl PfcTx {
     /// The refresh due at `now`, if any.
     pub fn poll(&mut self, now: u64) -> Option<Send> {
         match self.state {
-            State::Off { next_refresh, accrued_to } if now >= next_refresh => {
-                self.state = State::Off { next_refresh: now.saturating_add(self.refresh_ticks), accrued_to };
-                Some(Send { quanta: self.pause_quanta })
+            State::Off {
+                next_refresh,
+                accrued_to,
+            } if now >= next_refresh => {
+                self.state = State::Off {
+                    next_refresh: now.saturating_add(self.refresh_ticks),
+                    accrued_to,
+                };
+                Some(Send {
+                    quanta: self.pause_quanta,
+                })
             }
             _ => None,
         }
@@ -153,7 +174,11 @@ impl PfcPortTx {
     /// All priorities ON.
     pub fn new(cfg: PfcTxConfig, speed_bps: u64, tsc_hz: u64) -> Self {
         let one = PfcTx::new(&cfg, speed_bps, tsc_hz);
-        PfcPortTx { prio: std::array::from_fn(|_| one.clone()), cfg, counters: Arc::default() }
+        PfcPortTx {
+            prio: std::array::from_fn(|_| one.clone()),
+            cfg,
+            counters: Arc::default(),
+        }
     }
 
     /// Shared handle on the counters (for stats readers).
@@ -170,7 +195,11 @@ impl PfcPortTx {
 
     /// Priorities currently asserted OFF.
     pub fn off_mask(&self) -> u8 {
-        self.prio.iter().enumerate().filter(|(_, p)| p.is_off()).fold(0, |m, (i, _)| m | 1 << i)
+        self.prio
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.is_off())
+            .fold(0, |m, (i, _)| m | 1 << i)
     }
 
     /// An edge for the priorities in `priorities` (the PG's PFC priorities). Returns the
@@ -199,23 +228,35 @@ impl PfcPortTx {
         if class_enable == 0 {
             return None;
         }
-        let (more, q) = self.collect_refreshes(now, now.saturating_add(self.cfg.coalesce_ticks), !class_enable);
-        for i in 0..8 {
+        let (more, q) = self.collect_refreshes(
+            now,
+            now.saturating_add(self.cfg.coalesce_ticks),
+            !class_enable,
+        );
+        for (i, slot) in quanta.iter_mut().enumerate() {
             if more & (1 << i) != 0 {
-                quanta[i] = q;
+                *slot = q;
             }
         }
-        Some(MacControl::Pfc { class_enable: class_enable | more, quanta })
+        Some(MacControl::Pfc {
+            class_enable: class_enable | more,
+            quanta,
+        })
     }
 
     /// Refreshes due at `now` (and, once one is due, those due within `coalesce_ticks`)
     /// as one frame.
     pub fn poll(&mut self, now: u64) -> Option<MacControl> {
-        let due = self.prio.iter().filter_map(PfcTx::next_deadline).any(|d| d <= now);
+        let due = self
+            .prio
+            .iter()
+            .filter_map(PfcTx::next_deadline)
+            .any(|d| d <= now);
         if !due {
             return None;
         }
-        let (mask, q) = self.collect_refreshes(now, now.saturating_add(self.cfg.coalesce_ticks), 0xff);
+        let (mask, q) =
+            self.collect_refreshes(now, now.saturating_add(self.cfg.coalesce_ticks), 0xff);
         (mask != 0).then(|| MacControl::pfc_pause(mask, q))
     }
 
@@ -229,7 +270,10 @@ impl PfcPortTx {
             }
             // Due (or nearly): refresh now, early rather than late.
             if let State::Off { accrued_to, .. } = p.state {
-                p.state = State::Off { next_refresh: now, accrued_to };
+                p.state = State::Off {
+                    next_refresh: now,
+                    accrued_to,
+                };
             }
             if let Some(s) = p.poll(now) {
                 let c = &self.counters.prio[i];

@@ -97,7 +97,10 @@ pub fn parse(frame: &[u8]) -> Result<Parsed, WireError> {
         return Err(WireError::Runt { len });
     }
     let dst = MacAddr::from_bytes(frame).unwrap_or_default();
-    let src = frame.get(6..).and_then(MacAddr::from_bytes).unwrap_or_default();
+    let src = frame
+        .get(6..)
+        .and_then(MacAddr::from_bytes)
+        .unwrap_or_default();
     let mut ethertype = be16(frame, 12).unwrap_or(0);
     let mut off = ETHERNET_HEADER_LEN;
     let mut vlan = None;
@@ -141,7 +144,10 @@ mod tests {
         f[14] = 0x45;
         f[15] = (26 << 2) | 2;
         let p = parse(&f).unwrap();
-        assert_eq!((p.ethertype, p.l3_offset, p.dscp, p.ecn, p.vlan), (0x0800, 14, Some(26), Some(2), None));
+        assert_eq!(
+            (p.ethertype, p.l3_offset, p.dscp, p.ecn, p.vlan),
+            (0x0800, 14, Some(26), Some(2), None)
+        );
         assert!(!p.is_mac_control());
     }
 
@@ -158,7 +164,17 @@ mod tests {
         let mut g = [0u8; 62];
         g[..60].copy_from_slice(&f);
         let p = parse(&g).unwrap();
-        assert_eq!(p.vlan, Some(VlanTag { pcp: 5, dei: false, vid: 10 }));
-        assert_eq!((p.ethertype, p.l3_offset, p.dscp), (ETHERTYPE_IPV6, 22, Some(0)));
+        assert_eq!(
+            p.vlan,
+            Some(VlanTag {
+                pcp: 5,
+                dei: false,
+                vid: 10
+            })
+        );
+        assert_eq!(
+            (p.ethertype, p.l3_offset, p.dscp),
+            (ETHERTYPE_IPV6, 22, Some(0))
+        );
     }
 }
