@@ -127,9 +127,54 @@ impl PortCounters {
     }
 }
 
+/// The last `N` samples of a quantity (e.g. PFC reaction time in TSC ticks), single
+/// writer, readable at any time; percentiles are taken on read.
+pub struct SampleLog {
+    samples: Box<[AtomicU64]>,
+    count: AtomicU64,
+}
+
+impl SampleLog {
+    pub fn new(capacity: usize) -> SampleLog {
+        SampleLog { samples: (0..capacity.max(1)).map(|_| AtomicU64::new(0)).collect(), count: AtomicU64::new(0) }
+    }
+    #[inline]
+    pub fn record(&self, v: u64) {
+        let n = self.count.load(Relaxed);
+        let i = (n % self.samples.len() as u64) as usize;
+        self.samples[i].store(v, Relaxed);
+        self.count.store(n + 1, Relaxed);
+    }
+    /// Samples recorded since start (more than are kept when the log wrapped).
+    pub fn count(&self) -> u64 {
+        self.count.load(Relaxed)
+    }
+    /// The kept samples.
+    pub fn values(&self) -> Vec<u64> {
+        let n = (self.count() as usize).min(self.samples.len());
+        self.samples[..n].iter().map(|a| a.load(Relaxed)).collect()
+    }
+}
+
+/// p-th percentile (0..=100) of `v` by nearest rank; None when empty.
+pub fn percentile(v: &mut [u64], p: f64) -> Option<u64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
+    Some(v[rank.min(v.len()) - 1])
+}
+
 /// Everything one lcore counts. Cache-padded so lcores never share a line.
 pub struct LcoreCounters {
     pub ports: Box<[PortCounters]>,
+    /// PFC reaction: ticks from the admission that crossed Xoff to the PAUSE frame handed
+    /// to `tx_burst` (recorded by the lcore that owns the port's TX).
+    pub pfc_reaction: SampleLog,
+    /// MMU edges that did not fit the ring to the control lcore (the control lcore's
+    /// reconciliation still acts on them).
+    pub edge_overflow: Counter,
     /// TSC cycles spent in iterations that moved at least one packet.
     pub busy_cycles: Counter,
     pub loops: Counter,
@@ -139,6 +184,8 @@ impl LcoreCounters {
     pub fn new(nports: usize) -> CachePadded<LcoreCounters> {
         CachePadded::new(LcoreCounters {
             ports: (0..nports).map(|_| PortCounters::default()).collect(),
+            pfc_reaction: SampleLog::new(4096),
+            edge_overflow: Counter::default(),
             busy_cycles: Counter::default(),
             loops: Counter::default(),
         })
@@ -220,6 +267,20 @@ mod tests {
         assert_eq!(t.ports[1].drop_count(DropReason::Runt), 1);
         assert_eq!(t.entered(), 7);
         assert_eq!(t.left(), 8);
+    }
+
+    #[test]
+    fn sample_log_and_percentiles() {
+        let l = SampleLog::new(4);
+        for v in [5, 1, 9, 3, 7] {
+            l.record(v);
+        }
+        assert_eq!(l.count(), 5);
+        let mut v = l.values();
+        assert_eq!(v.len(), 4);
+        assert_eq!(percentile(&mut v, 50.0), Some(5));
+        assert_eq!(percentile(&mut v, 100.0), Some(9));
+        assert_eq!(percentile(&mut [], 50.0), None);
     }
 
     #[test]

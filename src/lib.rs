@@ -17,6 +17,7 @@ pub mod headroom;
 pub mod pfc;
 pub mod config;
 pub mod sched;
+pub mod plan;
 pub mod counters;
 
 #[cfg(feature = "dpdk")]

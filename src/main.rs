@@ -39,34 +39,96 @@ enum Cmd {
     CheckConfig {
         file: PathBuf,
     },
+    /// Headroom a lossless PG needs on a link: every term and the total.
+    Headroom {
+        /// Link speed, e.g. 100G
+        #[arg(long)]
+        speed: String,
+        /// Cable length, e.g. 300m
+        #[arg(long)]
+        cable: String,
+        /// MTU in bytes (the largest frame)
+        #[arg(long)]
+        mtu: u32,
+        /// This switch's reaction delay in ns (default: the documented measured figure)
+        #[arg(long)]
+        sw_response_ns: Option<u64>,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Load, validate and plan a configuration; on error print one line and give exit 2.
+fn load(path: &std::path::Path) -> Result<(pfcswitch::config::Config, pfcswitch::plan::Plan), ExitCode> {
+    let cfg = pfcswitch::config::load(path).map_err(|e| {
+        eprintln!("{e}");
+        ExitCode::from(2)
+    })?;
+    let plan = pfcswitch::plan::plan(&cfg, pfcswitch::headroom::DEFAULT_SW_RESPONSE_NS).map_err(|e| {
+        eprintln!("{e}");
+        ExitCode::from(2)
+    })?;
+    Ok((cfg, plan))
 }
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).format_timestamp_millis().init();
     let cli = Cli::parse();
     match cli.cmd {
-        Cmd::CheckConfig { file } => match pfcswitch::config::load(&file) {
-            Ok(_) => {
+        Cmd::CheckConfig { file } => match load(&file) {
+            Ok((cfg, plan)) => {
+                for w in cfg.warnings.iter().chain(&plan.warnings) {
+                    println!("warning: {w}");
+                }
                 println!("{}: ok", file.display());
                 ExitCode::SUCCESS
             }
-            Err(e) => {
-                eprintln!("{e}");
-                ExitCode::from(2)
-            }
+            Err(code) => code,
         },
-        Cmd::Run { config, duration, stats_json, stats_interval } => {
-            let cfg = match pfcswitch::config::load(&config) {
-                Ok(c) => c,
+        Cmd::Headroom { speed, cable, mtu, sw_response_ns, json } => {
+            let speed_bps = match pfcswitch::units::parse_speed(&speed) {
+                Ok(s) => s,
                 Err(e) => {
-                    eprintln!("{e}");
+                    eprintln!("--speed: {e}");
                     return ExitCode::from(2);
                 }
             };
-            for w in &cfg.warnings {
-                log::warn!("{}: {w}", config.display());
+            let cable_m = match pfcswitch::units::parse_length_m(&cable) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("--cable: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let inputs = pfcswitch::headroom::HeadroomInputs {
+                speed_bps,
+                cable_m,
+                mtu,
+                sw_response_ns: sw_response_ns.unwrap_or(pfcswitch::headroom::DEFAULT_SW_RESPONSE_NS),
+            };
+            let b = pfcswitch::headroom::compute(&inputs);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&b.to_json()).expect("json"));
+            } else {
+                print!("{}", b.render_text());
             }
-            let spec = dataplane::SwitchSpec::from_config(&cfg);
+            ExitCode::SUCCESS
+        }
+        Cmd::Run { config, duration, stats_json, stats_interval } => {
+            let (cfg, plan) = match load(&config) {
+                Ok(x) => x,
+                Err(code) => return code,
+            };
+            for w in cfg.warnings.iter().chain(&plan.warnings) {
+                log::warn!("{w}");
+            }
+            let spec = dataplane::SwitchSpec::from_config(&cfg, plan);
+            let tx_enable_all = Arc::new(AtomicBool::new(false));
+            if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGUSR1, tx_enable_all.clone()) {
+                eprintln!("pfcswitch: cannot install signal handler: {e}");
+                return ExitCode::FAILURE;
+            }
             let stop = Arc::new(AtomicBool::new(false));
             for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
                 if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
@@ -78,6 +140,7 @@ fn main() -> ExitCode {
                 duration: duration.filter(|d| *d > 0.0).map(Duration::from_secs_f64),
                 stats_interval: Some(stats_interval).filter(|s| *s > 0.0).map(Duration::from_secs_f64),
                 stop,
+                tx_enable_all,
             };
             let report = match dataplane::run(&spec, &opts) {
                 Ok(r) => r,
@@ -96,13 +159,17 @@ fn main() -> ExitCode {
             }
             let t = report.totals();
             let mut ok = true;
-            if t.entered() != t.left() {
+            if !report.conservation_ok() {
                 eprintln!(
-                    "pfcswitch: CONSERVATION MISMATCH: entered {} (rx + flood copies) != left {} (tx + consumed + drops)",
+                    "pfcswitch: CONSERVATION MISMATCH: entered {} (rx + flood copies) vs left {} (tx + consumed + drops); MMU bytes still charged {}",
                     t.entered(),
-                    t.left()
+                    t.left(),
+                    report.mmu_bytes_after_stop
                 );
                 ok = false;
+            }
+            if report.lossless_drops() > 0 {
+                eprintln!("pfcswitch: LOSSLESS DROPS: {} packets of a lossless class were dropped (headroom too small?)", report.lossless_drops());
             }
             if report.mbufs_in_use_after_stop != 0 {
                 eprintln!("pfcswitch: MBUF LEAK: {} of {} mbufs not returned to the pool", report.mbufs_in_use_after_stop, report.mbufs_total);
@@ -149,5 +216,24 @@ fn print_summary(r: &dataplane::RunReport) {
         t.ports.iter().map(|p| p.drops_total()).sum::<u64>(),
         if t.entered() == t.left() { "ok" } else { "MISMATCH" }
     );
-    println!("mbufs: {} in pool, {} not returned after stop", r.mbufs_total, r.mbufs_in_use_after_stop);
+    println!("mbufs: {} in pools, {} not returned after stop", r.mbufs_total, r.mbufs_in_use_after_stop);
+    let mut any_pfc = false;
+    for p in &r.ports {
+        let tx: u64 = p.pfc.iter().map(|s| s.tx_pkts()).sum();
+        let rx: u64 = p.pfc.iter().map(|s| s.rx_pkts()).sum();
+        if tx + rx > 0 {
+            if !any_pfc {
+                println!("{:<12} {:>6} {:>10} {:>10} {:>10} {:>10}", "Port", "Prio", "TxPause", "TxResume", "RxPause", "RxResume");
+                any_pfc = true;
+            }
+            for (i, s) in p.pfc.iter().enumerate() {
+                if s.tx_pkts() + s.rx_pkts() > 0 {
+                    println!("{:<12} {:>6} {:>10} {:>10} {:>10} {:>10}", p.name, format!("PFC{i}"), s.tx_pause, s.tx_resume, s.rx_pause, s.rx_resume);
+                }
+            }
+        }
+    }
+    if let Some((n, p50, p99, max)) = r.pfc_reaction_ns() {
+        println!("PFC reaction (Xoff crossing -> PAUSE handed to tx_burst): n={n} p50={p50}ns p99={p99}ns max={max}ns");
+    }
 }

@@ -49,6 +49,8 @@ pub struct SwitchSpec {
     pub fdb_aging_time: u64,
     /// Packets per egress TC queue.
     pub egress_queue_len: usize,
+    /// MMU, classification, PFC and scheduling derived from the config.
+    pub plan: crate::plan::Plan,
 }
 
 impl SwitchSpec {
@@ -71,7 +73,7 @@ impl SwitchSpec {
 
 impl SwitchSpec {
     /// The start-up spec of a validated configuration.
-    pub fn from_config(cfg: &crate::config::Config) -> SwitchSpec {
+    pub fn from_config(cfg: &crate::config::Config, plan: crate::plan::Plan) -> SwitchSpec {
         let burst = cfg.switch.burst_size as usize;
         SwitchSpec {
             eal_args: cfg.eal_args("pfcswitch"),
@@ -103,6 +105,7 @@ impl SwitchSpec {
             fdb_aging_time: cfg.switch.fdb_aging_time as u64,
             // Deep enough that the MMU, not the ring, limits a queue.
             egress_queue_len: (cfg.switch.mbuf_count as usize).clamp(1024, 65536).next_power_of_two(),
+            plan,
         }
     }
 }

@@ -1,25 +1,20 @@
-//! The worker lcore loop: RX burst → parse → learn/forward → enqueue on egress ports →
-//! serve the TX of the ports this lcore owns. Allocation-free, lock-free, no syscalls.
+//! The worker lcore loop: RX burst → parse → MAC control (pause deadlines) → classify →
+//! learn/forward → MMU admit → enqueue on egress ports → serve the TX of the ports this
+//! lcore owns. Allocation-free, lock-free, no syscalls.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::counters::{DropReason, LcoreCounters};
-use crate::dpdk::{rdtsc, Mbuf, MbufBurst, RxQueue, TxQueue};
+use crate::dpdk::{rdtsc, Mbuf, MbufBurst, RxQueue};
 use crate::fdb::Fdb;
-use crate::wire::{self, MIN_FRAME_LEN};
+use crate::mmu::{self, Edge, Verdict};
+use crate::pfc::PfcRx;
+use crate::wire::{self, MacControl, MIN_FRAME_LEN};
 
 use super::egress::Queued;
-use super::Shared;
-
-/// TX side of one owned port.
-pub struct TxPort {
-    pub port: usize,
-    pub txq: TxQueue,
-    /// Packets taken from the egress queues that the TX ring has not accepted yet.
-    pub pending: MbufBurst,
-    pub tx_enable: bool,
-}
+use super::tx::TxPort;
+use super::{EdgeMsg, Shared};
 
 pub struct Worker {
     pub index: usize,
@@ -32,6 +27,9 @@ pub struct Worker {
     pub fdb_age_every: u64,
     /// Per port: pad short frames (kernel-backed ports) rather than drop them.
     pub pad_short: Vec<bool>,
+    /// Receive-side PFC state of the ports whose queue 0 this lcore polls.
+    pub pfc_rx: Vec<Option<PfcRx>>,
+    pub tsc_hz: u64,
 }
 
 /// Zero-pad a short frame to the Ethernet minimum, as a NIC MAC does on the wire.
@@ -46,6 +44,24 @@ fn pad(m: &mut Mbuf) -> bool {
     }
 }
 
+/// Hand an MMU edge to the control lcore (through this lcore's single-producer ring).
+#[inline]
+pub(super) fn push_edge(shared: &Shared, ring: usize, edge: Option<Edge>, now: u64, c: &LcoreCounters) {
+    if let Some(edge) = edge {
+        if shared.edges[ring].push(EdgeMsg { edge, tsc: now }).is_err() {
+            c.edge_overflow.inc();
+        }
+    }
+}
+
+fn mmu_drop_reason(r: mmu::DropReason) -> DropReason {
+    match r {
+        mmu::DropReason::LosslessHeadroomFull => DropReason::LosslessHeadroomFull,
+        mmu::DropReason::LossyDt | mmu::DropReason::LossyPoolFull => DropReason::LossyThreshold,
+        _ => DropReason::MmuOther,
+    }
+}
+
 impl Worker {
     pub fn run(mut self) {
         let shared = self.shared.clone();
@@ -55,15 +71,16 @@ impl Worker {
             let t0 = rdtsc();
             let mut moved = 0usize;
             for r in 0..self.rxqs.len() {
-                let (in_port, ref mut q) = self.rxqs[r];
-                let n = q.rx_burst(&mut self.burst, self.burst_size);
+                let in_port = self.rxqs[r].0;
+                let n = self.rxqs[r].1.rx_burst(&mut self.burst, self.burst_size);
                 if n > 0 {
                     moved += n;
                     self.process_burst(in_port, t0, counters);
                 }
             }
-            for t in 0..self.txs.len() {
-                moved += serve_tx(&shared, &mut self.txs[t], counters);
+            let now = rdtsc();
+            for t in self.txs.iter_mut() {
+                moved += t.serve(&shared, self.index, now, counters);
             }
             let t1 = rdtsc();
             counters.loops.inc();
@@ -75,17 +92,16 @@ impl Worker {
                 next_age = t1.wrapping_add(self.fdb_age_every);
             }
         }
-        // Stop: hand back everything this lcore still holds.
+        // Stop: free what this lcore still holds, releasing its MMU charges.
         for t in &mut self.txs {
-            let n = t.pending.len() as u64;
-            counters.ports[t.port].drop_n(DropReason::FlushedAtStop, n);
-            t.pending.clear();
+            t.flush(&shared, self.index, counters);
         }
     }
 
     fn process_burst(&mut self, in_port: usize, now: u64, c: &LcoreCounters) {
         let shared = &*self.shared;
         let pc = &c.ports[in_port];
+        let plan = &shared.ports[in_port].plan;
         let n = self.burst.len();
         for i in 0..n {
             if i + 1 < n {
@@ -97,11 +113,9 @@ impl Worker {
             let len = m.len();
             pc.rx_packets.inc();
             pc.rx_bytes.add(len as u64);
-            if len < MIN_FRAME_LEN {
-                if !self.pad_short[in_port] || !pad(&mut m) {
-                    pc.drop(DropReason::Runt);
-                    continue;
-                }
+            if len < MIN_FRAME_LEN && (!self.pad_short[in_port] || !pad(&mut m)) {
+                pc.drop(DropReason::Runt);
+                continue;
             }
             let parsed = match wire::parse(m.data()) {
                 Ok(p) => p,
@@ -110,64 +124,84 @@ impl Worker {
                     continue;
                 }
             };
-            if parsed.dst.is_link_local_reserved() {
-                // Never forwarded. MAC control (PFC/PAUSE) is consumed here; the
-                // lossless dataplane acts on it.
-                if parsed.is_mac_control() {
-                    if wire::MacControl::parse(m.data()).is_ok() {
+            if parsed.is_mac_control() {
+                // PFC / 802.3x PAUSE: update this port's pause deadlines; never forwarded.
+                match MacControl::parse(m.data()) {
+                    Ok(f) => {
                         pc.mac_control_rx.inc();
-                    } else {
-                        pc.drop(DropReason::BadMacControl);
+                        if let Some(rx) = self.pfc_rx[in_port].as_mut() {
+                            rx.on_frame(&f, now, self.tsc_hz);
+                        }
                     }
-                } else {
-                    pc.drop(DropReason::LinkLocal);
+                    Err(_) => pc.drop(DropReason::BadMacControl),
                 }
                 continue;
             }
-            let src = parsed.src.0;
-            // A zero or group source address is not a station: never learned.
-            if src != [0; 6] {
-                self.fdb.learn(src, in_port as u16, now);
+            if parsed.dst.is_link_local_reserved() {
+                pc.drop(DropReason::LinkLocal);
+                continue;
             }
+            self.fdb.learn(parsed.src.0, in_port as u16, now);
+            let class = plan.qos.classify(&parsed);
+            let lossless = plan.pfc_mask & (1 << class.priority) != 0;
             let out = if parsed.dst.is_multicast() { None } else { self.fdb.lookup(parsed.dst.0, now) };
-            let tc = 0usize;
+            let ip = in_port as u16;
             match out {
-                Some(p) if p as usize == in_port => pc.drop(DropReason::SamePort),
-                Some(p) => enqueue(shared, p as usize, tc, m, now, in_port, c),
-                None => flood(shared, in_port, tc, m, now, c),
+                Some(p) if p == ip => pc.drop(DropReason::SamePort),
+                Some(p) => admit_enqueue(shared, self.index, ip, p as usize, class.pg, class.queue, lossless, m, now, c),
+                None => {
+                    // Flood: the original to the last port, copies to the others; each copy
+                    // is admitted by the MMU on its own.
+                    let nports = shared.egress.len();
+                    let Some(last) = (0..nports).rev().find(|&p| p != in_port) else {
+                        pc.drop(DropReason::SamePort);
+                        continue;
+                    };
+                    for p in 0..last {
+                        if p == in_port {
+                            continue;
+                        }
+                        pc.flood_copies.inc();
+                        match copy_mbuf(shared, &m) {
+                            Some(copy) => admit_enqueue(shared, self.index, ip, p, class.pg, class.queue, lossless, copy, now, c),
+                            None => pc.drop(DropReason::FloodNoMbuf),
+                        }
+                    }
+                    admit_enqueue(shared, self.index, ip, last, class.pg, class.queue, lossless, m, now, c);
+                }
             }
         }
         self.burst.clear();
     }
 }
 
-#[inline(always)]
-fn enqueue(shared: &Shared, out: usize, tc: usize, m: Mbuf, now: u64, in_port: usize, c: &LcoreCounters) {
-    let q = Queued { m, rx_tsc: now, in_port: in_port as u16 };
-    if shared.egress[out].tcs[tc].push(q).is_err() {
-        c.ports[out].drop(DropReason::EgressQueueFull);
-    }
-}
-
-/// Send to every port but the ingress one: the original to the last, copies to the others.
-fn flood(shared: &Shared, in_port: usize, tc: usize, m: Mbuf, now: u64, c: &LcoreCounters) {
-    let nports = shared.egress.len();
-    let last = (0..nports).rev().find(|&p| p != in_port);
-    let Some(last) = last else {
-        c.ports[in_port].drop(DropReason::SamePort);
-        return;
-    };
-    for p in 0..nports {
-        if p == in_port || p == last {
-            continue;
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn admit_enqueue(
+    shared: &Shared,
+    ring: usize,
+    in_port: u16,
+    out: usize,
+    pg: u8,
+    queue: u8,
+    lossless: bool,
+    m: Mbuf,
+    now: u64,
+    c: &LcoreCounters,
+) {
+    let len = m.len() as u32;
+    match shared.mmu.admit(in_port, pg, out as u16, queue, len, lossless) {
+        Verdict::Drop(r) => c.ports[in_port as usize].drop(mmu_drop_reason(r)),
+        Verdict::Admit { charge, edge } => {
+            push_edge(shared, ring, edge, now, c);
+            let q = Queued { m, charge, rx_tsc: now, in_port };
+            if let Err(q) = shared.egress[out].tcs[queue as usize & 7].push(q) {
+                // Dropped after admission: undo the charge.
+                push_edge(shared, ring, shared.mmu.release(q.charge), now, c);
+                c.ports[out].drop(DropReason::EgressQueueFull);
+            }
         }
-        c.ports[in_port].flood_copies.inc();
-        match copy_mbuf(shared, &m) {
-            Some(copy) => enqueue(shared, p, tc, copy, now, in_port, c),
-            None => c.ports[p].drop(DropReason::FloodNoMbuf),
-        }
     }
-    enqueue(shared, last, tc, m, now, in_port, c);
 }
 
 fn copy_mbuf(shared: &Shared, m: &Mbuf) -> Option<Mbuf> {
@@ -176,53 +210,4 @@ fn copy_mbuf(shared: &Shared, m: &Mbuf) -> Option<Mbuf> {
     let dst = copy.append(src.len() as u16)?;
     dst.copy_from_slice(src);
     Some(copy)
-}
-
-/// Move packets from the egress queues to the TX ring of one port. Returns packets sent.
-fn serve_tx(shared: &Shared, t: &mut TxPort, c: &LcoreCounters) -> usize {
-    if !t.tx_enable {
-        return 0;
-    }
-    let eg = &shared.egress[t.port];
-    // Control frames first.
-    while !t.pending.is_full() {
-        match eg.control.pop() {
-            Some(m) => {
-                let _ = t.pending.push(m);
-            }
-            None => break,
-        }
-    }
-    let control_n = t.pending.len();
-    for q in eg.tcs.iter() {
-        while !t.pending.is_full() {
-            match q.pop() {
-                Some(Queued { m, .. }) => {
-                    let _ = t.pending.push(m);
-                }
-                None => break,
-            }
-        }
-    }
-    if t.pending.is_empty() {
-        return 0;
-    }
-    let mut bytes = 0u64;
-    let before = t.pending.len();
-    // Count bytes before the driver takes ownership.
-    let n_try = before;
-    let mut lens = [0u16; crate::dpdk::BURST_CAP];
-    for (i, m) in t.pending.iter().enumerate().take(n_try) {
-        lens[i] = m.len() as u16;
-    }
-    let sent = t.txq.tx_burst(&mut t.pending);
-    for l in &lens[control_n.min(sent)..sent] {
-        bytes += *l as u64;
-    }
-    let pcs = &c.ports[t.port];
-    let ctl_sent = sent.min(control_n);
-    pcs.control_tx.add(ctl_sent as u64);
-    pcs.tx_packets.add((sent - ctl_sent) as u64);
-    pcs.tx_bytes.add(bytes);
-    sent
 }

@@ -1,0 +1,224 @@
+//! What the switch reports: the live counters line, and at stop the summary, the counters
+//! JSON (`--stats-json`), PFC counters, MMU watermarks, the PFC reaction time, and the
+//! conservation and leak checks.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::counters::{percentile, DropReason, PortTotals, Totals};
+use crate::dpdk::{Mempool, PortStats};
+use crate::pfc::PfcPrioStats;
+
+use super::control::Control;
+use super::spec::{PortSpec, SwitchSpec};
+use super::{mac_str, Shared};
+
+/// Per port at stop.
+#[derive(Debug, Clone)]
+pub struct PortReport {
+    pub name: String,
+    pub port_id: u16,
+    pub mac: String,
+    pub totals: PortTotals,
+    pub pmd: PortStats,
+    pub pfc: [PfcPrioStats; 8],
+    pub pfc_enable: u8,
+    /// Per lossless PG: (pg, shared watermark, headroom watermark, headroom size).
+    pub pg_watermarks: Vec<(u8, u64, u64, u64)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    pub ports: Vec<PortReport>,
+    pub elapsed: Duration,
+    pub tsc_hz: u64,
+    pub worker_busy_cycles: Vec<(u32, u64)>,
+    pub mbufs_total: u32,
+    /// Mbufs not back in the pools after everything stopped (a leak if nonzero).
+    pub mbufs_in_use_after_stop: u32,
+    /// Bytes the MMU still accounts after every packet was released (must be 0).
+    pub mmu_bytes_after_stop: u64,
+    /// PFC reaction samples in TSC ticks (Xoff crossing → PAUSE handed to tx_burst).
+    pub pfc_reaction_ticks: Vec<u64>,
+    pub edge_overflow: u64,
+    pub ctl_failures: u64,
+    pub pool: Value,
+}
+
+impl RunReport {
+    pub fn totals(&self) -> Totals {
+        Totals { ports: self.ports.iter().map(|p| p.totals.clone()).collect() }
+    }
+
+    pub fn conservation_ok(&self) -> bool {
+        let t = self.totals();
+        t.entered() == t.left() && self.mmu_bytes_after_stop == 0
+    }
+
+    /// Reaction-time percentiles in ns: (count, p50, p99, max).
+    pub fn pfc_reaction_ns(&self) -> Option<(usize, u64, u64, u64)> {
+        let mut v = self.pfc_reaction_ticks.clone();
+        let to_ns = |t: u64| (t as u128 * 1_000_000_000 / self.tsc_hz.max(1) as u128) as u64;
+        let p50 = percentile(&mut v, 50.0)?;
+        let p99 = percentile(&mut v, 99.0)?;
+        let max = *v.iter().max()?;
+        Some((v.len(), to_ns(p50), to_ns(p99), to_ns(max)))
+    }
+
+    pub fn lossless_drops(&self) -> u64 {
+        self.ports.iter().map(|p| p.totals.drop_count(DropReason::LosslessHeadroomFull)).sum()
+    }
+
+    /// The counters JSON of `run --stats-json`.
+    pub fn to_json(&self) -> Value {
+        let ports: Vec<_> = self
+            .ports
+            .iter()
+            .map(|p| {
+                let drops: serde_json::Map<String, Value> =
+                    DropReason::ALL.iter().map(|r| (r.as_str().to_string(), p.totals.drops[*r as usize].into())).collect();
+                let arr = |f: &dyn Fn(&PfcPrioStats) -> u64| p.pfc.iter().map(f).collect::<Vec<u64>>();
+                json!({
+                    "name": p.name,
+                    "port_id": p.port_id,
+                    "mac": p.mac,
+                    "rx_packets": p.totals.rx_packets,
+                    "tx_packets": p.totals.tx_packets,
+                    "rx_bytes": p.totals.rx_bytes,
+                    "tx_bytes": p.totals.tx_bytes,
+                    "flood_copies": p.totals.flood_copies,
+                    "mac_control_rx": p.totals.mac_control_rx,
+                    "control_tx": p.totals.control_tx,
+                    "drops": drops,
+                    "drops_total": p.totals.drops_total(),
+                    "lossless_drops": p.totals.drop_count(DropReason::LosslessHeadroomFull),
+                    "pmd": p.pmd,
+                    // imissed / rx_nombuf on a port that carries a lossless class are loss of
+                    // that class the MMU never saw.
+                    "lossless_nic_loss": if p.pfc_enable != 0 { p.pmd.imissed + p.pmd.rx_nombuf } else { 0 },
+                    "pfc_enable": (0..8).filter(|i| p.pfc_enable & (1 << i) != 0).collect::<Vec<u8>>(),
+                    "pfc": {
+                        "tx_pause": arr(&|s| s.tx_pause),
+                        "tx_resume": arr(&|s| s.tx_resume),
+                        "rx_pause": arr(&|s| s.rx_pause),
+                        "rx_resume": arr(&|s| s.rx_resume),
+                        "tx_pause_duration_us": arr(&|s| s.tx_pause_duration_us),
+                        "rx_pause_duration_us": arr(&|s| s.rx_pause_duration_us),
+                        "tx_on2off": arr(&|s| s.tx_on2off),
+                        "rx_on2off": arr(&|s| s.rx_on2off),
+                    },
+                    "pg_watermark": p.pg_watermarks.iter().map(|(pg, s, h, size)| json!({"pg": pg, "shared": s, "headroom": h, "headroom_size": size})).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let t = self.totals();
+        let reaction = match self.pfc_reaction_ns() {
+            Some((n, p50, p99, max)) => json!({"count": n, "p50_ns": p50, "p99_ns": p99, "max_ns": max}),
+            None => json!({"count": 0}),
+        };
+        json!({
+            "ports": ports,
+            "elapsed_s": self.elapsed.as_secs_f64(),
+            "tsc_hz": self.tsc_hz,
+            "workers": self.worker_busy_cycles.iter().map(|(l, c)| json!({"lcore": l, "busy_cycles": c})).collect::<Vec<_>>(),
+            "conservation": {
+                "entered": t.entered(),
+                "left": t.left(),
+                "mmu_bytes_after_stop": self.mmu_bytes_after_stop,
+                "ok": self.conservation_ok(),
+            },
+            "mbufs": {"total": self.mbufs_total, "in_use_after_stop": self.mbufs_in_use_after_stop},
+            "pfc_reaction": reaction,
+            "buffer_pool": self.pool,
+            "edge_overflow": self.edge_overflow,
+            "control_frame_failures": self.ctl_failures,
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn build(
+    spec: &SwitchSpec,
+    shared: &Shared,
+    control: &Control,
+    totals: Totals,
+    pmd: Vec<PortStats>,
+    macs: &[[u8; 6]],
+    ids: &[u16],
+    elapsed: Duration,
+    hz: u64,
+    pool: &Mempool,
+    ctl_pool: &Mempool,
+) -> RunReport {
+    let txc = control.tx_counters();
+    let mut ports = Vec::new();
+    for (i, ps) in spec.ports.iter().enumerate() {
+        let rt = &shared.ports[i];
+        let pfc = PfcPrioStats::snapshot(&txc[i], &rt.pfc_rx_counters, hz);
+        let mut pg_watermarks = Vec::new();
+        for pg in 0..8u8 {
+            if rt.plan.lossless_pgs & (1 << pg) != 0 {
+                let w = shared.mmu.pg_watermarks(i as u16, pg);
+                pg_watermarks.push((pg, w.shared, w.headroom, rt.plan.headroom[pg as usize]));
+            }
+        }
+        ports.push(PortReport {
+            name: ps.name.clone(),
+            port_id: ids[i],
+            mac: mac_str(macs[i]),
+            totals: totals.ports[i].clone(),
+            pmd: pmd[i],
+            pfc,
+            pfc_enable: rt.plan.pfc_mask,
+            pg_watermarks,
+        });
+    }
+    let ps = shared.mmu.pool_stats();
+    let mmu_bytes = ps.lossless.private_used + ps.lossless.shared_used + ps.lossless.headroom_used + ps.lossy.private_used + ps.lossy.shared_used;
+    let reaction: Vec<u64> = shared.counters.iter().flat_map(|c| c.pfc_reaction.values()).collect();
+    RunReport {
+        ports,
+        elapsed,
+        tsc_hz: hz,
+        worker_busy_cycles: spec.workers.iter().enumerate().map(|(i, w)| (w.lcore, shared.counters[i].busy_cycles.get())).collect(),
+        mbufs_total: pool.size() + ctl_pool.size(),
+        mbufs_in_use_after_stop: pool.in_use_count() + ctl_pool.in_use_count(),
+        mmu_bytes_after_stop: mmu_bytes,
+        pfc_reaction_ticks: reaction,
+        edge_overflow: shared.counters.iter().map(|c| c.edge_overflow.get()).sum(),
+        ctl_failures: control.ctl_failures,
+        pool: json!({
+            "ingress_lossless_pool": {
+                "size": ps.lossless.size, "shared_size": ps.lossless.shared_size,
+                "shared_watermark": ps.lossless.shared_watermark, "headroom_watermark": ps.lossless.headroom_watermark,
+            },
+            "egress_lossy_pool": {
+                "size": ps.lossy.size, "shared_size": ps.lossy.shared_size, "shared_watermark": ps.lossy.shared_watermark,
+            },
+        }),
+    }
+}
+
+pub(super) fn print_live(ports: &[PortSpec], last: &Totals, cur: &Totals, dt: Duration, since: Duration) {
+    let secs = dt.as_secs_f64().max(1e-9);
+    let mut line = format!("[{:>6.1}s]", since.as_secs_f64());
+    for (i, p) in ports.iter().enumerate() {
+        let (a, b) = (&last.ports[i], &cur.ports[i]);
+        let rx = (b.rx_packets - a.rx_packets) as f64 / secs;
+        let tx = (b.tx_packets - a.tx_packets) as f64 / secs;
+        let dr = b.drops_total() - a.drops_total();
+        line.push_str(&format!("  {}: rx {} tx {} drop {}", p.name, fmt_rate(rx), fmt_rate(tx), dr));
+    }
+    println!("{line}");
+}
+
+fn fmt_rate(pps: f64) -> String {
+    if pps >= 1e6 {
+        format!("{:.2}Mpps", pps / 1e6)
+    } else if pps >= 1e3 {
+        format!("{:.1}kpps", pps / 1e3)
+    } else {
+        format!("{:.0}pps", pps)
+    }
+}

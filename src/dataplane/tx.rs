@@ -1,0 +1,187 @@
+//! The transmit side of one port, served by the lcore that owns it: control frames
+//! first (never paused, never charged, not shaped), then the scheduler's pick among the
+//! traffic classes that have a packet and are not paused by the peer, within the port
+//! shaper. A full TX ring keeps packets queued (backpressure, not loss). The MMU charge
+//! of a packet is released when `tx_burst` takes it.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::counters::{DropReason, LcoreCounters};
+use crate::dpdk::{MbufBurst, TxQueue, BURST_CAP};
+use crate::mmu::Charge;
+use crate::pfc::PauseDeadlines;
+use crate::sched::{Scheduler, Shaper};
+
+use super::egress::Queued;
+use super::worker::push_edge;
+use super::Shared;
+
+/// Wire overhead per frame the shaper charges beyond the frame: FCS 4, preamble and SFD
+/// 8, inter-frame gap 12 (so a shaper at line rate models the line).
+pub const WIRE_OVERHEAD: u32 = 24;
+
+#[derive(Clone, Copy)]
+struct Meta {
+    /// None for control frames.
+    charge: Option<Charge>,
+    /// For control frames: TSC of the MMU edge (0 = refresh); for data: RX TSC.
+    tsc: u64,
+    len: u32,
+}
+
+const NO_META: Meta = Meta { charge: None, tsc: 0, len: 0 };
+
+pub struct TxPort {
+    pub port: usize,
+    txq: TxQueue,
+    /// Taken from the queues, not yet accepted by the TX ring; `meta[i]` describes
+    /// `pending[i]`.
+    pending: MbufBurst,
+    meta: Box<[Meta; BURST_CAP]>,
+    /// The head packet of each TC, popped so its length is known to the scheduler.
+    heads: [Option<Queued>; 8],
+    sched: Scheduler,
+    shaper: Option<Shaper>,
+    rx_pause: Arc<PauseDeadlines>,
+    /// Per priority, the queue a peer's PFC frame stops.
+    priority_queue: [u8; 8],
+    /// Max packets moved per serve call.
+    burst: usize,
+}
+
+impl TxPort {
+    pub fn new(port: usize, txq: TxQueue, shared: &Shared, tsc_hz: u64, now: u64, burst: usize) -> TxPort {
+        let rt = &shared.ports[port];
+        let plan = &rt.plan;
+        let max_frame = rt.mtu + 22;
+        TxPort {
+            port,
+            txq,
+            pending: MbufBurst::new(),
+            meta: Box::new([NO_META; BURST_CAP]),
+            heads: std::array::from_fn(|_| None),
+            sched: Scheduler::new(plan.sched),
+            shaper: plan.shaper_bps.map(|bps| Shaper::new(bps, Shaper::default_burst(bps, max_frame + WIRE_OVERHEAD), tsc_hz, now)),
+            rx_pause: rt.rx_pause.clone(),
+            priority_queue: plan.priority_queue,
+            burst: burst.clamp(1, BURST_CAP),
+        }
+    }
+
+    /// Queues stopped by the peer at `now`.
+    #[inline]
+    fn paused_queues(&self, now: u64) -> u8 {
+        let prio = self.rx_pause.paused_mask(now);
+        if prio == 0 {
+            return 0;
+        }
+        let mut q = 0u8;
+        for p in 0..8 {
+            if prio & (1 << p) != 0 {
+                q |= 1 << self.priority_queue[p];
+            }
+        }
+        q
+    }
+
+    /// Move what may go now to the TX ring. Returns packets handed to the driver.
+    pub fn serve(&mut self, shared: &Shared, ring: usize, now: u64, c: &LcoreCounters) -> usize {
+        let eg = &shared.egress[self.port];
+        // 1. Control frames: first, always.
+        while !self.pending.is_full() {
+            match eg.control.pop() {
+                Some(ctl) => {
+                    let i = self.pending.len();
+                    self.meta[i] = Meta { charge: None, tsc: ctl.edge_tsc, len: ctl.m.len() as u32 };
+                    let _ = self.pending.push(ctl.m);
+                }
+                None => break,
+            }
+        }
+        // 2. Data, if the port may send.
+        if shared.ports[self.port].tx_enable.load(Ordering::Relaxed) {
+            if let Some(s) = self.shaper.as_mut() {
+                s.refill(now);
+            }
+            let paused = self.paused_queues(now);
+            let mut heads_mask = 0u8;
+            for tc in 0..8 {
+                if self.heads[tc].is_none() {
+                    self.heads[tc] = eg.tcs[tc].pop();
+                }
+                if self.heads[tc].is_some() {
+                    heads_mask |= 1 << tc;
+                }
+            }
+            let mut moved = 0;
+            while moved < self.burst && !self.pending.is_full() {
+                let eligible = heads_mask & !paused;
+                let heads = &self.heads;
+                let Some(tc) = self.sched.pick(eligible, |t| heads[t].as_ref().map_or(0, |q| q.m.len() as u32)) else { break };
+                let len = self.heads[tc].as_ref().map_or(0, |q| q.m.len() as u32);
+                if let Some(s) = self.shaper.as_mut() {
+                    if !s.try_consume(len + WIRE_OVERHEAD) {
+                        break;
+                    }
+                }
+                let Some(q) = self.heads[tc].take() else { break };
+                let i = self.pending.len();
+                self.meta[i] = Meta { charge: Some(q.charge), tsc: q.rx_tsc, len };
+                let _ = self.pending.push(q.m);
+                moved += 1;
+                self.heads[tc] = eg.tcs[tc].pop();
+                if self.heads[tc].is_none() {
+                    heads_mask &= !(1 << tc);
+                }
+            }
+        }
+        if self.pending.is_empty() {
+            return 0;
+        }
+        let sent = self.txq.tx_burst(&mut self.pending);
+        let pc = &c.ports[self.port];
+        let (mut data, mut bytes, mut ctl) = (0u64, 0u64, 0u64);
+        for i in 0..sent {
+            let m = self.meta[i];
+            match m.charge {
+                Some(charge) => {
+                    data += 1;
+                    bytes += m.len as u64;
+                    push_edge(shared, ring, shared.mmu.release(charge), now, c);
+                }
+                None => {
+                    ctl += 1;
+                    if m.tsc != 0 {
+                        c.pfc_reaction.record(now.saturating_sub(m.tsc));
+                    }
+                }
+            }
+        }
+        if sent > 0 {
+            self.meta.copy_within(sent..sent + self.pending.len(), 0);
+        }
+        pc.tx_packets.add(data);
+        pc.tx_bytes.add(bytes);
+        pc.control_tx.add(ctl);
+        sent
+    }
+
+    /// At stop: free everything held here and release its MMU charges.
+    pub fn flush(&mut self, shared: &Shared, _ring: usize, c: &LcoreCounters) {
+        let pc = &c.ports[self.port];
+        for (i, m) in self.pending.drain().enumerate() {
+            if let Some(charge) = self.meta[i].charge {
+                let _ = shared.mmu.release(charge);
+                pc.drop(DropReason::FlushedAtStop);
+            }
+            drop(m);
+        }
+        for h in self.heads.iter_mut() {
+            if let Some(q) = h.take() {
+                let _ = shared.mmu.release(q.charge);
+                pc.drop(DropReason::FlushedAtStop);
+            }
+        }
+    }
+}

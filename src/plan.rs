@@ -1,0 +1,256 @@
+//! Turns a validated [`Config`] into the engine's plain inputs: the MMU configuration
+//! (with headroom calculated from speed, cable length and MTU where a profile does not
+//! give `xoff`), the per-port classification maps, which priorities each priority group
+//! pauses, and the scheduler/shaper settings. Pure; the same code runs in `check-config`
+//! and in `run`, so a buffer that cannot work is refused before EAL starts.
+
+use crate::classify::{QosMaps, Trust as ClassTrust};
+use crate::config::{self, Config, PoolType};
+use crate::headroom::{self, Breakdown, HeadroomInputs};
+use crate::mmu::{self, MmuConfig, PgProfile, PortMmuConfig, QueueProfile};
+use crate::sched::TcSched;
+
+/// Bytes a frame occupies on the wire beyond its MTU payload: Ethernet header (14),
+/// 802.1Q tag (4) and FCS (4).
+pub const L2_OVERHEAD: u32 = 22;
+
+/// Everything the dataplane needs to know about one port, derived from the config.
+#[derive(Debug, Clone)]
+pub struct PortPlan {
+    pub qos: QosMaps,
+    /// PFC-enabled priorities (bit n = priority n).
+    pub pfc_mask: u8,
+    /// PGs accounted as lossless by the MMU.
+    pub lossless_pgs: u8,
+    /// Per PG: the PFC priorities a PAUSE/RESUME of that PG names.
+    pub pg_priorities: [u8; 8],
+    /// Per priority: the egress queue a received PFC frame for it stops.
+    pub priority_queue: [u8; 8],
+    pub sched: [TcSched; 8],
+    pub shaper_bps: Option<u64>,
+    /// Headroom per PG as used (explicit or calculated), for reporting.
+    pub headroom: [u64; 8],
+    /// The calculator's breakdown for this port's link.
+    pub headroom_calc: Breakdown,
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub mmu: MmuConfig,
+    pub ports: Vec<PortPlan>,
+    pub warnings: Vec<String>,
+}
+
+/// A buffer configuration the MMU cannot run, named by field like a config error.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{file}: {field}: {msg}")]
+pub struct PlanError {
+    pub file: String,
+    pub field: String,
+    pub msg: String,
+}
+
+/// Build the plan. `sw_response_ns` is this switch's own PFC reaction delay for the
+/// headroom calculator (see [`headroom::DEFAULT_SW_RESPONSE_NS`]).
+pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
+    let err = |field: String, msg: String| PlanError { file: cfg.origin.clone(), field, msg };
+    let b = &cfg.buffer;
+    let mut warnings = Vec::new();
+    let lossless_pool_size: u64 = b.pools.iter().filter(|p| p.kind == PoolType::Ingress).map(|p| p.size).sum();
+    let lossy_pool_size: u64 = b.pools.iter().filter(|p| p.kind == PoolType::Egress).map(|p| p.size).sum();
+    let mut ports = Vec::new();
+    let mut mmu_ports = Vec::new();
+    for (pi, p) in cfg.ports.iter().enumerate() {
+        let qos = QosMaps {
+            trust: match p.trust {
+                config::Trust::Dscp => ClassTrust::Dscp,
+                config::Trust::Pcp => ClassTrust::Pcp,
+            },
+            dscp_to_tc: cfg.qos.dscp_to_tc,
+            dot1p_to_tc: cfg.qos.dot1p_to_tc,
+            tc_to_pg: cfg.qos.tc_to_pg,
+            tc_to_queue: cfg.qos.tc_to_queue,
+            default_tc: p.default_tc,
+        };
+        let frame = p.mtu as u32 + L2_OVERHEAD;
+        let calc = headroom::compute(&HeadroomInputs {
+            speed_bps: p.speed_bps,
+            cable_m: p.cable_length_m,
+            mtu: frame,
+            sw_response_ns,
+        });
+        // PGs with an ingress profile that carry a PFC priority are lossless.
+        let mut lossless_pgs = 0u8;
+        let mut pg_priorities = [0u8; 8];
+        for prio in 0..8u8 {
+            if p.pfc_mask & (1 << prio) != 0 {
+                let pg = qos.tc_to_pg[prio as usize] & 7;
+                pg_priorities[pg as usize] |= 1 << prio;
+            }
+        }
+        let mut pgs = [PgProfile::default(); 8];
+        let mut headroom_used = [0u64; 8];
+        for pg in 0..8 {
+            let Some(prof_idx) = b.pg_profile.get(pi).and_then(|a| a[pg]) else { continue };
+            let prof = &b.profiles[prof_idx];
+            let pool = &b.pools[prof.pool];
+            if pool.kind != PoolType::Ingress || pg_priorities[pg] == 0 {
+                continue;
+            }
+            lossless_pgs |= 1 << pg;
+            let field = format!("buffer.profile.{}.xoff", prof.name);
+            let xoff = match prof.xoff {
+                Some(x) => {
+                    if let Some(w) = headroom::check_explicit(x, calc.headroom_bytes) {
+                        warnings.push(format!("{}: {field} on {}|{pg}: {w}", cfg.origin, p.name));
+                    }
+                    x
+                }
+                None => calc.headroom_bytes,
+            };
+            if xoff < frame as u64 {
+                return Err(err(field, format!("headroom {xoff} bytes on {}|{pg} is smaller than one frame ({frame} bytes)", p.name)));
+            }
+            headroom_used[pg] = xoff;
+            pgs[pg] = PgProfile {
+                size: prof.size,
+                xoff,
+                // Defaults: resume two frames above private at the latest, one frame
+                // below the Xoff point (SONiC-style xon / xon_offset).
+                xon: prof.xon.unwrap_or(2 * frame as u64),
+                xon_offset: prof.xon_offset.unwrap_or(frame as u64),
+                threshold: match prof.threshold {
+                    config::Threshold::Dynamic(a) => mmu::Threshold::Dynamic(a),
+                    config::Threshold::Static(s) => mmu::Threshold::Static(s),
+                },
+            };
+        }
+        let mut queues = [QueueProfile::default(); 8];
+        for q in 0..8 {
+            if let Some(prof_idx) = b.queue_profile.get(pi).and_then(|a| a[q]) {
+                let prof = &b.profiles[prof_idx];
+                queues[q] = QueueProfile {
+                    size: prof.size,
+                    threshold: match prof.threshold {
+                        config::Threshold::Dynamic(a) => mmu::Threshold::Dynamic(a),
+                        config::Threshold::Static(s) => mmu::Threshold::Static(s),
+                    },
+                };
+            }
+        }
+        let mut priority_queue = [0u8; 8];
+        for prio in 0..8 {
+            priority_queue[prio] = qos.tc_to_queue[prio] & 7;
+        }
+        let sched = cfg.qos.scheduler.map(|s| match s {
+            config::Scheduler::Strict => TcSched::Strict,
+            config::Scheduler::Dwrr(w) => TcSched::Dwrr(w as u32),
+        });
+        mmu_ports.push(PortMmuConfig { lossless_pgs, pgs, queues });
+        ports.push(PortPlan {
+            qos,
+            pfc_mask: p.pfc_mask,
+            lossless_pgs,
+            pg_priorities,
+            priority_queue,
+            sched,
+            shaper_bps: p.shaper_bps,
+            headroom: headroom_used,
+            headroom_calc: calc,
+        });
+    }
+    let mmu_cfg = MmuConfig {
+        total_size: b.total_size,
+        cell_size: b.cell_size.max(1),
+        lossless_pool_size,
+        lossy_pool_size,
+        headroom_policy: mmu::HeadroomPolicy::Static,
+        release_order: mmu::ReleaseOrder::HeadroomFirst,
+        ports: mmu_ports,
+    };
+    if let Err(e) = mmu_cfg.validate() {
+        let pool = b.pools.iter().find(|p| p.kind == PoolType::Ingress).map(|p| p.name.as_str()).unwrap_or("ingress_lossless_pool");
+        return Err(err(format!("buffer.pool.{pool}.size"), e.to_string()));
+    }
+    Ok(Plan { mmu: mmu_cfg, ports, warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(extra: &str) -> Config {
+        let text = format!(
+            r#"
+[[port]]
+name = "Ethernet0"
+devargs = "net_null0"
+speed = "100G"
+cable_length = "300m"
+mtu = 9100
+[[port]]
+name = "Ethernet4"
+devargs = "net_null1"
+speed = "10G"
+mtu = 1500
+{extra}
+"#
+        );
+        config::from_str(&text, "t.toml").unwrap()
+    }
+
+    #[test]
+    fn calculated_headroom_when_xoff_absent() {
+        let c = cfg("");
+        let p = plan(&c, 10_000).unwrap();
+        let calc = &p.ports[0].headroom_calc;
+        assert_eq!(p.ports[0].headroom[3], calc.headroom_bytes);
+        assert_eq!(p.mmu.ports[0].pgs[3].xoff, calc.headroom_bytes);
+        assert_eq!(p.ports[0].lossless_pgs, 0b0001_1000);
+        assert_eq!(p.ports[0].pg_priorities[3], 0b1000);
+        // Longer cable and faster link need more headroom.
+        assert!(p.ports[0].headroom[3] > p.ports[1].headroom[3]);
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn explicit_small_xoff_warns_with_both_numbers() {
+        let c = cfg(
+            r#"
+[buffer]
+total_size = "12MiB"
+[buffer.pool.ingress_lossless_pool]
+size = "8MiB"
+type = "ingress"
+[buffer.pool.egress_lossy_pool]
+size = "4MiB"
+type = "egress"
+[buffer.profile.pg_lossless]
+pool = "ingress_lossless_pool"
+size = 4096
+xoff = 20000
+dynamic_th = 0
+[buffer.pg]
+"Ethernet0|3-4" = "pg_lossless"
+"#,
+        );
+        let p = plan(&c, 10_000).unwrap();
+        let calc = p.ports[0].headroom_calc.headroom_bytes;
+        assert_eq!(p.mmu.ports[0].pgs[3].xoff, 20000);
+        assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
+        assert!(p.warnings[0].contains("20000") && p.warnings[0].contains(&calc.to_string()), "{}", p.warnings[0]);
+    }
+
+    #[test]
+    fn headroom_larger_than_pool_is_a_field_error() {
+        let c = cfg(
+            r#"
+[buffer]
+total_size = "256KiB"
+"#,
+        );
+        let e = plan(&c, 10_000).unwrap_err();
+        assert!(e.to_string().starts_with("t.toml: buffer.pool.ingress_lossless_pool.size: "), "{e}");
+        assert_eq!(e.to_string().lines().count(), 1);
+    }
+}
