@@ -1,0 +1,246 @@
+//! Exact counts, in the style of sonic-mgmt's `PFCtest` / `XonHysteresisTest`: the egress
+//! port does not transmit (`tx_enable = false`), frames of a lossless TC are injected one
+//! by one (net_pcap), and the test computes from the configuration (private, α, pool,
+//! frame size) which packet's admission reaches the Xoff point and which is the first to
+//! be dropped. Each count is checked on both sides of its boundary by separate runs:
+//! n−1 packets → no PAUSE, n → PAUSE; m → no drop, m+1 → exactly one lossless drop.
+//! Then TX is enabled (SIGUSR1) and exactly one RESUME follows the PAUSEs.
+
+mod common;
+use common::*;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const FRAME: usize = 1000;
+const PRIVATE: u64 = 4000; // BUFFER_PROFILE size (φ)
+const XOFF: u64 = 10000; // headroom (η)
+const XON: u64 = 2000;
+const XON_OFFSET: u64 = 3000;
+const LOSSLESS_POOL: u64 = 120_000;
+const DYNAMIC_TH: i32 = 0; // α = 1
+/// PGs with the lossless profile: PG 3 and 4 on both ports.
+const LOSSLESS_PGS: u64 = 4;
+
+/// Independent model of the admission rules (DESIGN.md §2, SAI semantics): private while
+/// it fits; shared while the PG's shared occupancy is below T = α·(Bs − Σω), the Xoff
+/// point being reached when it gets to T; headroom while it fits (PAUSE on entering it if
+/// not already sent); drop beyond.
+fn boundaries() -> (usize, usize) {
+    let bs = LOSSLESS_POOL - LOSSLESS_PGS * (PRIVATE + XOFF);
+    let l = FRAME as u64;
+    let (mut p, mut s, mut h) = (0u64, 0u64, 0u64);
+    let mut pause_at = None;
+    for k in 0.. {
+        if p + l <= PRIVATE {
+            p += l;
+            continue;
+        }
+        let free = bs - s;
+        let t = if DYNAMIC_TH >= 0 { free << DYNAMIC_TH } else { free >> -DYNAMIC_TH };
+        if s < t && s + l <= bs {
+            s += l;
+            if s >= t && pause_at.is_none() {
+                pause_at = Some(k);
+            }
+            continue;
+        }
+        if h + l <= XOFF {
+            h += l;
+            pause_at.get_or_insert(k);
+            continue;
+        }
+        return (pause_at.expect("pause before drop"), k);
+    }
+    unreachable!()
+}
+
+/// An untagged IPv4 frame with DSCP 3 (SONiC default map: TC 3, lossless).
+fn lossless_frame(seq: u16) -> Vec<u8> {
+    let mut f = Vec::with_capacity(FRAME);
+    f.extend_from_slice(&[0x02, 0, 0, 0, 0, 0xbb]); // unknown unicast: flooded to the other port
+    f.extend_from_slice(&[0x02, 0, 0, 0, 0, 0xaa]);
+    f.extend_from_slice(&[0x08, 0x00]);
+    let total = (FRAME - 14) as u16;
+    let mut ip = vec![0x45, 3 << 2, (total >> 8) as u8, total as u8, (seq >> 8) as u8, seq as u8, 0, 0, 64, 17, 0, 0, 192, 0, 2, 1, 192, 0, 2, 2];
+    let mut sum = 0u32;
+    for c in ip.chunks(2) {
+        sum += u16::from_be_bytes([c[0], c[1]]) as u32;
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    let ck = !(sum as u16);
+    ip[10] = (ck >> 8) as u8;
+    ip[11] = ck as u8;
+    f.extend_from_slice(&ip);
+    f.resize(FRAME, 0x5a);
+    f
+}
+
+fn config(d: &TestDir) -> String {
+    let dir = d.path.display();
+    format!(
+        r#"[eal]
+args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0,1@1"]
+file_prefix = "{prefix}"
+
+[[port]]
+name = "Ethernet0"
+devargs = "net_pcap0,rx_pcap={dir}/in0.pcap,tx_pcap={dir}/out0.pcap"
+speed = "100M"
+mtu = 1500
+pfc_enable = [3, 4]
+
+[[port]]
+name = "Ethernet4"
+devargs = "net_pcap1,rx_pcap={dir}/in1.pcap,tx_pcap={dir}/out1.pcap"
+speed = "100M"
+mtu = 1500
+pfc_enable = [3, 4]
+tx_enable = false
+
+[buffer]
+total_size = 200000
+[buffer.pool.ingress_lossless_pool]
+size = {LOSSLESS_POOL}
+type = "ingress"
+[buffer.pool.egress_lossy_pool]
+size = 80000
+type = "egress"
+[buffer.profile.pg_lossless]
+pool = "ingress_lossless_pool"
+size = {PRIVATE}
+xoff = {XOFF}
+xon = {XON}
+xon_offset = {XON_OFFSET}
+dynamic_th = {DYNAMIC_TH}
+[buffer.profile.q_lossy]
+pool = "egress_lossy_pool"
+size = 0
+dynamic_th = 0
+[buffer.pg]
+"Ethernet0|3-4" = "pg_lossless"
+"Ethernet4|3-4" = "pg_lossless"
+[buffer.queue]
+"Ethernet0|0-2" = "q_lossy"
+"Ethernet4|0-2" = "q_lossy"
+"Ethernet0|5-7" = "q_lossy"
+"Ethernet4|5-7" = "q_lossy"
+"#,
+        prefix = d.prefix()
+    )
+}
+
+/// PFC frames in a capture: (class_enable, quanta of priority 3).
+fn pfc_frames(frames: &[Vec<u8>]) -> Vec<(u16, u16)> {
+    frames
+        .iter()
+        .filter(|f| f.len() >= 34 && f[0..6] == [0x01, 0x80, 0xc2, 0, 0, 1] && f[12..14] == [0x88, 0x08] && f[14..16] == [0x01, 0x01])
+        .map(|f| (u16::from_be_bytes([f[16], f[17]]), u16::from_be_bytes([f[18 + 6], f[19 + 6]])))
+        .collect()
+}
+
+struct Outcome {
+    pfc: Vec<(u16, u16)>,
+    json: serde_json::Value,
+    out1: usize,
+}
+
+/// Run the switch on `n` lossless frames; if `enable_tx_after` is set, SIGUSR1 after
+/// that long (TX on), then stop.
+fn run(n: usize, enable_tx_after: Option<Duration>) -> Outcome {
+    let d = TestDir::new("exact");
+    let frames: Vec<_> = (0..n).map(|i| lossless_frame(i as u16)).collect();
+    write_pcap(&d.join("in0.pcap"), &frames);
+    write_pcap(&d.join("in1.pcap"), &[]);
+    let cfg = d.join("exact.toml");
+    std::fs::write(&cfg, config(&d)).unwrap();
+    let json = d.join("stats.json");
+    let mut child = Command::new(BIN)
+        .args(["run", "--config", cfg.to_str().unwrap(), "--stats-json", json.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("forwarding:") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    assert!(rx.recv_timeout(Duration::from_secs(30)).is_ok(), "switch did not start");
+    std::thread::sleep(Duration::from_millis(700));
+    if let Some(after) = enable_tx_after {
+        std::thread::sleep(after);
+        let _ = Command::new("kill").args(["-USR1", &child.id().to_string()]).status();
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    let out = child.wait_with_output().unwrap();
+    let log = reader.join().unwrap();
+    assert!(out.status.success(), "{}\n{log}", show(&out));
+    let j = read_json(&json);
+    assert_conserved(&j);
+    Outcome { pfc: pfc_frames(&read_pcap(&d.join("out0.pcap"))), json: j, out1: read_pcap(&d.join("out1.pcap")).len() }
+}
+
+fn lossless_drops(o: &Outcome) -> u64 {
+    port(&o.json, "Ethernet0")["lossless_drops"].as_u64().unwrap()
+}
+
+#[test]
+fn pause_exactly_at_xoff_and_drop_exactly_past_headroom() {
+    let (pause_at, drop_at) = boundaries();
+    // With these numbers: 4 private, shared up to T, headroom of 10 frames.
+    eprintln!("model: PAUSE at packet #{pause_at}, first drop at #{drop_at}");
+    assert!(pause_at > 4 && drop_at == pause_at + (XOFF as usize / FRAME), "model: pause {pause_at}, drop {drop_at}");
+
+    // Packets 0..pause_at-1: no PAUSE yet.
+    let o = run(pause_at, None);
+    assert!(o.pfc.is_empty(), "PAUSE before packet #{pause_at}: {:?}", o.pfc);
+    assert_eq!(lossless_drops(&o), 0);
+    assert_eq!(o.out1, 0, "tx_enable = false port sent data");
+
+    // Packet #pause_at reaches the Xoff point: PAUSE for priority 3, full quanta.
+    let o = run(pause_at + 1, None);
+    assert!(!o.pfc.is_empty(), "no PAUSE after packet #{pause_at}");
+    assert!(o.pfc.iter().all(|&(ce, q)| ce == 0x0008 && q == 0xffff), "{:?}", o.pfc);
+    assert_eq!(lossless_drops(&o), 0);
+    let e0 = port(&o.json, "Ethernet0");
+    assert!(e0["pfc"]["tx_pause"][3].as_u64().unwrap() >= 1);
+    assert_eq!(e0["pfc"]["tx_on2off"][3], 1);
+
+    // Headroom absorbs up to packet #drop_at-1 ...
+    let o = run(drop_at, None);
+    assert_eq!(lossless_drops(&o), 0, "dropped before headroom was full");
+    // ... and packet #drop_at is the first lossless drop.
+    let o = run(drop_at + 1, None);
+    assert_eq!(lossless_drops(&o), 1, "expected exactly one drop at packet #{drop_at}");
+    let wm = &port(&o.json, "Ethernet0")["pg_watermark"];
+    let pg3 = wm.as_array().unwrap().iter().find(|w| w["pg"] == 3).unwrap();
+    assert_eq!(pg3["headroom"].as_u64().unwrap(), XOFF, "headroom watermark");
+}
+
+#[test]
+fn exactly_one_resume_when_tx_drains() {
+    let (pause_at, drop_at) = boundaries();
+    let n = (pause_at + drop_at) / 2; // some packets in headroom
+    let o = run(n, Some(Duration::from_millis(300)));
+    assert_eq!(o.out1, n, "all packets leave once TX is enabled");
+    assert_eq!(lossless_drops(&o), 0);
+    assert!(o.pfc.len() >= 2, "{:?}", o.pfc);
+    let (last, before) = o.pfc.split_last().unwrap();
+    assert_eq!(*last, (0x0008, 0), "last PFC frame must be the RESUME: {:?}", o.pfc);
+    assert!(before.iter().all(|&(ce, q)| ce == 0x0008 && q == 0xffff), "one RESUME only, after PAUSEs: {:?}", o.pfc);
+    let e0 = port(&o.json, "Ethernet0");
+    assert_eq!(e0["pfc"]["tx_resume"][3], 1);
+}
