@@ -85,10 +85,20 @@ impl TxPort {
         q
     }
 
-    /// Move what may go now to the TX ring. Returns packets handed to the driver.
-    pub fn serve(&mut self, shared: &Shared, ring: usize, now: u64, c: &LcoreCounters) -> usize {
+    /// Send waiting PFC frames right away (called between RX bursts, so the reaction time
+    /// does not wait for a whole loop iteration). Only when nothing else is pending:
+    /// pending data means the TX ring is full anyway.
+    #[inline]
+    pub fn serve_control(&mut self, shared: &Shared, ring: usize, now: u64, c: &LcoreCounters) -> usize {
+        if !self.pending.is_empty() || shared.egress[self.port].control.is_empty() {
+            return 0;
+        }
+        self.take_control(shared);
+        self.transmit(shared, ring, now, c)
+    }
+
+    fn take_control(&mut self, shared: &Shared) {
         let eg = &shared.egress[self.port];
-        // 1. Control frames: first, always.
         while !self.pending.is_full() {
             match eg.control.pop() {
                 Some(ctl) => {
@@ -99,6 +109,13 @@ impl TxPort {
                 None => break,
             }
         }
+    }
+
+    /// Move what may go now to the TX ring. Returns packets handed to the driver.
+    pub fn serve(&mut self, shared: &Shared, ring: usize, now: u64, c: &LcoreCounters) -> usize {
+        let eg = &shared.egress[self.port];
+        // 1. Control frames: first, always.
+        self.take_control(shared);
         // 2. Data, if the port may send.
         if shared.ports[self.port].tx_enable.load(Ordering::Relaxed) {
             if let Some(s) = self.shaper.as_mut() {
@@ -136,6 +153,10 @@ impl TxPort {
                 }
             }
         }
+        self.transmit(shared, ring, now, c)
+    }
+
+    fn transmit(&mut self, shared: &Shared, ring: usize, now: u64, c: &LcoreCounters) -> usize {
         if self.pending.is_empty() {
             return 0;
         }

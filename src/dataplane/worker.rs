@@ -75,7 +75,11 @@ impl Worker {
                 let n = self.rxqs[r].1.rx_burst(&mut self.burst, self.burst_size);
                 if n > 0 {
                     moved += n;
-                    self.process_burst(in_port, t0, counters);
+                    self.process_burst(in_port, rdtsc(), counters);
+                    let now = rdtsc();
+                    for t in self.txs.iter_mut() {
+                        t.serve_control(&shared, self.index, now, counters);
+                    }
                 }
             }
             let now = rdtsc();
