@@ -9,6 +9,10 @@ bash scripts/setup.sh
 
 echo "== pure engine without DPDK =="
 cargo test --no-default-features --lib
-echo "== everything (real EAL on vdevs) =="
-# Integration tests start EAL processes; run their binaries one at a time.
-cargo test --all-targets -- --test-threads=1
+echo "== unit and property tests (with DPDK bindings) =="
+cargo test --lib --bins
+echo "== integration tests (real EAL instances on vdevs) =="
+# Each test starts busy-polling switch processes: one test at a time on a 2-core machine.
+cargo test --test '*' -- --test-threads=1
+echo "== benchmarks, once each as a smoke test =="
+cargo test --benches

@@ -18,6 +18,7 @@ pub mod pfc;
 pub mod config;
 pub mod sched;
 pub mod plan;
+pub mod pfcwd;
 pub mod counters;
 
 #[cfg(feature = "dpdk")]

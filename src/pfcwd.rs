@@ -1,0 +1,1 @@
+//! PFC watchdog (being written)
