@@ -94,6 +94,10 @@ impl Counter {
         self.add(1)
     }
     #[inline(always)]
+    pub fn set(&self, v: u64) {
+        self.0.store(v, Relaxed);
+    }
+    #[inline(always)]
     pub fn get(&self) -> u64 {
         self.0.load(Relaxed)
     }
@@ -114,6 +118,18 @@ pub struct PortCounters {
     /// forwarding conservation.
     pub control_tx: Counter,
     pub drops: [Counter; DropReason::COUNT],
+    /// Per egress queue (this port as egress): packets and bytes transmitted, packets
+    /// dropped (MMU refusals and full queues, counted by the admitting lcore).
+    pub queue_tx_packets: [Counter; 8],
+    pub queue_tx_bytes: [Counter; 8],
+    pub queue_drops: [Counter; 8],
+    /// Per TC (this port as ingress): packets classified into the TC, flood copies made,
+    /// packets (and copies) that left through tx_burst, dropped after classification.
+    /// Conservation per (port, TC): rx + copies = tx + dropped + still queued.
+    pub tc_rx: [Counter; 8],
+    pub tc_copies: [Counter; 8],
+    pub tc_tx: [Counter; 8],
+    pub tc_dropped: [Counter; 8],
 }
 
 impl PortCounters {
@@ -175,6 +191,8 @@ pub struct LcoreCounters {
     /// MMU edges that did not fit the ring to the control lcore (the control lcore's
     /// reconciliation still acts on them).
     pub edge_overflow: Counter,
+    /// FDB entries of this worker (published once a second).
+    pub fdb_entries: Counter,
     /// TSC cycles spent in iterations that moved at least one packet.
     pub busy_cycles: Counter,
     pub loops: Counter,
@@ -186,6 +204,7 @@ impl LcoreCounters {
             ports: (0..nports).map(|_| PortCounters::default()).collect(),
             pfc_reaction: SampleLog::new(4096),
             edge_overflow: Counter::default(),
+            fdb_entries: Counter::default(),
             busy_cycles: Counter::default(),
             loops: Counter::default(),
         })
@@ -203,6 +222,13 @@ pub struct PortTotals {
     pub mac_control_rx: u64,
     pub control_tx: u64,
     pub drops: [u64; DropReason::COUNT],
+    pub queue_tx_packets: [u64; 8],
+    pub queue_tx_bytes: [u64; 8],
+    pub queue_drops: [u64; 8],
+    pub tc_rx: [u64; 8],
+    pub tc_copies: [u64; 8],
+    pub tc_tx: [u64; 8],
+    pub tc_dropped: [u64; 8],
 }
 
 impl PortTotals {
@@ -234,6 +260,15 @@ impl Totals {
                 o.control_tx += c.control_tx.get();
                 for (i, d) in c.drops.iter().enumerate() {
                     o.drops[i] += d.get();
+                }
+                for q in 0..8 {
+                    o.queue_tx_packets[q] += c.queue_tx_packets[q].get();
+                    o.queue_tx_bytes[q] += c.queue_tx_bytes[q].get();
+                    o.queue_drops[q] += c.queue_drops[q].get();
+                    o.tc_rx[q] += c.tc_rx[q].get();
+                    o.tc_copies[q] += c.tc_copies[q].get();
+                    o.tc_tx[q] += c.tc_tx[q].get();
+                    o.tc_dropped[q] += c.tc_dropped[q].get();
                 }
             }
         }

@@ -19,6 +19,7 @@ pub mod config;
 pub mod sched;
 pub mod plan;
 pub mod pfcwd;
+pub mod show;
 pub mod counters;
 
 #[cfg(feature = "dpdk")]

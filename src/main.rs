@@ -39,6 +39,25 @@ enum Cmd {
     CheckConfig {
         file: PathBuf,
     },
+    /// Show live state of a running switch (SONiC-style tables, or --json), read over DPDK
+    /// telemetry: pfc counters | queue counters | priority-group watermark shared|headroom |
+    /// buffer pool | pfcwd stats | latency | counters
+    Show {
+        /// EAL file prefix of the instance (default: the only pfcswitch instance running)
+        #[arg(long)]
+        prefix: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[arg(required = true, num_args = 1..)]
+        what: Vec<String>,
+    },
+    /// Clear counters as `show` displays them (a snapshot; the live counters keep counting)
+    Clear {
+        #[arg(long)]
+        prefix: Option<String>,
+        #[arg(required = true, num_args = 1..)]
+        what: Vec<String>,
+    },
     /// Headroom a lossless PG needs on a link: every term and the total.
     Headroom {
         /// Link speed, e.g. 100G
@@ -86,6 +105,8 @@ fn main() -> ExitCode {
             }
             Err(code) => code,
         },
+        Cmd::Show { prefix, json, what } => show(prefix, json, &what, false),
+        Cmd::Clear { prefix, what } => show(prefix, false, &what, true),
         Cmd::Headroom { speed, cable, mtu, sw_response_ns, json } => {
             let speed_bps = match pfcswitch::units::parse_speed(&speed) {
                 Ok(s) => s,
@@ -168,6 +189,9 @@ fn main() -> ExitCode {
                 );
                 ok = false;
             }
+            for (port, tc, i, o) in report.tc_mismatches() {
+                eprintln!("pfcswitch: CONSERVATION MISMATCH on {port} TC{tc}: {i} in (rx + copies) vs {o} out (tx + dropped)");
+            }
             if report.lossless_drops() > 0 {
                 eprintln!("pfcswitch: LOSSLESS DROPS: {} packets of a lossless class were dropped (headroom too small?)", report.lossless_drops());
             }
@@ -236,4 +260,78 @@ fn print_summary(r: &dataplane::RunReport) {
     if let Some((n, p50, p99, max)) = r.pfc_reaction_ns() {
         println!("PFC reaction (Xoff crossing -> PAUSE handed to tx_burst): n={n} p50={p50}ns p99={p99}ns max={max}ns");
     }
+}
+
+/// The running instance's telemetry socket: by prefix, or the only pfcswitch one.
+fn find_socket(prefix: Option<String>) -> Result<PathBuf, String> {
+    use pfcswitch::dpdk::telemetry::socket_path;
+    if let Some(p) = prefix {
+        return Ok(socket_path(&p));
+    }
+    let base = socket_path("x");
+    let dir = base.parent().and_then(|d| d.parent()).map(|d| d.to_path_buf()).unwrap_or_default();
+    let mut found = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(&dir) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let sock = e.path().join("dpdk_telemetry.v2");
+            if name.starts_with("pfcswitch") && sock.exists() {
+                found.push((name, sock));
+            }
+        }
+    }
+    match found.len() {
+        1 => Ok(found.remove(0).1),
+        0 => Err(format!("no running pfcswitch instance found under {} (use --prefix)", dir.display())),
+        _ => Err(format!("several instances running ({}): choose one with --prefix", found.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(", "))),
+    }
+}
+
+fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> ExitCode {
+    use pfcswitch::show::{render, subtract, View};
+    let view = match View::parse(what) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("pfcswitch: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let sock = match find_socket(prefix) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pfcswitch: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let cur = match pfcswitch::dpdk::telemetry::query(&sock, view.command()) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("pfcswitch: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let tag = sock.parent().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let snap_path = std::env::temp_dir().join(format!("pfcswitch-clear-{tag}{}.json", view.command().replace('/', "_")));
+    if clear {
+        if !view.clearable() {
+            eprintln!("pfcswitch: {} shows gauges and watermarks, nothing to clear", what.join(" "));
+            return ExitCode::from(2);
+        }
+        if let Err(e) = std::fs::write(&snap_path, cur.to_string()) {
+            eprintln!("pfcswitch: cannot write {}: {e}", snap_path.display());
+            return ExitCode::FAILURE;
+        }
+        println!("Cleared {} (snapshot {})", what.join(" "), snap_path.display());
+        return ExitCode::SUCCESS;
+    }
+    let shown = match std::fs::read_to_string(&snap_path).ok().and_then(|t| serde_json::from_str(&t).ok()) {
+        Some(snap) if view.clearable() => subtract(&cur, &snap),
+        _ => cur,
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&shown).expect("json"));
+    } else {
+        print!("{}", render(view, &shown));
+    }
+    ExitCode::SUCCESS
 }

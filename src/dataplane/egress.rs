@@ -15,6 +15,9 @@ pub struct Queued {
     /// TSC at RX (for latency).
     pub rx_tsc: u64,
     pub in_port: u16,
+    /// Traffic class (for per-TC accounting) and egress queue.
+    pub tc: u8,
+    pub queue: u8,
 }
 
 /// A control frame (PFC) and the TSC of the MMU edge that caused it (0 for refreshes).

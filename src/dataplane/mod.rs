@@ -3,6 +3,8 @@
 
 mod control;
 mod egress;
+pub mod latency;
+mod telemetry;
 mod report;
 pub mod spec;
 mod tx;
@@ -44,6 +46,8 @@ pub struct PortRt {
     pub pfc_rx_counters: Arc<PfcRxCounters>,
     /// Data transmission allowed (test knob `tx_enable`; SIGUSR1 turns it on).
     pub tx_enable: AtomicBool,
+    pub latency: latency::PortLatency,
+    pub name: String,
 }
 
 /// State every lcore sees.
@@ -181,12 +185,15 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
                     rx_pause: rx.deadlines(),
                     pfc_rx_counters: rx.counters(),
                     tx_enable: AtomicBool::new(ps.tx_enable),
+                    latency: latency::PortLatency::new(hz),
+                    name: ps.name.clone(),
                 }
             })
             .collect(),
         edges: (0..spec.workers.len()).map(|_| ArrayQueue::new(4096)).collect(),
     });
     let mut control = control::Control::new(shared.clone(), ctl_pool.clone(), macs.clone(), hz);
+    telemetry::register(telemetry::Views { shared: shared.clone(), pfc_tx: control.tx_counters(), port_ids: ids.clone(), tsc_hz: hz });
 
     let mut handles = Vec::new();
     let mut launch_err = None;
@@ -284,10 +291,12 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
         }
     }
     let mut flushed_per_port = vec![0u64; nports];
+    let mut flushed_per_tc = vec![[0u64; 8]; nports];
     for (p, eg) in shared.egress.iter().enumerate() {
         for q in eg.drain() {
             let _ = shared.mmu.release(q.charge);
             flushed_per_port[p] += 1;
+            flushed_per_tc[q.in_port as usize][q.tc as usize & 7] += 1;
         }
     }
     control.drain();
@@ -296,6 +305,9 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     let mut totals = Totals::collect(shared.counters.iter().map(|c| &**c), nports);
     for (p, n) in flushed_per_port.iter().enumerate() {
         totals.ports[p].drops[DropReason::FlushedAtStop as usize] += n;
+        for tc in 0..8 {
+            totals.ports[p].tc_dropped[tc] += flushed_per_tc[p][tc];
+        }
     }
     let mut pmd = Vec::new();
     for port in ports.iter_mut() {

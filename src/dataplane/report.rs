@@ -53,7 +53,23 @@ impl RunReport {
 
     pub fn conservation_ok(&self) -> bool {
         let t = self.totals();
-        t.entered() == t.left() && self.mmu_bytes_after_stop == 0
+        t.entered() == t.left() && self.mmu_bytes_after_stop == 0 && self.tc_mismatches().is_empty()
+    }
+
+    /// Per (ingress port, TC): received + flood copies = transmitted + dropped (including
+    /// flushed at stop). Returns the (port, tc, in, out) that do not balance.
+    pub fn tc_mismatches(&self) -> Vec<(String, usize, u64, u64)> {
+        let mut v = Vec::new();
+        for p in &self.ports {
+            let t = &p.totals;
+            for tc in 0..8 {
+                let (i, o) = (t.tc_rx[tc] + t.tc_copies[tc], t.tc_tx[tc] + t.tc_dropped[tc]);
+                if i != o {
+                    v.push((p.name.clone(), tc, i, o));
+                }
+            }
+        }
+        v
     }
 
     /// Reaction-time percentiles in ns: (count, p50, p99, max).
@@ -108,6 +124,8 @@ impl RunReport {
                         "tx_on2off": arr(&|s| s.tx_on2off),
                         "rx_on2off": arr(&|s| s.rx_on2off),
                     },
+                    "tc": (0..8).map(|tc| json!({"tc": tc, "rx": p.totals.tc_rx[tc], "flood_copies": p.totals.tc_copies[tc], "tx": p.totals.tc_tx[tc], "dropped": p.totals.tc_dropped[tc]})).collect::<Vec<_>>(),
+                    "queues": (0..8).map(|q| json!({"queue": q, "tx_packets": p.totals.queue_tx_packets[q], "tx_bytes": p.totals.queue_tx_bytes[q], "drops": p.totals.queue_drops[q]})).collect::<Vec<_>>(),
                     "pg_watermark": p.pg_watermarks.iter().map(|(pg, s, h, size)| json!({"pg": pg, "shared": s, "headroom": h, "headroom_size": size})).collect::<Vec<_>>(),
                 })
             })
@@ -126,6 +144,7 @@ impl RunReport {
                 "entered": t.entered(),
                 "left": t.left(),
                 "mmu_bytes_after_stop": self.mmu_bytes_after_stop,
+                "tc_mismatches": self.tc_mismatches().iter().map(|(p, tc, i, o)| json!({"port": p, "tc": tc, "in": i, "out": o})).collect::<Vec<_>>(),
                 "ok": self.conservation_ok(),
             },
             "mbufs": {"total": self.mbufs_total, "in_use_after_stop": self.mbufs_in_use_after_stop},

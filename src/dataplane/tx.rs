@@ -15,6 +15,7 @@ use crate::sched::{Scheduler, Shaper};
 
 use super::egress::Queued;
 use super::worker::push_edge;
+use super::latency::LatencyRecorder;
 use super::Shared;
 
 /// Wire overhead per frame the shaper charges beyond the frame: FCS 4, preamble and SFD
@@ -28,9 +29,12 @@ struct Meta {
     /// For control frames: TSC of the MMU edge (0 = refresh); for data: RX TSC.
     tsc: u64,
     len: u32,
+    in_port: u16,
+    tc: u8,
+    queue: u8,
 }
 
-const NO_META: Meta = Meta { charge: None, tsc: 0, len: 0 };
+const NO_META: Meta = Meta { charge: None, tsc: 0, len: 0, in_port: 0, tc: 0, queue: 0 };
 
 pub struct TxPort {
     pub port: usize,
@@ -48,6 +52,8 @@ pub struct TxPort {
     priority_queue: [u8; 8],
     /// Max packets moved per serve call.
     burst: usize,
+    /// RX → tx_burst latency per TC, published to the port's shared histograms.
+    lat: LatencyRecorder,
 }
 
 impl TxPort {
@@ -66,6 +72,7 @@ impl TxPort {
             rx_pause: rt.rx_pause.clone(),
             priority_queue: plan.priority_queue,
             burst: burst.clamp(1, BURST_CAP),
+            lat: LatencyRecorder::new(tsc_hz, now),
         }
     }
 
@@ -103,7 +110,7 @@ impl TxPort {
             match eg.control.pop() {
                 Some(ctl) => {
                     let i = self.pending.len();
-                    self.meta[i] = Meta { charge: None, tsc: ctl.edge_tsc, len: ctl.m.len() as u32 };
+                    self.meta[i] = Meta { charge: None, tsc: ctl.edge_tsc, len: ctl.m.len() as u32, ..NO_META };
                     let _ = self.pending.push(ctl.m);
                 }
                 None => break,
@@ -144,7 +151,7 @@ impl TxPort {
                 }
                 let Some(q) = self.heads[tc].take() else { break };
                 let i = self.pending.len();
-                self.meta[i] = Meta { charge: Some(q.charge), tsc: q.rx_tsc, len };
+                self.meta[i] = Meta { charge: Some(q.charge), tsc: q.rx_tsc, len, in_port: q.in_port, tc: q.tc, queue: q.queue };
                 let _ = self.pending.push(q.m);
                 moved += 1;
                 self.heads[tc] = eg.tcs[tc].pop();
@@ -170,6 +177,10 @@ impl TxPort {
                     data += 1;
                     bytes += m.len as u64;
                     push_edge(shared, ring, shared.mmu.release(charge), now, c);
+                    pc.queue_tx_packets[m.queue as usize].inc();
+                    pc.queue_tx_bytes[m.queue as usize].add(m.len as u64);
+                    c.ports[m.in_port as usize].tc_tx[m.tc as usize].inc();
+                    self.lat.record(m.tc, now.saturating_sub(m.tsc));
                 }
                 None => {
                     ctl += 1;
@@ -185,6 +196,10 @@ impl TxPort {
         pc.tx_packets.add(data);
         pc.tx_bytes.add(bytes);
         pc.control_tx.add(ctl);
+        if now >= self.lat.next_publish {
+            self.lat.publish(&shared.ports[self.port].latency, false);
+            self.lat.next_publish = now + self.lat.publish_every;
+        }
         sent
     }
 
@@ -192,9 +207,11 @@ impl TxPort {
     pub fn flush(&mut self, shared: &Shared, _ring: usize, c: &LcoreCounters) {
         let pc = &c.ports[self.port];
         for (i, m) in self.pending.drain().enumerate() {
-            if let Some(charge) = self.meta[i].charge {
+            let meta = self.meta[i];
+            if let Some(charge) = meta.charge {
                 let _ = shared.mmu.release(charge);
                 pc.drop(DropReason::FlushedAtStop);
+                c.ports[meta.in_port as usize].tc_dropped[meta.tc as usize].inc();
             }
             drop(m);
         }
@@ -202,7 +219,9 @@ impl TxPort {
             if let Some(q) = h.take() {
                 let _ = shared.mmu.release(q.charge);
                 pc.drop(DropReason::FlushedAtStop);
+                c.ports[q.in_port as usize].tc_dropped[q.tc as usize].inc();
             }
         }
+        self.lat.publish(&shared.ports[self.port].latency, true);
     }
 }

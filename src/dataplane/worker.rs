@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::counters::{DropReason, LcoreCounters};
 use crate::dpdk::{rdtsc, Mbuf, MbufBurst, RxQueue};
+use crate::classify::Class;
 use crate::fdb::Fdb;
 use crate::mmu::{self, Edge, Verdict};
 use crate::pfc::PfcRx;
@@ -93,6 +94,7 @@ impl Worker {
             }
             if self.fdb_age_every != 0 && t1 >= next_age {
                 self.fdb.age(t1);
+                counters.fdb_entries.set(self.fdb.len() as u64);
                 next_age = t1.wrapping_add(self.fdb_age_every);
             }
         }
@@ -148,17 +150,22 @@ impl Worker {
             self.fdb.learn(parsed.src.0, in_port as u16, now);
             let class = plan.qos.classify(&parsed);
             let lossless = plan.pfc_mask & (1 << class.priority) != 0;
+            pc.tc_rx[class.tc as usize].inc();
             let out = if parsed.dst.is_multicast() { None } else { self.fdb.lookup(parsed.dst.0, now) };
             let ip = in_port as u16;
             match out {
-                Some(p) if p == ip => pc.drop(DropReason::SamePort),
-                Some(p) => admit_enqueue(shared, self.index, ip, p as usize, class.pg, class.queue, lossless, m, now, c),
+                Some(p) if p == ip => {
+                    pc.drop(DropReason::SamePort);
+                    pc.tc_dropped[class.tc as usize].inc();
+                }
+                Some(p) => admit_enqueue(shared, self.index, ip, p as usize, class, lossless, m, now, c),
                 None => {
                     // Flood: the original to the last port, copies to the others; each copy
                     // is admitted by the MMU on its own.
                     let nports = shared.egress.len();
                     let Some(last) = (0..nports).rev().find(|&p| p != in_port) else {
                         pc.drop(DropReason::SamePort);
+                        pc.tc_dropped[class.tc as usize].inc();
                         continue;
                     };
                     for p in 0..last {
@@ -166,12 +173,16 @@ impl Worker {
                             continue;
                         }
                         pc.flood_copies.inc();
+                        pc.tc_copies[class.tc as usize].inc();
                         match copy_mbuf(shared, &m) {
-                            Some(copy) => admit_enqueue(shared, self.index, ip, p, class.pg, class.queue, lossless, copy, now, c),
-                            None => pc.drop(DropReason::FloodNoMbuf),
+                            Some(copy) => admit_enqueue(shared, self.index, ip, p, class, lossless, copy, now, c),
+                            None => {
+                                pc.drop(DropReason::FloodNoMbuf);
+                                pc.tc_dropped[class.tc as usize].inc();
+                            }
                         }
                     }
-                    admit_enqueue(shared, self.index, ip, last, class.pg, class.queue, lossless, m, now, c);
+                    admit_enqueue(shared, self.index, ip, last, class, lossless, m, now, c);
                 }
             }
         }
@@ -186,23 +197,30 @@ fn admit_enqueue(
     ring: usize,
     in_port: u16,
     out: usize,
-    pg: u8,
-    queue: u8,
+    class: Class,
     lossless: bool,
     m: Mbuf,
     now: u64,
     c: &LcoreCounters,
 ) {
     let len = m.len() as u32;
-    match shared.mmu.admit(in_port, pg, out as u16, queue, len, lossless) {
-        Verdict::Drop(r) => c.ports[in_port as usize].drop(mmu_drop_reason(r)),
+    let (tc, queue) = (class.tc & 7, class.queue & 7);
+    match shared.mmu.admit(in_port, class.pg, out as u16, queue, len, lossless) {
+        Verdict::Drop(r) => {
+            let ic = &c.ports[in_port as usize];
+            ic.drop(mmu_drop_reason(r));
+            ic.tc_dropped[tc as usize].inc();
+            c.ports[out].queue_drops[queue as usize].inc();
+        }
         Verdict::Admit { charge, edge } => {
             push_edge(shared, ring, edge, now, c);
-            let q = Queued { m, charge, rx_tsc: now, in_port };
-            if let Err(q) = shared.egress[out].tcs[queue as usize & 7].push(q) {
+            let q = Queued { m, charge, rx_tsc: now, in_port, tc, queue };
+            if let Err(q) = shared.egress[out].tcs[queue as usize].push(q) {
                 // Dropped after admission: undo the charge.
                 push_edge(shared, ring, shared.mmu.release(q.charge), now, c);
                 c.ports[out].drop(DropReason::EgressQueueFull);
+                c.ports[out].queue_drops[queue as usize].inc();
+                c.ports[in_port as usize].tc_dropped[tc as usize].inc();
             }
         }
     }

@@ -15,6 +15,7 @@ mod tsc;
 mod mempool;
 mod mbuf;
 mod port;
+pub mod telemetry;
 
 pub use eal::Eal;
 pub use error::DpdkError;

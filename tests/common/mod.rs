@@ -159,3 +159,234 @@ pub fn assert_conserved(j: &serde_json::Value) {
     assert_eq!(j["conservation"]["ok"], true, "conservation failed: {}", j["conservation"]);
     assert_eq!(j["mbufs"]["in_use_after_stop"], 0, "mbuf leak: {}", j["mbufs"]);
 }
+
+// ---- timed captures, more frames, a running switch, kernel veth injection ----
+// (added for tests/pfc_receive.rs and tests/pfc_wire_tshark.rs)
+
+/// Frames of a pcap file with their timestamps in ns since the epoch (µs- or ns-magic).
+/// net_pcap's `tx_pcap` dumper writes ns timestamps taken from the host clock at
+/// `tx_burst` time (CLOCK_REALTIME at probe + TSC since), i.e. real transmit times.
+pub fn read_pcap_ts(path: &Path) -> Vec<(u64, Vec<u8>)> {
+    let b = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    assert!(b.len() >= 24, "{}: not a pcap file", path.display());
+    let magic = u32::from_le_bytes(b[0..4].try_into().unwrap());
+    let (le, nano) = match magic {
+        0xa1b2c3d4 => (true, false),
+        0xa1b23c4d => (true, true),
+        0xd4c3b2a1 => (false, false),
+        0x4d3cb2a1 => (false, true),
+        m => panic!("{}: bad pcap magic {m:#x}", path.display()),
+    };
+    let rd = |o: usize| {
+        let a: [u8; 4] = b[o..o + 4].try_into().unwrap();
+        if le {
+            u32::from_le_bytes(a)
+        } else {
+            u32::from_be_bytes(a)
+        }
+    };
+    let mut frames = Vec::new();
+    let mut off = 24;
+    while off + 16 <= b.len() {
+        let sec = rd(off) as u64;
+        let frac = rd(off + 4) as u64;
+        let incl = rd(off + 8) as usize;
+        off += 16;
+        if off + incl > b.len() {
+            break;
+        }
+        let ns = sec * 1_000_000_000 + if nano { frac } else { frac * 1000 };
+        frames.push((ns, b[off..off + incl].to_vec()));
+        off += incl;
+    }
+    frames
+}
+
+/// Nanoseconds since the epoch now (comparable with net_pcap TX timestamps).
+pub fn now_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+/// An 802.1Q-tagged frame (PCP `pcp`, VID `vid`) of `len` bytes, EtherType 0x88b5 inside,
+/// payload: `tag`, then a big-endian u32 sequence number, then `tag` filler.
+pub fn vlan_frame(dst: [u8; 6], src: [u8; 6], pcp: u8, vid: u16, tag: u8, seq: u32, len: usize) -> Vec<u8> {
+    let mut f = Vec::with_capacity(len);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&[0x81, 0x00]);
+    f.extend_from_slice(&(((pcp as u16 & 7) << 13) | (vid & 0x0fff)).to_be_bytes());
+    f.extend_from_slice(&[0x88, 0xb5, tag]);
+    f.extend_from_slice(&seq.to_be_bytes());
+    f.resize(len.max(f.len()), tag);
+    f
+}
+
+/// PCP of an 802.1Q-tagged frame (None if untagged).
+pub fn frame_pcp(f: &[u8]) -> Option<u8> {
+    (f.len() >= 16 && f[12..14] == [0x81, 0x00]).then(|| f[14] >> 5)
+}
+
+/// An 802.3x PAUSE frame built by hand (opcode 0x0001, one time in quanta; 60 bytes).
+pub fn pause_8023x_frame(src: [u8; 6], quanta: u16) -> Vec<u8> {
+    let mut f = vec![0x01, 0x80, 0xc2, 0x00, 0x00, 0x01];
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&[0x88, 0x08, 0x00, 0x01]);
+    f.extend_from_slice(&quanta.to_be_bytes());
+    f.resize(60, 0);
+    f
+}
+
+pub fn sh(cmd: &str) -> Output {
+    Command::new("sh").arg("-c").arg(cmd).output().unwrap()
+}
+
+pub fn is_root() -> bool {
+    sh("id -u").stdout.starts_with(b"0")
+}
+
+/// The real binary running in the background: stderr collected by a thread, which also
+/// reports the "forwarding:" log line (ports started, lcores launched).
+pub struct RunningSwitch {
+    pub child: std::process::Child,
+    started: std::sync::mpsc::Receiver<()>,
+    reader: Option<std::thread::JoinHandle<String>>,
+    out_reader: Option<std::thread::JoinHandle<String>>,
+}
+
+impl RunningSwitch {
+    /// `pfcswitch run --config cfg --stats-json json [extra...]`.
+    pub fn spawn(cfg: &Path, json: &Path, extra: &[&str]) -> RunningSwitch {
+        let mut child = Command::new(BIN)
+            .args(["run", "--config", cfg.to_str().unwrap(), "--stats-json", json.to_str().unwrap()])
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn pfcswitch");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut all = String::new();
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("forwarding:") {
+                    let _ = tx.send(());
+                }
+                all.push_str(&line);
+                all.push('\n');
+            }
+            all
+        });
+        let mut stdout = child.stdout.take().unwrap();
+        let out_reader = std::thread::spawn(move || {
+            use std::io::Read;
+            let mut s = String::new();
+            let _ = stdout.read_to_string(&mut s);
+            s
+        });
+        RunningSwitch { child, started: rx, reader: Some(reader), out_reader: Some(out_reader) }
+    }
+
+    /// Wait for the "forwarding:" line; panics (after killing the switch) on timeout.
+    pub fn wait_forwarding(&mut self, timeout: std::time::Duration) {
+        if self.started.recv_timeout(timeout).is_err() {
+            let _ = self.child.kill();
+            let (_, out) = self.finish_raw();
+            panic!("switch did not start forwarding within {timeout:?}\n{out}");
+        }
+    }
+
+    /// Send a signal (by name: "USR1", "INT", ...) to the switch process.
+    pub fn signal(&self, sig: &str) {
+        let st = Command::new("kill").args([&format!("-{sig}"), &self.child.id().to_string()]).status().unwrap();
+        assert!(st.success(), "kill -{sig} failed");
+    }
+
+    fn finish_raw(&mut self) -> (std::process::ExitStatus, String) {
+        let status = self.child.wait().unwrap();
+        let stdout = self.out_reader.take().map(|r| r.join().unwrap_or_default()).unwrap_or_default();
+        let log = self.reader.take().map(|r| r.join().unwrap_or_default()).unwrap_or_default();
+        (status, format!("status: {status:?}\n--- stdout ---\n{stdout}\n--- stderr ---\n{log}"))
+    }
+
+    /// SIGINT, wait for the exit, assert success. Returns the output (status, stdout, log).
+    pub fn stop(mut self) -> String {
+        self.signal("INT");
+        let (status, out) = self.finish_raw();
+        assert!(status.success(), "switch failed\n{out}");
+        out
+    }
+}
+
+impl Drop for RunningSwitch {
+    fn drop(&mut self) {
+        if self.reader.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+mod raw_sock {
+    // Only libc symbols std already links; no crate needed.
+    extern "C" {
+        pub fn socket(domain: i32, ty: i32, protocol: i32) -> i32;
+        pub fn sendto(fd: i32, buf: *const u8, len: usize, flags: i32, addr: *const u8, addrlen: u32) -> isize;
+        pub fn close(fd: i32) -> i32;
+        pub fn if_nametoindex(name: *const std::ffi::c_char) -> u32;
+    }
+    pub const AF_PACKET: i32 = 17;
+    pub const SOCK_RAW: i32 = 3;
+}
+
+/// A kernel veth pair `a` ⇄ `b` (IPv6 off, up), deleted on drop. The switch opens `a`
+/// (net_pcap `rx_iface_in=a`); the test writes frames into `b` with [`Veth::inject`],
+/// which the kernel delivers as received on `a` at the moment of the call.
+pub struct Veth {
+    pub a: String,
+    pub b: String,
+    fd: i32,
+    ifindex_b: i32,
+}
+
+impl Veth {
+    pub fn new(a: &str, b: &str) -> Veth {
+        let _ = sh(&format!("ip link del {a} 2>/dev/null"));
+        let o = sh(&format!(
+            "ip link add {a} type veth peer name {b} && \
+             (sysctl -qw net.ipv6.conf.{a}.disable_ipv6=1; sysctl -qw net.ipv6.conf.{b}.disable_ipv6=1; true) && \
+             ip link set {a} up && ip link set {b} up"
+        ));
+        assert!(o.status.success(), "veth {a}/{b}: {}", String::from_utf8_lossy(&o.stderr));
+        let cname = std::ffi::CString::new(b).unwrap();
+        let ifindex_b = unsafe { raw_sock::if_nametoindex(cname.as_ptr()) } as i32;
+        assert!(ifindex_b > 0, "if_nametoindex({b})");
+        let fd = unsafe { raw_sock::socket(raw_sock::AF_PACKET, raw_sock::SOCK_RAW, 0) };
+        assert!(fd >= 0, "AF_PACKET socket: {}", std::io::Error::last_os_error());
+        Veth { a: a.to_string(), b: b.to_string(), fd, ifindex_b }
+    }
+
+    /// Send one raw Ethernet frame out of `b` (so it arrives on `a`). Returns the time of
+    /// the send (ns since the epoch, taken just before the syscall).
+    pub fn inject(&self, frame: &[u8]) -> u64 {
+        // struct sockaddr_ll: family u16, protocol u16 (BE), ifindex i32, hatype u16,
+        // pkttype u8, halen u8, addr [u8; 8].
+        let mut sa = [0u8; 20];
+        sa[0..2].copy_from_slice(&(raw_sock::AF_PACKET as u16).to_ne_bytes());
+        sa[4..8].copy_from_slice(&self.ifindex_b.to_ne_bytes());
+        sa[11] = 6;
+        sa[12..18].copy_from_slice(&frame[0..6]);
+        let t = now_ns();
+        let n = unsafe { raw_sock::sendto(self.fd, frame.as_ptr(), frame.len(), 0, sa.as_ptr(), sa.len() as u32) };
+        assert_eq!(n, frame.len() as isize, "sendto on {}: {}", self.b, std::io::Error::last_os_error());
+        t
+    }
+}
+
+impl Drop for Veth {
+    fn drop(&mut self) {
+        unsafe { raw_sock::close(self.fd) };
+        let _ = sh(&format!("ip link del {} 2>/dev/null", self.a));
+    }
+}
