@@ -1,0 +1,127 @@
+//! With a switch running on vdevs, `pfcswitch show pfc counters --json` and DPDK's own
+//! `dpdk-telemetry.py` (`/pfcswitch/pfc_counters`) return the same numbers, and every
+//! `show` table renders. The counters are made non-zero and then stable: the peer's PFC
+//! frames arrive once (net_pcap), and the switch's own PAUSE has a 33 s refresh at 1 Mb/s.
+
+mod common;
+use common::*;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn lossless_frame(i: u8) -> Vec<u8> {
+    // 802.1Q PCP 3 (trust pcp): lossless TC 3; unknown unicast → flooded to the other port.
+    let mut f = vec![0x02, 0, 0, 0, 0, 0xbb, 0x02, 0, 0, 0, 0, 0xaa, 0x81, 0x00, 0x60, 0x01, 0x88, 0xb5];
+    f.resize(1000, i);
+    f
+}
+
+#[test]
+fn show_and_dpdk_telemetry_agree() {
+    let d = TestDir::new("tele");
+    let dir = d.path.display();
+    let mut in0: Vec<Vec<u8>> = (0..60).map(|i| lossless_frame(i as u8)).collect();
+    // The peer pauses our priority 4 twice and resumes priority 3 once.
+    in0.push(pfc_frame(mac(0x99), 0x10, [0, 0, 0, 0, 0xffff, 0, 0, 0]));
+    in0.push(pfc_frame(mac(0x99), 0x10, [0, 0, 0, 0, 0xffff, 0, 0, 0]));
+    in0.push(pfc_frame(mac(0x99), 0x08, [0; 8]));
+    write_pcap(&d.join("in0.pcap"), &in0);
+    write_pcap(&d.join("in1.pcap"), &[]);
+    let prefix = d.prefix();
+    let cfg = format!(
+        r#"[eal]
+args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0,1@1"]
+file_prefix = "{prefix}"
+[[port]]
+name = "Ethernet0"
+devargs = "net_pcap0,rx_pcap={dir}/in0.pcap,tx_pcap={dir}/out0.pcap"
+speed = "1M"
+mtu = 1500
+trust = "pcp"
+[[port]]
+name = "Ethernet4"
+devargs = "net_pcap1,rx_pcap={dir}/in1.pcap,tx_pcap={dir}/out1.pcap"
+speed = "1M"
+mtu = 1500
+trust = "pcp"
+tx_enable = false
+[buffer]
+total_size = "200KiB"
+"#
+    );
+    let cfg_path = d.join("t.toml");
+    std::fs::write(&cfg_path, cfg).unwrap();
+    let json = d.join("stats.json");
+    let mut child = Command::new(BIN)
+        .args(["run", "--config", cfg_path.to_str().unwrap(), "--duration", "20", "--stats-json", json.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("forwarding:") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    assert!(rx.recv_timeout(Duration::from_secs(30)).is_ok(), "switch did not start");
+    std::thread::sleep(Duration::from_millis(1500));
+
+    let sh = |args: &[&str]| {
+        let mut a = vec!["show", "--prefix", prefix.as_str()];
+        a.extend_from_slice(args);
+        let out = Command::new(BIN).args(&a).output().unwrap();
+        assert!(out.status.success(), "show {args:?}: {}", common::show(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let ours: serde_json::Value = serde_json::from_str(&sh(&["--json", "pfc", "counters"])).unwrap();
+    // DPDK's own client, reading the same command from the same socket.
+    let mut py = Command::new("dpdk-telemetry.py")
+        .args(["-f", &prefix])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dpdk-telemetry.py (Debian package dpdk-dev)");
+    py.stdin.take().unwrap().write_all(b"/pfcswitch/pfc_counters\n").unwrap();
+    let out = py.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().map(|l| l.trim_start_matches("--> ")).find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON from dpdk-telemetry.py: {text}"));
+    let theirs: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(ours, theirs["/pfcswitch/pfc_counters"], "show --json and dpdk-telemetry.py disagree");
+    let e0 = &ours["Ethernet0"];
+    assert_eq!(e0["rx_pfc4"], 2, "{e0}");
+    assert_eq!(e0["rx_pfc3"], 1);
+    assert_eq!(e0["rx_resume3"], 1);
+    assert_eq!(e0["tx_pfc3"], 1, "one PAUSE for the congested lossless PG, no refresh yet");
+
+    // Every table renders with its SONiC header.
+    let t = sh(&["pfc", "counters"]);
+    assert!(t.contains("Port Rx") && t.contains("PFC7") && t.contains("Ethernet4"), "{t}");
+    assert!(sh(&["queue", "counters"]).contains("Counter/pkts"));
+    let wm = sh(&["priority-group", "watermark", "shared"]);
+    assert!(wm.contains("Ingress shared pool occupancy per PG") && wm.contains("PG3"), "{wm}");
+    assert!(sh(&["priority-group", "watermark", "headroom"]).contains("Ingress headroom per PG"));
+    let bp = sh(&["buffer", "pool"]);
+    assert!(bp.contains("ingress_lossless_pool") && bp.contains("Threshold"), "{bp}");
+    assert!(sh(&["latency"]).contains("p99"));
+    assert!(sh(&["counters"]).contains("RX_OK"));
+
+    // clear: show starts from zero, the live counters do not.
+    let out = Command::new(BIN).args(["clear", "--prefix", &prefix, "pfc", "counters"]).output().unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    let after: serde_json::Value = serde_json::from_str(&sh(&["--json", "pfc", "counters"])).unwrap();
+    assert_eq!(after["Ethernet0"]["rx_pfc4"], 0);
+
+    let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    let j = read_json(&json);
+    assert_eq!(port(&j, "Ethernet0")["pfc"]["rx_pause"][4], 2, "live counters are not cleared");
+    assert_conserved(&j);
+}
