@@ -34,6 +34,13 @@ enum Cmd {
         /// Print a live counters line every SECS seconds (0 = off).
         #[arg(long, default_value_t = 0.0)]
         stats_interval: f64,
+        /// Sample per-PG occupancy, OFF/ON, T, queue depth and PFC frames into this CSV
+        /// (draw it with scripts/plot_timeline.py).
+        #[arg(long)]
+        timeline: Option<PathBuf>,
+        /// Timeline sampling interval in microseconds.
+        #[arg(long, default_value_t = 100)]
+        timeline_interval_us: u64,
     },
     /// Validate a configuration: exit 0 if valid, else one line naming the field, exit 2.
     CheckConfig {
@@ -136,7 +143,7 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Cmd::Run { config, duration, stats_json, stats_interval } => {
+        Cmd::Run { config, duration, stats_json, stats_interval, timeline, timeline_interval_us } => {
             let (cfg, plan) = match load(&config) {
                 Ok(x) => x,
                 Err(code) => return code,
@@ -162,6 +169,7 @@ fn main() -> ExitCode {
                 stats_interval: Some(stats_interval).filter(|s| *s > 0.0).map(Duration::from_secs_f64),
                 stop,
                 tx_enable_all,
+                timeline: timeline.map(|p| (p, Duration::from_micros(timeline_interval_us.max(1)))),
             };
             let report = match dataplane::run(&spec, &opts) {
                 Ok(r) => r,

@@ -3,6 +3,7 @@
 
 mod control;
 mod egress;
+mod timeline;
 pub mod latency;
 mod telemetry;
 mod report;
@@ -85,6 +86,8 @@ pub struct RunOptions {
     pub stop: Arc<AtomicBool>,
     /// Set by SIGUSR1: enable TX on every port (ends a `tx_enable = false` test phase).
     pub tx_enable_all: Arc<AtomicBool>,
+    /// Sample per-PG occupancy, state, T, queue depth and PFC frames into this CSV.
+    pub timeline: Option<(std::path::PathBuf, Duration)>,
 }
 
 pub(crate) fn mac_str(m: [u8; 6]) -> String {
@@ -97,6 +100,14 @@ const MEMPOOL_CACHE: u32 = 256;
 pub fn run(spec: &SwitchSpec, opts: &RunOptions) -> Result<RunReport, DataplaneError> {
     let eal = Eal::init(&spec.eal_args).map_err(DataplaneError::Eal)?;
     log::info!("{} up: {} lcores, {} ports probed, TSC {} Hz", Eal::version(), eal.lcore_count(), eal.port_count(), tsc_hz());
+    if spec.eal_args.iter().any(|a| a == "--no-huge") {
+        log::info!("capture: running without hugepages, dpdk-dumpcap cannot attach (see README)");
+    } else {
+        match dpdk::pdump_init() {
+            Ok(()) => log::info!("capture: rte_pdump_init done; dpdk-dumpcap --file-prefix=<prefix> can capture"),
+            Err(e) => log::warn!("capture: {e}"),
+        }
+    }
     let result = run_with_eal(&eal, spec, opts);
     drop(eal);
     result
@@ -247,8 +258,16 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     let mut last_t = start;
     let mut next_check = rdtsc();
     let check_every = hz / 1000;
+    let mut timeline = match &opts.timeline {
+        Some((path, every)) => Some(timeline::Timeline::create(path, *every, hz, rdtsc()).map_err(|e| DataplaneError::Lcore { lcore: dpdk::main_lcore(), msg: format!("timeline {}: {e}", path.display()) })?),
+        None => None,
+    };
+    let pfc_tx_counters = control.tx_counters();
     loop {
         control.poll();
+        if let Some(tl) = timeline.as_mut() {
+            tl.maybe_sample(&shared, &pfc_tx_counters, rdtsc());
+        }
         let t = rdtsc();
         if t < next_check {
             std::hint::spin_loop();
@@ -279,6 +298,11 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
         }
     }
     let elapsed = start.elapsed();
+    if let Some(tl) = timeline.take() {
+        if let Err(e) = tl.finish() {
+            log::warn!("timeline: {e}");
+        }
+    }
 
     // Stop: workers first, then free what is still queued (releasing MMU charges), then
     // the ports.

@@ -73,3 +73,14 @@ impl Drop for Eal {
         }
     }
 }
+
+/// Let `dpdk-dumpcap`/`dpdk-pdump` (secondary processes) capture from this one's ports.
+/// Needs shared (hugepage) memory: call only when EAL runs with hugepages.
+pub fn pdump_init() -> Result<(), DpdkError> {
+    // SAFETY: plain call after EAL init.
+    let ret = unsafe { sys::rte_pdump_init() };
+    if ret != 0 {
+        return Err(DpdkError::from_errno("rte_pdump_init"));
+    }
+    Ok(())
+}

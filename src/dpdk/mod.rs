@@ -17,7 +17,7 @@ mod mbuf;
 mod port;
 pub mod telemetry;
 
-pub use eal::Eal;
+pub use eal::{pdump_init, Eal};
 pub use error::DpdkError;
 pub use lcore::{current_lcore, launch_on, main_lcore, wait_all_lcores, LcoreHandle};
 pub use mbuf::{Mbuf, MbufBurst, BURST_CAP};
