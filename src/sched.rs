@@ -94,6 +94,17 @@ impl Scheduler {
     }
 }
 
+impl Scheduler {
+    /// Give back the credit of a packet `pick` chose that could not be sent (e.g. the
+    /// shaper had no tokens), so the weights hold however the loop is timed.
+    #[inline]
+    pub fn refund(&mut self, tc: usize, len: u32) {
+        if self.dwrr_mask & (1 << (tc & 7)) != 0 {
+            self.deficit[tc & 7] = self.deficit[tc & 7].saturating_add(len);
+        }
+    }
+}
+
 /// A token-bucket shaper in TSC ticks. Tokens are bytes in 16.16 fixed point.
 #[derive(Debug, Clone)]
 pub struct Shaper {
@@ -186,6 +197,25 @@ mod tests {
         }
         let ratio = bytes[3] as f64 / bytes[4] as f64;
         assert!((ratio - 3.0).abs() < 0.05, "ratio {ratio}");
+    }
+
+    #[test]
+    fn refund_keeps_weights_when_sends_are_refused() {
+        let mut k = [TcSched::Dwrr(1); 8];
+        k[3] = TcSched::Dwrr(3);
+        let mut s = Scheduler::new(k);
+        let mut bytes = [0u64; 8];
+        for i in 0..200_000 {
+            let tc = s.pick(0b0001_1001, |_| 1000).unwrap();
+            if i % 3 == 0 {
+                // Refused (shaper empty): nothing sent, credit given back.
+                s.refund(tc, 1000);
+                continue;
+            }
+            bytes[tc] += 1000;
+        }
+        let r = bytes[3] as f64 / bytes[0] as f64;
+        assert!((r - 3.0).abs() < 0.1, "ratio {r}");
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub struct PortReport {
     pub pmd: PortStats,
     pub pfc: [PfcPrioStats; 8],
     pub pfc_enable: u8,
+    /// 802.3x PAUSE frames received, and PFC frames naming only priorities without PFC.
+    pub rx_link_pause: u64,
+    pub rx_ignored: u64,
     /// Per lossless PG: (pg, shared watermark, headroom watermark, headroom size).
     pub pg_watermarks: Vec<(u8, u64, u64, u64)>,
 }
@@ -123,6 +126,8 @@ impl RunReport {
                         "rx_pause_duration_us": arr(&|s| s.rx_pause_duration_us),
                         "tx_on2off": arr(&|s| s.tx_on2off),
                         "rx_on2off": arr(&|s| s.rx_on2off),
+                        "rx_8023x_pause": p.rx_link_pause,
+                        "rx_ignored": p.rx_ignored,
                     },
                     "tc": (0..8).map(|tc| json!({"tc": tc, "rx": p.totals.tc_rx[tc], "flood_copies": p.totals.tc_copies[tc], "tx": p.totals.tc_tx[tc], "dropped": p.totals.tc_dropped[tc]})).collect::<Vec<_>>(),
                     "queues": (0..8).map(|q| json!({"queue": q, "tx_packets": p.totals.queue_tx_packets[q], "tx_bytes": p.totals.queue_tx_bytes[q], "drops": p.totals.queue_drops[q]})).collect::<Vec<_>>(),
@@ -190,6 +195,8 @@ pub(super) fn build(
             pmd: pmd[i],
             pfc,
             pfc_enable: rt.plan.pfc_mask,
+            rx_link_pause: rt.pfc_rx_counters.link_pause_frames.load(std::sync::atomic::Ordering::Relaxed),
+            rx_ignored: rt.pfc_rx_counters.ignored_frames.load(std::sync::atomic::Ordering::Relaxed),
             pg_watermarks,
         });
     }

@@ -146,6 +146,7 @@ impl TxPort {
                 let len = self.heads[tc].as_ref().map_or(0, |q| q.m.len() as u32);
                 if let Some(s) = self.shaper.as_mut() {
                     if !s.try_consume(len + WIRE_OVERHEAD) {
+                        self.sched.refund(tc, len);
                         break;
                     }
                 }

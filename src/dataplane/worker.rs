@@ -68,6 +68,9 @@ impl Worker {
         let shared = self.shared.clone();
         let counters: &LcoreCounters = &shared.counters[self.index];
         let mut next_age = rdtsc().wrapping_add(self.fdb_age_every);
+        // Pauses that expire on their own are accounted (RxWait) by a periodic settle.
+        let settle_every = (self.tsc_hz / 1000).max(1);
+        let mut next_settle = rdtsc().wrapping_add(settle_every);
         while shared.running.load(Ordering::Relaxed) {
             let t0 = rdtsc();
             let mut moved = 0usize;
@@ -92,13 +95,24 @@ impl Worker {
             if moved > 0 {
                 counters.busy_cycles.add(t1.wrapping_sub(t0));
             }
+            if t1 >= next_settle {
+                next_settle = t1.wrapping_add(settle_every);
+                for rx in self.pfc_rx.iter_mut().flatten() {
+                    rx.poll(t1);
+                }
+            }
             if self.fdb_age_every != 0 && t1 >= next_age {
                 self.fdb.age(t1);
                 counters.fdb_entries.set(self.fdb.len() as u64);
                 next_age = t1.wrapping_add(self.fdb_age_every);
             }
         }
-        // Stop: free what this lcore still holds, releasing its MMU charges.
+        // Stop: account pauses that ended; free what this lcore still holds, releasing
+        // its MMU charges.
+        let now = rdtsc();
+        for rx in self.pfc_rx.iter_mut().flatten() {
+            rx.poll(now);
+        }
         for t in &mut self.txs {
             t.flush(&shared, self.index, counters);
         }
