@@ -124,10 +124,12 @@ impl Shaper {
         Shaper { rate_bps: rate_bps.max(1), tsc_hz: tsc_hz.max(1), tokens_fp: burst_fp, burst_fp, last: now }
     }
 
-    /// A default bucket: 2 maximum frames or 20 µs at the rate, whichever is larger.
+    /// A default bucket: 2 maximum frames or 2 ms at the rate, whichever is larger (capped
+    /// at 4 MiB). The time term keeps the long-run rate exact when the polling lcore is
+    /// descheduled for a few milliseconds (oversubscribed cores, virtual machines).
     pub fn default_burst(rate_bps: u64, max_frame: u32) -> u32 {
-        let t20us = rate_bps / 8 / 50_000;
-        (2 * max_frame as u64).max(t20us).min(u32::MAX as u64) as u32
+        let t2ms = rate_bps / 8 / 500;
+        (2 * max_frame as u64).max(t2ms.min(4 << 20)).min(u32::MAX as u64) as u32
     }
 
     pub fn rate_bps(&self) -> u64 {

@@ -43,7 +43,11 @@ fn split_number(s: &str) -> Result<(f64, String), UnitError> {
 /// and suffixed forms "10G", "25G", "100G", "400G", "5M", "1.5Gbps", "100k".
 pub fn parse_speed(s: &str) -> Result<u64, UnitError> {
     let (n, unit) = split_number(s)?;
-    let mult: f64 = match unit.to_ascii_lowercase().trim_end_matches("bps").trim_end_matches("bit/s") {
+    let lower = unit.to_ascii_lowercase();
+    let explicit_bits = lower.ends_with("bps") || lower.ends_with("bit/s");
+    let mult: f64 = match lower.trim_end_matches("bps").trim_end_matches("bit/s") {
+        // "5000000bps" is bits per second.
+        "" if explicit_bits => 1.0,
         // A bare number is megabits, as in SONiC's PORT|speed.
         "" => 1e6,
         "k" => 1e3,
@@ -140,6 +144,7 @@ mod tests {
         assert_eq!(parse_speed("25g").unwrap(), 25_000_000_000);
         assert_eq!(parse_speed("5M").unwrap(), 5_000_000);
         assert_eq!(parse_speed("5Mbps").unwrap(), 5_000_000);
+        assert_eq!(parse_speed("5000000bps").unwrap(), 5_000_000);
         assert_eq!(parse_speed("100000").unwrap(), 100_000_000_000);
         assert_eq!(parse_speed("1.5G").unwrap(), 1_500_000_000);
         assert!(parse_speed("fast").is_err());

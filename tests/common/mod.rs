@@ -39,6 +39,8 @@ impl Drop for TestDir {
         if std::env::var_os("PFCSW_KEEP_TEST_DIRS").is_none() {
             let _ = std::fs::remove_dir_all(&self.path);
         }
+        // EAL leaves its runtime directory (per file prefix) behind.
+        let _ = std::fs::remove_dir_all(std::path::Path::new("/var/run/dpdk").join(self.prefix()));
     }
 }
 
