@@ -18,6 +18,9 @@
 #   --frame-len L     frame size in bytes, 802.1Q-tagged (default 1000)
 #   --keep            keep the run directory (configs, logs, JSON, capture)
 #
+#   --timeline OUT.png  record the downstream's buffer timeline and plot it
+#                       (scripts/plot_timeline.py): occupancy, T, pause intervals shaded
+#
 # Topology (each switch is its own `pfcswitch run` process, one EAL each, no hugepages):
 #
 #   upstream                                                downstream
@@ -61,6 +64,7 @@ while [ $# -gt 0 ]; do
         --b-pcp) B_PCP="${2:?}"; shift 2 ;;
         --frame-len) FRAME_LEN="${2:?}"; shift 2 ;;
         --keep) KEEP=1; shift ;;
+        --timeline) TIMELINE="${2:?}"; shift 2 ;;
         -h|--help) usage 0 ;;
         *) echo "incast.sh: unknown argument '$1'" >&2; usage ;;
     esac
@@ -256,7 +260,9 @@ EOF
 echo "== incast: PFC $PFC, 2 senders x $RATE ($N frames of $FRAME_LEN B each, sender B PCP $B_PCP) -> bottleneck $BOTTLENECK; upstream runs ${UP_SECS}s ==" >&2
 export RUST_LOG=info
 T0=$(date +%s.%N)
-"$BIN" run --config "$WORK/down.toml" --duration 600 --stats-json "$WORK/down.json" >"$WORK/down.out" 2>"$WORK/down.err" &
+TL_ARGS=()
+[ -n "${TIMELINE:-}" ] && TL_ARGS=(--timeline "$WORK/timeline.csv" --timeline-interval-us 2000)
+"$BIN" run --config "$WORK/down.toml" --duration 600 --stats-json "$WORK/down.json" "${TL_ARGS[@]}" >"$WORK/down.out" 2>"$WORK/down.err" &
 DOWN_PID=$!
 for _ in $(seq 300); do
     grep -q "forwarding:" "$WORK/down.err" 2>/dev/null && break
@@ -279,6 +285,10 @@ if [ "$UP_RC" != 0 ] || [ "$DOWN_RC" != 0 ]; then
     exit 1
 fi
 
+if [ -n "${TIMELINE:-}" ]; then
+    python3 scripts/plot_timeline.py "$WORK/timeline.csv" "$TIMELINE" --title "incast: 2 x $RATE into $BOTTLENECK, PFC $PFC (downstream ingress)" >&2 \
+        && echo "timeline plot: $TIMELINE" >&2
+fi
 python3 - "$WORK" "$PFC" "$N" "$B_PCP" "$T0" "$T1" "$RATE" "$BOTTLENECK" <<'EOF'
 import json, struct, sys
 work, pfc, n, b_pcp, t0, t1, rate, bneck = sys.argv[1:]

@@ -60,19 +60,25 @@ struct Params {
 
 fn params() -> impl Strategy<Value = Params> {
     (
-        prop_oneof![Just(Action::Drop), Just(Action::Forward), Just(Action::Alert)],
+        prop_oneof![
+            Just(Action::Drop),
+            Just(Action::Forward),
+            Just(Action::Alert)
+        ],
         20u64..400,
         20u64..400,
         1u64..25,
         prop_oneof![Just(0b0001_1000u8), any::<u8>()],
     )
-        .prop_map(|(action, detection, restoration, interval, pfc_enable)| Params {
-            action,
-            detection,
-            restoration,
-            interval: interval.min(detection).min(restoration),
-            pfc_enable,
-        })
+        .prop_map(
+            |(action, detection, restoration, interval, pfc_enable)| Params {
+                action,
+                detection,
+                restoration,
+                interval: interval.min(detection).min(restoration),
+                pfc_enable,
+            },
+        )
 }
 
 /// Ground truth per priority (only priorities that obey PFC are tracked).
@@ -100,7 +106,13 @@ struct Sim {
 
 impl Sim {
     fn new(p: Params) -> Sim {
-        let wd = Pfcwd::with_ticks(p.action, p.detection, p.restoration, p.interval, p.pfc_enable);
+        let wd = Pfcwd::with_ticks(
+            p.action,
+            p.detection,
+            p.restoration,
+            p.interval,
+            p.pfc_enable,
+        );
         let stamps = wd.rx_stamps();
         Sim {
             p,
@@ -118,20 +130,20 @@ impl Sim {
     fn frame(&mut self, f: MacControl, obeying: u8, quanta: [u16; 8]) {
         let out = self.rx.on_frame(&f, self.now, HZ);
         self.stamps.note_rx(&out, self.now);
-        for i in 0..8 {
+        let now = self.now;
+        for (i, t) in self.truth.iter_mut().enumerate() {
             if obeying & (1 << i) == 0 {
                 continue;
             }
-            let t = &mut self.truth[i];
             let q = u64::from(quanta[i]);
             if q == 0 {
                 t.deadline = 0;
             } else {
-                if t.deadline <= self.now {
-                    t.began = self.now;
+                if t.deadline <= now {
+                    t.began = now;
                 }
-                t.deadline = self.now + q;
-                t.last_pause = Some(self.now);
+                t.deadline = now + q;
+                t.last_pause = Some(now);
             }
         }
     }
@@ -148,8 +160,14 @@ impl Sim {
                     }
                 }
             }
-            Ev::Pfc { class_enable, quanta } => {
-                let f = MacControl::Pfc { class_enable, quanta: [quanta; 8] };
+            Ev::Pfc {
+                class_enable,
+                quanta,
+            } => {
+                let f = MacControl::Pfc {
+                    class_enable,
+                    quanta: [quanta; 8],
+                };
                 self.frame(f, class_enable & self.p.pfc_enable, [quanta; 8]);
             }
             Ev::Pause8023x(q) => self.frame(MacControl::Pause { quanta: q }, 0xff, [q; 8]),
@@ -169,17 +187,29 @@ impl Sim {
         self.progress = 0;
         let t = self.wd.poll(now, paused, nonempty, progress);
         prop_assert_eq!(t.detected & t.restored, 0);
-        prop_assert_eq!((t.detected | t.restored) & !self.p.pfc_enable, 0, "unwatched priority changed");
+        prop_assert_eq!(
+            (t.detected | t.restored) & !self.p.pfc_enable,
+            0,
+            "unwatched priority changed"
+        );
         for i in 0..8u8 {
             let bit = 1u8 << i;
             let tr = &mut self.truth[usize::from(i)];
             if t.detected & bit != 0 {
-                prop_assert!(tr.deadline > now, "prio {} stormed at {} while not paused", i, now);
+                prop_assert!(
+                    tr.deadline > now,
+                    "prio {} stormed at {} while not paused",
+                    i,
+                    now
+                );
                 prop_assert!(paused & nonempty & !progress & bit != 0);
                 prop_assert!(
                     now - tr.began >= self.p.detection,
                     "prio {} stormed at {}, pause began at {}, detection {}",
-                    i, now, tr.began, self.p.detection
+                    i,
+                    now,
+                    tr.began,
+                    self.p.detection
                 );
                 tr.detected += 1;
                 tr.detected_at = Some(now);
@@ -193,7 +223,10 @@ impl Sim {
                     prop_assert!(
                         now - lp >= self.p.restoration,
                         "prio {} restored at {}, last PAUSE at {}, restoration {}",
-                        i, now, lp, self.p.restoration
+                        i,
+                        now,
+                        lp,
+                        self.p.restoration
                     );
                 }
                 tr.restored += 1;
@@ -203,7 +236,10 @@ impl Sim {
             prop_assert_eq!(s.storms_detected, tr.detected);
             prop_assert_eq!(s.storms_restored, tr.restored);
             prop_assert_eq!(s.stormed, tr.detected == tr.restored + 1);
-            prop_assert_eq!(self.wd.state().prio[usize::from(i)].stormed.load(Relaxed), s.stormed);
+            prop_assert_eq!(
+                self.wd.state().prio[usize::from(i)].stormed.load(Relaxed),
+                s.stormed
+            );
         }
         let stormed = self.wd.stormed_mask();
         let (ignore, drop) = match self.p.action {
@@ -211,9 +247,15 @@ impl Sim {
             Action::Forward => (stormed, 0),
             Action::Alert => (0, 0),
         };
-        prop_assert_eq!((self.wd.ignore_pfc_mask(), self.wd.drop_mask()), (ignore, drop));
+        prop_assert_eq!(
+            (self.wd.ignore_pfc_mask(), self.wd.drop_mask()),
+            (ignore, drop)
+        );
         let st = self.wd.state();
-        prop_assert_eq!((st.ignore_pfc_mask(), st.drop_mask(), st.stormed_mask()), (ignore, drop, stormed));
+        prop_assert_eq!(
+            (st.ignore_pfc_mask(), st.drop_mask(), st.stormed_mask()),
+            (ignore, drop, stormed)
+        );
         Ok(())
     }
 }
@@ -256,7 +298,10 @@ fn sequences_reach_storms() {
     let (mut storms, mut restores) = (0, 0);
     for _ in 0..200 {
         let p = params().new_tree(&mut runner).unwrap().current();
-        let evs = prop::collection::vec(ev(false), 300..600).new_tree(&mut runner).unwrap().current();
+        let evs = prop::collection::vec(ev(false), 300..600)
+            .new_tree(&mut runner)
+            .unwrap()
+            .current();
         let mut sim = Sim::new(p);
         for e in &evs {
             sim.apply(e).unwrap();
@@ -264,5 +309,8 @@ fn sequences_reach_storms() {
         storms += sim.storms;
         restores += sim.truth.iter().map(|t| t.restored).sum::<u64>();
     }
-    assert!(storms > 20 && restores > 10, "storms {storms}, restores {restores}");
+    assert!(
+        storms > 20 && restores > 10,
+        "storms {storms}, restores {restores}"
+    );
 }

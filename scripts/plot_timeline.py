@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""Plot a pfcswitch timeline CSV (`pfcswitch run --timeline FILE.csv`).
+
+    scripts/plot_timeline.py FILE.csv OUT.png [--title TEXT]
+    scripts/plot_timeline.py --demo [OUT.png] [--csv DEMO.csv]
+    scripts/plot_timeline.py --gen-demo-csv DEMO.csv
+
+One pair of panels per lossless (port, PG), sharing the time axis:
+  * top: the PG's buffer use, stacked: shared bytes (bottom, compared with the dashed
+    Dynamic Threshold T), headroom bytes above it, private bytes on top; the top of the
+    stack is the occupancy. Intervals where the PG is asserted OFF (PAUSE sent) are shaded
+    red; PFC frames sent (PAUSE, refresh, RESUME) are the small triangles at the top.
+  * bottom: the depth of that port's egress queue for the PG's TC, in packets.
+
+--demo writes a synthetic incast (two senders into one 100G port: shared occupancy ramps,
+crosses T, PAUSE, headroom absorbs the in-flight bytes, drain, RESUME) and plots it.
+Exit status: 0 plotted, 2 unusable input (empty CSV, wrong header, bad row).
+"""
+
+import csv
+import math
+import os
+import sys
+
+HEADER = [
+    "t_us", "port", "pg", "occupancy_bytes", "shared_bytes", "headroom_bytes", "off",
+    "threshold_bytes", "queue_depth_pkts", "pfc_tx_frames",
+]
+PROG = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "plot_timeline.py"
+
+
+class InputError(Exception):
+    pass
+
+
+def _import_matplotlib():
+    """matplotlib with the Agg backend; re-executes with Debian's /usr/bin/python3 when
+    the python3 first on PATH (pyenv, venv) lacks python3-matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        deb = "/usr/bin/python3"
+        if os.path.exists(deb) and os.path.realpath(sys.executable) != os.path.realpath(deb) \
+                and not os.environ.get("PLOT_TIMELINE_REEXEC"):
+            os.environ["PLOT_TIMELINE_REEXEC"] = "1"
+            os.execv(deb, [deb, os.path.abspath(__file__)] + sys.argv[1:])
+        sys.stderr.write(f"{PROG}: matplotlib is missing: apt-get install python3-matplotlib\n")
+        sys.exit(2)
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.transforms as mtransforms
+    return plt, mtransforms
+
+
+def read_timeline(path):
+    """{(port, pg): {column: [values]}} in file order of first appearance."""
+    try:
+        f = open(path, newline="")
+    except OSError as e:
+        raise InputError(f"{path}: {e.strerror}")
+    with f:
+        rows = csv.reader(f)
+        header = next(rows, None)
+        if header is None or header == [] or all(not c.strip() for c in header):
+            raise InputError(f"{path}: empty CSV: no header and no samples")
+        header = [c.strip() for c in header]
+        if header != HEADER:
+            raise InputError(f"{path}: line 1: unexpected header {','.join(header)!r} (expected {','.join(HEADER)!r})")
+        series = {}
+        for line, row in enumerate(rows, start=2):
+            if not row or all(not c.strip() for c in row):
+                continue
+            if len(row) != len(HEADER):
+                raise InputError(f"{path}: line {line}: {len(row)} fields, expected {len(HEADER)}")
+            try:
+                t = float(row[0])
+                port = row[1].strip()
+                pg = int(row[2])
+                nums = [float(x) for x in row[3:]]
+            except ValueError as e:
+                raise InputError(f"{path}: line {line}: {e}")
+            if not port or not all(math.isfinite(v) for v in [t] + nums):
+                raise InputError(f"{path}: line {line}: empty port or non-finite number")
+            s = series.setdefault((port, pg), {k: [] for k in HEADER[3:] + ["t_us"]})
+            s["t_us"].append(t)
+            for k, v in zip(HEADER[3:], nums):
+                s[k].append(v)
+    if not series:
+        raise InputError(f"{path}: empty CSV: header only, no samples")
+    for s in series.values():  # sort by time (the writer appends in order; be safe)
+        order = sorted(range(len(s["t_us"])), key=s["t_us"].__getitem__)
+        for k in s:
+            s[k] = [s[k][i] for i in order]
+    return series
+
+
+def _off_intervals(t, off):
+    """[(start, end)] of the runs where off != 0; a run lasts until the next sample."""
+    out, start = [], None
+    for i, v in enumerate(off):
+        if v and start is None:
+            start = t[i]
+        elif not v and start is not None:
+            out.append((start, t[i]))
+            start = None
+    if start is not None:
+        end = t[-1] + (t[-1] - t[-2] if len(t) > 1 else 1)
+        out.append((start, end))
+    return out
+
+
+def _byte_unit(peak):
+    for div, name in ((1 << 20, "MiB"), (1 << 10, "KiB")):
+        if peak >= 2 * div:
+            return div, name
+    return 1, "B"
+
+
+def plot(series, out_png, title=None):
+    plt, mtransforms = _import_matplotlib()
+    keys = sorted(series, key=lambda k: (k[0], k[1]))
+    tmax = max(max(s["t_us"]) for s in series.values())
+    tmin = min(min(s["t_us"]) for s in series.values())
+    tdiv, tunit = (1000.0, "ms") if tmax - tmin >= 10_000 else (1.0, "µs")
+    if tmax - tmin >= 10_000_000:
+        tdiv, tunit = 1e6, "s"
+    peak = max(max(max(s["occupancy_bytes"]), max(s["threshold_bytes"]),
+                   max(a + b for a, b in zip(s["shared_bytes"], s["headroom_bytes"])))
+               for s in series.values())
+    bdiv, bunit = _byte_unit(peak)
+
+    n = len(keys)
+    fig = plt.figure(figsize=(12, 1.2 + 3.6 * n), constrained_layout=True)
+    gs = fig.add_gridspec(2 * n, 1, height_ratios=[3, 1] * n)
+    first_ax = None
+    for i, key in enumerate(keys):
+        s = series[key]
+        t = [x / tdiv for x in s["t_us"]]
+        occ = s["occupancy_bytes"]
+        sh = s["shared_bytes"]
+        hr = s["headroom_bytes"]
+        priv = [max(o - a - b, 0.0) for o, a, b in zip(occ, sh, hr)]
+        ax = fig.add_subplot(gs[2 * i], sharex=first_ax)
+        first_ax = first_ax or ax
+        qa = fig.add_subplot(gs[2 * i + 1], sharex=first_ax)
+
+        # OFF shading as one artist per panel (a long run has thousands of intervals).
+        offs = [v != 0 for v in s["off"]]
+        for axis in (ax, qa):
+            tr = mtransforms.blended_transform_factory(axis.transData, axis.transAxes)
+            axis.fill_between(t, 0, 1, where=offs, step="post", transform=tr,
+                              color="#d62728", alpha=0.15, lw=0)
+        ax.stackplot(t, [v / bdiv for v in sh], [v / bdiv for v in hr], [v / bdiv for v in priv],
+                     labels=["shared", "headroom", "private"],
+                     colors=["#1f77b4", "#ff7f0e", "#bbbbbb"], step=None, alpha=0.85)
+        mk = "o" if len(t) < 3 else None  # a line needs two points: mark lone samples
+        ax.plot(t, [v / bdiv for v in occ], color="black", lw=0.8, marker=mk, label="occupancy")
+        ax.plot(t, [v / bdiv for v in s["threshold_bytes"]], color="#2ca02c", ls="--", lw=1.6,
+                marker=mk, label="DT threshold T")
+        # PFC frames sent: a triangle at each sample where the cumulative count grew.
+        f = s["pfc_tx_frames"]
+        sent = [t[j] for j in range(1, len(t)) if f[j] > f[j - 1]]
+        if sent:
+            tr = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+            ax.scatter(sent, [0.97] * len(sent), marker="v", s=22, color="#d62728", transform=tr,
+                       zorder=5, clip_on=False, label="PFC frame(s) sent")
+        ax.set_ylim(bottom=0, top=max(peak / bdiv * 1.08, 1e-9))
+        ax.set_ylabel(f"buffer ({bunit})")
+        pauses = len(_off_intervals(t, s["off"]))
+        frames = int(f[-1] - f[0]) if f else 0
+        ax.set_title(f"{key[0]}  PG {key[1]}   —   {pauses} pause interval(s), "
+                     f"{frames} PFC frame(s) sent, peak {max(occ) / bdiv:.1f} {bunit}",
+                     loc="left", fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.tick_params(labelbottom=False)
+        # Legend once (same artists in every pair), plus the shading.
+        if i == 0:
+            from matplotlib.patches import Patch
+            h, lab = ax.get_legend_handles_labels()
+            h.append(Patch(color="#d62728", alpha=0.25))
+            lab.append("PG OFF (PAUSE asserted)")
+            ax.legend(h, lab, loc="upper right", fontsize=8, ncol=2, framealpha=0.9)
+
+        qa.step(t, s["queue_depth_pkts"], where="post", color="#9467bd", lw=1.2, marker=mk)
+        qa.fill_between(t, s["queue_depth_pkts"], step="post", color="#9467bd", alpha=0.2)
+        qa.set_ylabel("egress queue\n(pkts)", fontsize=9)
+        qa.set_ylim(bottom=0, top=max(max(s["queue_depth_pkts"]) * 1.15, 1))
+        qa.grid(True, alpha=0.3)
+        if i < n - 1:
+            qa.tick_params(labelbottom=False)
+        else:
+            qa.set_xlabel(f"time ({tunit})")
+    if tmax == tmin:  # a single sample time: give the axis some width
+        first_ax.set_xlim(tmin / tdiv - 1, tmax / tdiv + 1)
+    fig.suptitle(title or "pfcswitch timeline: lossless PG buffer, PFC pauses and egress queue",
+                 fontsize=12)
+    fig.savefig(out_png, dpi=110)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- demo data
+
+def demo_rows():
+    """A synthetic incast, sampled every 5 µs: at t = 100 µs Ethernet0 and Ethernet4 each
+    start sending a 4 MB burst of PG 3 at 100 Gb/s into Ethernet8 (100 Gb/s). Lossless
+    shared segment Bs = 1.5 MiB, α = 1: T = Bs − Σω. Each ingress PG fills at 6.25 KB/µs
+    until its occupancy reaches φ + T; the PG goes OFF (PAUSE, refreshed every 168 µs), the
+    peer reacts after 4 µs (those bytes land in headroom), the buffer drains at the egress
+    rate, and the PG goes ON again (RESUME) once occupancy < φ + T − xon_offset."""
+    bs, phi, xon_offset = 1.5 * (1 << 20), 4096.0, 256 * 1024.0
+    line = 12500.0  # bytes/µs at 100G
+    dt, t_end, start = 1.0, 1000.0, 100.0
+    react, refresh = 4.0, 168.0
+    ingress = ["Ethernet0", "Ethernet4"]
+    left = {p: 4e6 for p in ingress}      # burst bytes still to send
+    q = {p: 0.0 for p in ingress}           # PG occupancy
+    off = {p: False for p in ingress}
+    off_since = {p: 0.0 for p in ingress}
+    last_frame = {p: -1e9 for p in ingress}
+    frames = {p: 0 for p in ingress}
+    rows = []
+    egress_q_bytes = 0.0
+
+    def split(p, T):
+        private = min(q[p], phi)
+        shared = min(max(q[p] - phi, 0.0), T)
+        return private, shared, max(q[p] - private - shared, 0.0)
+
+    def threshold():
+        return max(bs - sum(min(max(q[p] - phi, 0.0), bs) for p in ingress), 0.0)
+
+    t = 0.0
+    while t <= t_end:
+        for p in ingress:  # arrivals at line rate until the PAUSE takes effect
+            if t >= start and left[p] > 0 and not (off[p] and t - off_since[p] >= react):
+                b = min(line * dt, left[p])
+                left[p] -= b
+                q[p] += b
+                egress_q_bytes += b
+        total = sum(q.values())  # the egress drains both PGs at line rate, fairly
+        drain = min(line * dt, total)
+        for p in ingress:
+            if total > 0:
+                q[p] -= drain * q[p] / total
+        egress_q_bytes = max(egress_q_bytes - drain, 0.0)
+        T = threshold()
+        for p in ingress:  # PFC edges (MMU) and frames (control lcore)
+            if not off[p] and q[p] >= phi + T:
+                off[p], off_since[p], last_frame[p] = True, t, t
+                frames[p] += 1  # PAUSE
+            elif off[p] and q[p] < phi + T - xon_offset:
+                off[p] = False
+                frames[p] += 1  # RESUME
+            elif off[p] and t - last_frame[p] >= refresh:
+                frames[p] += 1  # refresh before the pause expires
+                last_frame[p] = t
+        if int(t) % 5 == 0:
+            for p in ingress:
+                _, shared, headroom = split(p, T)
+                rows.append([int(t), p, 3, int(q[p]), int(shared), int(headroom), int(off[p]),
+                             int(T), 0, frames[p]])
+            # The incast victim: Ethernet8's egress queue for TC 3 (1500-byte frames); its
+            # own ingress PG 3 is idle.
+            rows.append([int(t), "Ethernet8", 3, 0, 0, 0, 0, int(T), int(egress_q_bytes / 1500), 0])
+        t += dt
+    return rows
+
+
+def write_demo_csv(path):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(HEADER)
+        w.writerows(demo_rows())
+
+
+def main(argv):
+    args = list(argv)
+    title = None
+    if "--title" in args:
+        i = args.index("--title")
+        if i + 1 >= len(args):
+            sys.stderr.write(f"{PROG}: --title needs a value\n")
+            return 2
+        title = args[i + 1]
+        del args[i:i + 2]
+    if args and args[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    try:
+        if args and args[0] == "--gen-demo-csv":
+            if len(args) != 2:
+                sys.stderr.write(f"usage: {PROG} --gen-demo-csv DEMO.csv\n")
+                return 2
+            write_demo_csv(args[1])
+            return 0
+        if args and args[0] == "--demo":
+            rest = args[1:]
+            csv_path = None
+            if "--csv" in rest:
+                i = rest.index("--csv")
+                if i + 1 >= len(rest):
+                    sys.stderr.write(f"{PROG}: --csv needs a value\n")
+                    return 2
+                csv_path = rest[i + 1]
+                del rest[i:i + 2]
+            out = rest[0] if rest else "timeline-demo.png"
+            if csv_path is None:
+                csv_path = os.path.splitext(out)[0] + ".csv"
+            write_demo_csv(csv_path)
+            plot(read_timeline(csv_path), out,
+                 title or "pfcswitch timeline (synthetic incast: 2 × 4 MB at 100G → one 100G port, PG 3)")
+            print(f"{PROG}: wrote {csv_path} and {out}")
+            return 0
+        if len(args) != 2:
+            sys.stderr.write(f"usage: {PROG} FILE.csv OUT.png [--title TEXT] | --demo [OUT.png] [--csv DEMO.csv]\n")
+            return 2
+        series = read_timeline(args[0])
+        plot(series, args[1], title)
+        print(f"{PROG}: {len(series)} (port, PG) series, wrote {args[1]}")
+        return 0
+    except InputError as e:
+        sys.stderr.write(f"{PROG}: {e}\n")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
