@@ -175,11 +175,13 @@ class Proc:
             time.sleep(0.1)
         return False
     def stop(self, how="enter", timeout=25):
+        # testpmd with --stats-period only leaves its stats loop on SIGINT, then waits for
+        # Enter; pfcswitch stops cleanly on SIGINT.
         try:
-            if how == "enter":
+            self.p.send_signal(signal.SIGINT)
+            if self.p.stdin:
+                time.sleep(0.3)
                 self.p.stdin.write("\n"); self.p.stdin.flush()
-            else:
-                self.p.send_signal(signal.SIGINT)
         except (BrokenPipeError, OSError):
             pass
         try:
@@ -214,7 +216,7 @@ def run_switch(config, duration, tag, stats_interval=1, timeout_extra=30, valgri
         notes.append(f"{tag}: pfcswitch exited {p.returncode} ({tail[:240]})")
     return p.stdout, j
 
-TESTPMD_STARTED = r"Start automatic packet forwarding|Press enter to exit"
+TESTPMD_STARTED = r"NIC statistics for port"
 STATS_NONZERO = r"Tx-pps:\s+[1-9]"
 
 def testpmd(args, lcores, prefix, vdevs):

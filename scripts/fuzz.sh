@@ -27,10 +27,15 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked || cargo install cargo-fuzz
 fi
 
+mapfile -t ALL < <(cargo fuzz list)
 if [ $# -gt 0 ]; then
     TARGETS=("$@")
+    for t in "${TARGETS[@]}"; do
+        printf '%s\n' "${ALL[@]}" | grep -qx -- "$t" || {
+            echo "fuzz.sh: unknown target '$t' (targets: ${ALL[*]})" >&2; exit 2; }
+    done
 else
-    mapfile -t TARGETS < <(cargo fuzz list)
+    TARGETS=("${ALL[@]}")
 fi
 [ ${#TARGETS[@]} -gt 0 ] || { echo "fuzz.sh: no fuzz targets" >&2; exit 2; }
 
@@ -77,8 +82,9 @@ for t in "${TARGETS[@]}"; do
         "${extra[@]}" >"$log" 2>&1
     rc=$?
     set -e
-    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-    [ -n "$execs" ] || execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
+    # (no stats line after a crash: fall back to the last status line's #N)
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
+    [ -n "$execs" ] || execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#' || true)
     [ -n "$execs" ] || execs='?'
     corpus=$(find "fuzz/corpus/$t" -type f | wc -l)
     after=$(find "fuzz/artifacts/$t" -type f | wc -l)
