@@ -6,7 +6,7 @@
 //! `dpdk` (FFI), and the pure engine builds and tests without DPDK
 //! (`cargo test --no-default-features --lib`).
 
-#![cfg_attr(not(feature = "dpdk"), forbid(unsafe_code))]
+#![deny(unsafe_code)]
 
 pub mod units;
 pub mod wire;
@@ -23,6 +23,7 @@ pub mod show;
 pub mod counters;
 
 #[cfg(feature = "dpdk")]
+#[allow(unsafe_code)]
 pub mod dpdk;
 #[cfg(feature = "dpdk")]
 pub mod dataplane;

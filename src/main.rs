@@ -1,4 +1,5 @@
 //! The `pfcswitch` command: run the switch, validate configurations, size headroom.
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;

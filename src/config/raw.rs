@@ -214,6 +214,16 @@ pub(crate) struct RawProfile {
     pub static_th: Option<Human>,
 }
 
+/// `[pfcwd]`: SONiC `PFC_WD` (times in milliseconds).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPfcwd {
+    pub action: Option<String>,
+    pub detection_time: Option<i64>,
+    pub restoration_time: Option<i64>,
+    pub poll_interval: Option<i64>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawQos {
@@ -233,7 +243,7 @@ pub(crate) struct RawScheduler {
 }
 
 /// Names of the top-level sections, for "unknown section" errors.
-pub(crate) const SECTIONS: &[&str] = &["eal", "switch", "port", "lcores", "buffer", "qos"];
+pub(crate) const SECTIONS: &[&str] = &["eal", "switch", "port", "lcores", "buffer", "qos", "pfcwd"];
 
 fn field_between<'a>(msg: &'a str, prefix: &str) -> Option<(&'a str, &'a str)> {
     let rest = msg.strip_prefix(prefix)?;

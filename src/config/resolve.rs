@@ -202,6 +202,13 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
         }
         None => QosConfig::default(),
     };
+    let pfcwd = match top.get("pfcwd") {
+        Some(v) => {
+            expect_table(v, "pfcwd")?;
+            Some(resolve_pfcwd(&de::<RawPfcwd>(v, "pfcwd")?)?)
+        }
+        None => None,
+    };
     let lcores = resolve_lcores(top.get("lcores"), &mut ports)?;
     let buffer = resolve_buffer(top.get("buffer"), &ports, &qos, &mut ctx)?;
     check_eal(&eal, &ports, &lcores, top.contains_key("lcores"))?;
@@ -217,8 +224,28 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
         lcores,
         buffer,
         qos,
+        pfcwd,
         warnings: ctx.warnings,
     })
+}
+
+fn resolve_pfcwd(raw: &RawPfcwd) -> FResult<crate::pfcwd::PfcwdConfig> {
+    let mut c = crate::pfcwd::PfcwdConfig::default();
+    if let Some(a) = &raw.action {
+        c.action = crate::pfcwd::Action::parse(a)
+            .ok_or_else(|| FieldError::new("pfcwd.action", format!("'{a}' is not one of drop, forward, alert")))?;
+    }
+    let ms = |v: Option<i64>, name: &str, default: u32| -> FResult<u32> {
+        match v {
+            Some(x) => Ok(in_range(x, 1, 600_000, name)? as u32),
+            None => Ok(default),
+        }
+    };
+    c.detection_time_ms = ms(raw.detection_time, "pfcwd.detection_time", c.detection_time_ms)?;
+    c.restoration_time_ms = ms(raw.restoration_time, "pfcwd.restoration_time", c.restoration_time_ms)?;
+    c.poll_interval_ms = ms(raw.poll_interval, "pfcwd.poll_interval", c.poll_interval_ms)?;
+    c.validate().map_err(|(field, msg)| FieldError::new(format!("pfcwd.{field}"), msg))?;
+    Ok(c)
 }
 
 fn resolve_switch(sw: &RawSwitch) -> FResult<SwitchConfig> {

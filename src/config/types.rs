@@ -22,6 +22,9 @@ pub struct Config {
     pub lcores: LcoreConfig,
     pub buffer: BufferConfig,
     pub qos: QosConfig,
+    /// PFC watchdog on every port's lossless priorities; None = off.
+    #[serde(skip)]
+    pub pfcwd: Option<crate::pfcwd::PfcwdConfig>,
     /// Non-fatal findings, each one line `<file>: <path>: <text>` (print them in
     /// `check-config` and at start-up).
     pub warnings: Vec<String>,

@@ -49,6 +49,8 @@ pub struct PortRt {
     pub tx_enable: AtomicBool,
     pub latency: latency::PortLatency,
     pub name: String,
+    /// PFC watchdog state of this port's priorities (None = watchdog off).
+    pub pfcwd: Option<Arc<crate::pfcwd::PfcwdPortState>>,
 }
 
 /// State every lcore sees.
@@ -175,6 +177,9 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
 
     let nports = spec.ports.len();
     let hz = tsc_hz();
+    let mut wds: Vec<Option<crate::pfcwd::Pfcwd>> =
+        spec.plan.ports.iter().map(|pp| spec.pfcwd.map(|c| crate::pfcwd::Pfcwd::new(&c, hz, pp.pfc_mask))).collect();
+    let mut wd_stamps: Vec<Option<Arc<crate::pfcwd::PfcwdRxStamps>>> = wds.iter().map(|w| w.as_ref().map(|w| w.rx_stamps())).collect();
     let mut pfc_rx: Vec<Option<PfcRx>> = spec.ports.iter().zip(&spec.plan.ports).map(|(ps, pp)| Some(PfcRx::new(pp.pfc_mask, ps.speed_bps))).collect();
     let shared = Arc::new(Shared {
         running: AtomicBool::new(true),
@@ -187,7 +192,8 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
             .iter()
             .zip(&spec.plan.ports)
             .zip(&pfc_rx)
-            .map(|((ps, pp), rx)| {
+            .zip(&wds)
+            .map(|(((ps, pp), rx), wd)| {
                 let rx = rx.as_ref().expect("pfc rx");
                 PortRt {
                     plan: pp.clone(),
@@ -198,6 +204,7 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
                     tx_enable: AtomicBool::new(ps.tx_enable),
                     latency: latency::PortLatency::new(hz),
                     name: ps.name.clone(),
+                    pfcwd: wd.as_ref().map(|w| w.state()),
                 }
             })
             .collect(),
@@ -221,6 +228,7 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
             fdb_age_every: if spec.fdb_aging_time == 0 { 0 } else { hz },
             pad_short: spec.ports.iter().map(|p| p.pad_short_frames).collect(),
             pfc_rx: (0..nports).map(|_| None).collect(),
+            wd_stamps: (0..nports).map(|_| None).collect(),
             tsc_hz: hz,
         };
         for &(p, q) in &ws.rx {
@@ -231,11 +239,12 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
             // (NICs steer non-IP frames there).
             if q == 0 {
                 w.pfc_rx[p] = pfc_rx[p].take();
+                w.wd_stamps[p] = wd_stamps[p].take();
             }
         }
         for &p in &ws.tx {
             if let Some(tq) = txqs[p].take() {
-                w.txs.push(tx::TxPort::new(p, tq, &shared, hz, now, spec.burst_size));
+                w.txs.push(tx::TxPort::new(p, tq, &shared, hz, now, spec.burst_size, wds[p].take()));
             }
         }
         match launch_on(ws.lcore, move || w.run()) {

@@ -27,6 +27,8 @@ pub struct PortReport {
     /// 802.3x PAUSE frames received, and PFC frames naming only priorities without PFC.
     pub rx_link_pause: u64,
     pub rx_ignored: u64,
+    /// PFC watchdog per priority (empty when off).
+    pub pfcwd: Value,
     /// Per lossless PG: (pg, shared watermark, headroom watermark, headroom size).
     pub pg_watermarks: Vec<(u8, u64, u64, u64)>,
 }
@@ -131,6 +133,7 @@ impl RunReport {
                     },
                     "tc": (0..8).map(|tc| json!({"tc": tc, "rx": p.totals.tc_rx[tc], "flood_copies": p.totals.tc_copies[tc], "tx": p.totals.tc_tx[tc], "dropped": p.totals.tc_dropped[tc]})).collect::<Vec<_>>(),
                     "queues": (0..8).map(|q| json!({"queue": q, "tx_packets": p.totals.queue_tx_packets[q], "tx_bytes": p.totals.queue_tx_bytes[q], "drops": p.totals.queue_drops[q]})).collect::<Vec<_>>(),
+                    "pfcwd": p.pfcwd,
                     "pg_watermark": p.pg_watermarks.iter().map(|(pg, s, h, size)| json!({"pg": pg, "shared": s, "headroom": h, "headroom_size": size})).collect::<Vec<_>>(),
                 })
             })
@@ -197,6 +200,13 @@ pub(super) fn build(
             pfc_enable: rt.plan.pfc_mask,
             rx_link_pause: rt.pfc_rx_counters.link_pause_frames.load(std::sync::atomic::Ordering::Relaxed),
             rx_ignored: rt.pfc_rx_counters.ignored_frames.load(std::sync::atomic::Ordering::Relaxed),
+            pfcwd: {
+                let mut o = serde_json::Map::new();
+                if let Some(st) = &rt.pfcwd {
+                    st.write_telemetry(&mut o);
+                }
+                Value::Object(o)
+            },
             pg_watermarks,
         });
     }

@@ -51,6 +51,8 @@ pub struct SwitchSpec {
     pub egress_queue_len: usize,
     /// MMU, classification, PFC and scheduling derived from the config.
     pub plan: crate::plan::Plan,
+    /// PFC watchdog on every port's lossless priorities (None = off).
+    pub pfcwd: Option<crate::pfcwd::PfcwdConfig>,
 }
 
 impl SwitchSpec {
@@ -106,6 +108,7 @@ impl SwitchSpec {
             // Deep enough that the MMU, not the ring, limits a queue.
             egress_queue_len: (cfg.switch.mbuf_count as usize).clamp(1024, 65536).next_power_of_two(),
             plan,
+            pfcwd: cfg.pfcwd,
         }
     }
 }

@@ -145,6 +145,18 @@ impl Views {
         Value::Object(m)
     }
 
+    pub fn pfcwd(&self) -> Value {
+        let mut m = Map::new();
+        for p in &self.shared.ports {
+            let mut o = Map::new();
+            if let Some(st) = &p.pfcwd {
+                st.write_telemetry(&mut o);
+            }
+            m.insert(p.name.clone(), Value::Object(o));
+        }
+        Value::Object(m)
+    }
+
     pub fn fdb(&self) -> Value {
         let mut m = Map::new();
         for (i, c) in self.shared.counters.iter().enumerate() {
@@ -158,7 +170,8 @@ impl Views {
 /// with `--no-telemetry`).
 pub fn register(v: Views) {
     type F = fn(&Views) -> Value;
-    let cmds: [(&str, &str, F); 7] = [
+    let cmds: [(&str, &str, F); 8] = [
+        ("/pfcswitch/pfcwd", "PFC watchdog per port and priority: status, storms detected/restored, drops", Views::pfcwd),
         ("/pfcswitch/pfc_counters", "PFC frames per port and priority (SAI PFC_n_RX/TX_PKTS, durations)", Views::pfc_counters),
         ("/pfcswitch/queue_counters", "Per egress queue packets, bytes, drops, depth", Views::queue_counters),
         ("/pfcswitch/pg_watermark", "Per ingress PG shared/headroom watermarks and occupancy", Views::pg_watermark),

@@ -11,6 +11,7 @@ use crate::counters::{DropReason, LcoreCounters};
 use crate::dpdk::{MbufBurst, TxQueue, BURST_CAP};
 use crate::mmu::Charge;
 use crate::pfc::PauseDeadlines;
+use crate::pfcwd::{prio_mask_from_queues, Pfcwd};
 use crate::sched::{Scheduler, Shaper};
 
 use super::egress::Queued;
@@ -54,10 +55,14 @@ pub struct TxPort {
     burst: usize,
     /// RX → tx_burst latency per TC, published to the port's shared histograms.
     lat: LatencyRecorder,
+    /// PFC watchdog of this port (None = off), and the priorities that sent since its
+    /// last poll.
+    wd: Option<Pfcwd>,
+    progress: u8,
 }
 
 impl TxPort {
-    pub fn new(port: usize, txq: TxQueue, shared: &Shared, tsc_hz: u64, now: u64, burst: usize) -> TxPort {
+    pub fn new(port: usize, txq: TxQueue, shared: &Shared, tsc_hz: u64, now: u64, burst: usize, wd: Option<Pfcwd>) -> TxPort {
         let rt = &shared.ports[port];
         let plan = &rt.plan;
         let max_frame = rt.mtu + 22;
@@ -73,15 +78,20 @@ impl TxPort {
             priority_queue: plan.priority_queue,
             burst: burst.clamp(1, BURST_CAP),
             lat: LatencyRecorder::new(tsc_hz, now),
+            wd,
+            progress: 0,
         }
     }
 
-    /// Queues stopped by the peer at `now`.
+    /// Queues stopped by the peer at `now` (less the priorities the watchdog ignores).
     #[inline]
     fn paused_queues(&self, now: u64) -> u8 {
-        let prio = self.rx_pause.paused_mask(now);
+        let mut prio = self.rx_pause.paused_mask(now);
         if prio == 0 {
             return 0;
+        }
+        if let Some(wd) = &self.wd {
+            prio &= !wd.ignore_pfc_mask();
         }
         let mut q = 0u8;
         for p in 0..8 {
@@ -138,6 +148,9 @@ impl TxPort {
                     heads_mask |= 1 << tc;
                 }
             }
+            if self.wd.as_ref().is_some_and(|w| w.due(now)) {
+                heads_mask = self.watchdog(shared, ring, now, heads_mask, c);
+            }
             let mut moved = 0;
             while moved < self.burst && !self.pending.is_full() {
                 let eligible = heads_mask & !paused;
@@ -151,6 +164,7 @@ impl TxPort {
                     }
                 }
                 let Some(q) = self.heads[tc].take() else { break };
+                self.progress |= 1 << (q.tc & 7);
                 let i = self.pending.len();
                 self.meta[i] = Meta { charge: Some(q.charge), tsc: q.rx_tsc, len, in_port: q.in_port, tc: q.tc, queue: q.queue };
                 let _ = self.pending.push(q.m);
@@ -202,6 +216,49 @@ impl TxPort {
             self.lat.next_publish = now + self.lat.publish_every;
         }
         sent
+    }
+
+    /// One watchdog poll: detect/restore storms; with action drop, flush the stormed
+    /// priorities' queues (releasing their MMU charges). Returns the updated heads mask.
+    #[cold]
+    fn watchdog(&mut self, shared: &Shared, ring: usize, now: u64, mut heads_mask: u8, c: &LcoreCounters) -> u8 {
+        let Some(wd) = self.wd.as_mut() else { return heads_mask };
+        let paused = self.rx_pause.paused_mask(now);
+        let nonempty = prio_mask_from_queues(heads_mask, &self.priority_queue);
+        let t = wd.poll(now, paused, nonempty, self.progress);
+        self.progress = 0;
+        if t.detected != 0 {
+            log::warn!("pfcwd: storm detected on {} priorities {:#04x} (action {})", shared.ports[self.port].name, t.detected, wd.action().as_str());
+        }
+        if t.restored != 0 {
+            log::info!("pfcwd: storm restored on {} priorities {:#04x}", shared.ports[self.port].name, t.restored);
+        }
+        let drop = wd.drop_mask();
+        if drop == 0 {
+            return heads_mask;
+        }
+        let state = wd.state();
+        let eg = &shared.egress[self.port];
+        for prio in 0..8u8 {
+            if drop & (1 << prio) == 0 {
+                continue;
+            }
+            let q = self.priority_queue[prio as usize] as usize & 7;
+            let mut n = 0u64;
+            let head = self.heads[q].take();
+            for p in head.into_iter().chain(std::iter::from_fn(|| eg.tcs[q].pop())) {
+                push_edge(shared, ring, shared.mmu.release(p.charge), now, c);
+                c.ports[p.in_port as usize].tc_dropped[p.tc as usize].inc();
+                c.ports[p.in_port as usize].drop(DropReason::PfcWatchdog);
+                c.ports[self.port].queue_drops[q].inc();
+                n += 1;
+            }
+            if n > 0 {
+                state.count_tx_dropped(prio, n);
+            }
+            heads_mask &= !(1 << q);
+        }
+        heads_mask
     }
 
     /// At stop: free everything held here and release its MMU charges.

@@ -30,6 +30,8 @@ pub struct Worker {
     pub pad_short: Vec<bool>,
     /// Receive-side PFC state of the ports whose queue 0 this lcore polls.
     pub pfc_rx: Vec<Option<PfcRx>>,
+    /// PFC watchdog: when PAUSE frames arrive, per port (with `pfc_rx`).
+    pub wd_stamps: Vec<Option<Arc<crate::pfcwd::PfcwdRxStamps>>>,
     pub tsc_hz: u64,
 }
 
@@ -150,7 +152,10 @@ impl Worker {
                     Ok(f) => {
                         pc.mac_control_rx.inc();
                         if let Some(rx) = self.pfc_rx[in_port].as_mut() {
-                            rx.on_frame(&f, now, self.tsc_hz);
+                            let out = rx.on_frame(&f, now, self.tsc_hz);
+                            if let Some(st) = &self.wd_stamps[in_port] {
+                                st.note_rx(&out, now);
+                            }
                         }
                     }
                     Err(_) => pc.drop(DropReason::BadMacControl),
@@ -219,6 +224,16 @@ fn admit_enqueue(
 ) {
     let len = m.len() as u32;
     let (tc, queue) = (class.tc & 7, class.queue & 7);
+    // PFC watchdog, action drop: a stormed priority's arrivals are dropped before admission.
+    if let Some(wd) = &shared.ports[out].pfcwd {
+        if wd.drop_mask() & (1 << class.priority) != 0 {
+            wd.count_tx_dropped(class.priority, 1);
+            c.ports[in_port as usize].drop(DropReason::PfcWatchdog);
+            c.ports[in_port as usize].tc_dropped[tc as usize].inc();
+            c.ports[out].queue_drops[queue as usize].inc();
+            return;
+        }
+    }
     match shared.mmu.admit(in_port, class.pg, out as u16, queue, len, lossless) {
         Verdict::Drop(r) => {
             let ic = &c.ports[in_port as usize];

@@ -330,26 +330,13 @@ impl Drop for RunningSwitch {
     }
 }
 
-mod raw_sock {
-    // Only libc symbols std already links; no crate needed.
-    extern "C" {
-        pub fn socket(domain: i32, ty: i32, protocol: i32) -> i32;
-        pub fn sendto(fd: i32, buf: *const u8, len: usize, flags: i32, addr: *const u8, addrlen: u32) -> isize;
-        pub fn close(fd: i32) -> i32;
-        pub fn if_nametoindex(name: *const std::ffi::c_char) -> u32;
-    }
-    pub const AF_PACKET: i32 = 17;
-    pub const SOCK_RAW: i32 = 3;
-}
-
 /// A kernel veth pair `a` ⇄ `b` (IPv6 off, up), deleted on drop. The switch opens `a`
 /// (net_pcap `rx_iface_in=a`); the test writes frames into `b` with [`Veth::inject`],
 /// which the kernel delivers as received on `a` at the moment of the call.
 pub struct Veth {
     pub a: String,
     pub b: String,
-    fd: i32,
-    ifindex_b: i32,
+    tx: std::sync::Mutex<Box<dyn pnet_datalink::DataLinkSender>>,
 }
 
 impl Veth {
@@ -361,34 +348,32 @@ impl Veth {
              ip link set {a} up && ip link set {b} up"
         ));
         assert!(o.status.success(), "veth {a}/{b}: {}", String::from_utf8_lossy(&o.stderr));
-        let cname = std::ffi::CString::new(b).unwrap();
-        let ifindex_b = unsafe { raw_sock::if_nametoindex(cname.as_ptr()) } as i32;
-        assert!(ifindex_b > 0, "if_nametoindex({b})");
-        let fd = unsafe { raw_sock::socket(raw_sock::AF_PACKET, raw_sock::SOCK_RAW, 0) };
-        assert!(fd >= 0, "AF_PACKET socket: {}", std::io::Error::last_os_error());
-        Veth { a: a.to_string(), b: b.to_string(), fd, ifindex_b }
+        // A raw (AF_PACKET) sender on `b`, through a safe API.
+        let iface = pnet_datalink::interfaces().into_iter().find(|i| i.name == b).unwrap_or_else(|| panic!("no interface {b}"));
+        let tx = match pnet_datalink::channel(&iface, Default::default()) {
+            Ok(pnet_datalink::Channel::Ethernet(tx, _rx)) => tx,
+            Ok(_) => panic!("{b}: not an Ethernet channel"),
+            Err(e) => panic!("{b}: raw socket: {e}"),
+        };
+        Veth { a: a.to_string(), b: b.to_string(), tx: std::sync::Mutex::new(tx) }
     }
 
     /// Send one raw Ethernet frame out of `b` (so it arrives on `a`). Returns the time of
     /// the send (ns since the epoch, taken just before the syscall).
     pub fn inject(&self, frame: &[u8]) -> u64 {
-        // struct sockaddr_ll: family u16, protocol u16 (BE), ifindex i32, hatype u16,
-        // pkttype u8, halen u8, addr [u8; 8].
-        let mut sa = [0u8; 20];
-        sa[0..2].copy_from_slice(&(raw_sock::AF_PACKET as u16).to_ne_bytes());
-        sa[4..8].copy_from_slice(&self.ifindex_b.to_ne_bytes());
-        sa[11] = 6;
-        sa[12..18].copy_from_slice(&frame[0..6]);
+        let mut tx = self.tx.lock().unwrap();
         let t = now_ns();
-        let n = unsafe { raw_sock::sendto(self.fd, frame.as_ptr(), frame.len(), 0, sa.as_ptr(), sa.len() as u32) };
-        assert_eq!(n, frame.len() as isize, "sendto on {}: {}", self.b, std::io::Error::last_os_error());
+        match tx.send_to(frame, None) {
+            Some(Ok(())) => {}
+            Some(Err(e)) => panic!("send on {}: {e}", self.b),
+            None => panic!("send on {}: no buffer", self.b),
+        }
         t
     }
 }
 
 impl Drop for Veth {
     fn drop(&mut self) {
-        unsafe { raw_sock::close(self.fd) };
         let _ = sh(&format!("ip link del {} 2>/dev/null", self.a));
     }
 }
