@@ -3,7 +3,7 @@
 # vdevs and cores, in one invocation. Prints a table and ends with ONE JSON line.
 #
 #   scripts/bench.sh            full mode (5 runs per figure, ~10 minutes)
-#   scripts/bench.sh --quick    3 runs of the throughput figures, shorter runs, no profile
+#   scripts/bench.sh --quick    3 null / 2 memif runs, shorter runs, no callgrind
 #                               (< 2 minutes when the release build is up to date)
 #
 # Figures (see docs/benchmarks.md):
@@ -203,7 +203,7 @@ def run_switch(config, duration, tag, stats_interval=1, timeout_extra=30, valgri
     if valgrind:
         cmd = valgrind + cmd
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       timeout=duration * (60 if valgrind else 1) + timeout_extra)
+                       timeout=duration * (150 if valgrind else 1) + timeout_extra)
     with open(os.path.join(WORK, f"{tag}.log"), "w") as f:
         f.write(p.stdout)
     try:
@@ -345,7 +345,9 @@ if busy_frac and med(busy_frac) < 0.9:
 # ---------------------------------------------------------------- 3. callgrind -------
 ipp = None
 prof = []
-if shutil.which("valgrind"):
+if QUICK:
+    notes.append("instructions_per_packet: callgrind runs in full mode only (it needs ~1-2 minutes)")
+elif shutil.which("valgrind"):
     log(f"callgrind: null run of {CG_S}s under valgrind")
     cgout = os.path.join(WORK, "cg.out")
     try:
