@@ -2,7 +2,7 @@
 # pfcswitch benchmarks (issue 6): the switch against DPDK's own forwarding on the same
 # vdevs and cores, in one invocation. Prints a table and ends with ONE JSON line.
 #
-#   scripts/bench.sh            full mode (5 runs per figure, ~10 minutes)
+#   scripts/bench.sh            full mode (5 runs per figure, callgrind + perf profile, ~8 minutes)
 #   scripts/bench.sh --quick    3 null / 2 memif runs, shorter runs, no callgrind
 #                               (< 2 minutes when the release build is up to date)
 #
@@ -343,6 +343,35 @@ if busy_frac and med(busy_frac) < 0.9:
                  "with the switch's busy-polling control lcore) bounds memif_mpps, not the switch" % (100 * med(busy_frac)))
 
 # ---------------------------------------------------------------- 3. callgrind -------
+def callgrind_top(path, tot, n):
+    """Top functions of one callgrind thread file: (function, self Ir, self %, incl %).
+    With debug info and inlining, callgrind_annotate splits a function by source file;
+    self Ir is summed over the splits, inclusive is the largest split (a lower bound)."""
+    def table(inclusive):
+        a = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100",
+                            f"--inclusive={'yes' if inclusive else 'no'}", path],
+                           capture_output=True, text=True).stdout
+        agg, started = {}, False
+        for line in a.splitlines():
+            if "file:function" in line:
+                started = True
+                continue
+            m = re.match(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)$", line) if started else None
+            if not m:
+                continue
+            rest = re.sub(r"\s\[[^\]]*\]\s*$", "", m.group(2)).strip()
+            rest = re.sub(r"\s\(\d[\d,]*x\)$", "", rest)
+            fn = rest.split(":", 1)[1] if ":" in rest and not rest.startswith("???:") else rest
+            v = int(m.group(1).replace(",", ""))
+            agg[fn] = max(agg.get(fn, 0), v) if inclusive else agg.get(fn, 0) + v
+        return agg
+    try:
+        sf, inc = table(False), table(True)
+    except OSError:
+        return []
+    top = sorted(sf.items(), key=lambda kv: -kv[1])[:n]
+    return [(fn, ir, 100.0 * ir / tot, 100.0 * max(ir, inc.get(fn, 0)) / tot) for fn, ir in top]
+
 ipp = None
 prof = []
 if QUICK:
@@ -371,20 +400,40 @@ elif shutil.which("valgrind"):
                 keep = os.path.join(ROOT, "target/bench-callgrind.out")
                 shutil.copy(worker, keep)
                 extra["callgrind_file"] = keep
-                a = subprocess.run(["callgrind_annotate", worker], capture_output=True, text=True).stdout
-                selfir = {}
-                for line in a.splitlines():
-                    m = re.match(r"^\s*([\d,]+)\s+\([\s\d.]+%\)\s+(.*?):(.*?)(\s\[.*\])?$", line)
-                    if m and "PROGRAM TOTALS" not in line:
-                        fn = m.group(3).strip()
-                        selfir[fn] = selfir.get(fn, 0) + int(m.group(1).replace(",", ""))
-                tot = total(worker)
-                prof = sorted(selfir.items(), key=lambda kv: -kv[1])[:15]
-                prof = [(fn, ir, 100.0 * ir / tot) for fn, ir, in prof]
+                prof = callgrind_top(worker, total(worker), 15)
     except subprocess.TimeoutExpired:
         notes.append("callgrind run timed out")
 else:
     notes.append("valgrind not installed: instructions_per_packet unavailable")
+
+# perf: no hardware counters in this VM (perf stat -e instructions: <not supported>), but
+# timer sampling (cpu-clock) of the worker's CPU works and weighs atomics by their real cost.
+perf_top = []
+if not QUICK and shutil.which("perf"):
+    log("perf: cpu-clock sampling of CPU 1 during a null run")
+    pdata = os.path.join(WORK, "perf.data")
+    sw = Proc([SW, "run", "--config", NULL_CFG, "--duration", "7"])
+    if sw.wait_for(r"forwarding: ", 30):
+        time.sleep(1.5)
+        subprocess.run(["perf", "record", "-e", "cpu-clock", "-F", "4999", "-C", "1", "-o", pdata,
+                        "--", "sleep", "4"], capture_output=True, text=True, timeout=60)
+    sw.p.wait(timeout=60)
+    sw.t.join(timeout=5)
+    rep = subprocess.run(["perf", "report", "-i", pdata, "--no-children", "--sort", "dso,symbol", "--stdio"],
+                         capture_output=True, text=True, timeout=120).stdout
+    for line in rep.splitlines():
+        m = re.match(r"^\s+([\d.]+)%\s+(\S+)\s+\[.\]\s+(.*?)\s*$", line)
+        if m:
+            perf_top.append((float(m.group(1)), m.group(2), re.split(r"\s{2,}", m.group(3))[0]))
+    # Group anonymous DPDK driver/library symbols by their shared object.
+    grouped = {}
+    for pc, dso, sym in perf_top:
+        key = sym if not sym.startswith("0x") else f"[{dso}]"
+        grouped[key] = grouped.get(key, 0.0) + pc
+    perf_top = sorted(grouped.items(), key=lambda kv: -kv[1])[:12]
+    extra["perf_top"] = [{"symbol": k, "pct": round(v, 1)} for k, v in perf_top]
+    if os.path.exists(pdata):
+        shutil.copy(pdata, os.path.join(ROOT, "target/bench-perf.data"))
 
 # ---------------------------------------------------------------- 4. PFC reaction ----
 # One process, two ports: Ethernet0 = net_null (an endless lossy source, untagged ->
@@ -555,9 +604,15 @@ for a, b, c in rows:
     print(f"{a:<{w}}  {b:>18}  {c}")
 print("-" * (w + 60))
 if prof:
-    print("callgrind profile of the worker thread (self Ir, top 15):")
-    for fn, ir, pc in prof:
-        print(f"  {pc:5.1f}%  {ir:>14,}  {fn[:110]}")
+    print("callgrind profile of the worker thread (top 15 by self Ir; incl = largest inlined split):")
+    print(f"  {'self':>6} {'incl':>6} {'self Ir':>14}  function")
+    for fn, ir, pc, ipc in prof:
+        print(f"  {pc:5.1f}% {ipc:5.1f}% {ir:>14,}  {fn[:100]}")
+    extra["profile_top"] = [{"function": fn, "self_pct": round(pc, 1), "incl_pct": round(ipc, 1)} for fn, ir, pc, ipc in prof[:10]]
+if perf_top:
+    print("perf cpu-clock profile of CPU 1 (worker), self time:")
+    for k, v in perf_top:
+        print(f"  {v:5.1f}%  {k[:110]}")
 for n in notes:
     print("note: " + n)
 print(f"total {elapsed:.0f}s (build {extra['build_s']}s); work dir {WORK if os.environ.get('BENCH_KEEP') == '1' else '(removed)'}")
