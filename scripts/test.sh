@@ -15,6 +15,6 @@ echo "== fuzzing: every cargo-fuzz target for ${PFCSW_FUZZ_SECONDS:-60} s (frame
 bash scripts/fuzz.sh "${PFCSW_FUZZ_SECONDS:-60}"
 echo "== integration tests (real EAL instances on vdevs) =="
 # Each test starts busy-polling switch processes: one test at a time on a 2-core machine.
-cargo test --test '*' -- --test-threads=1
+cargo test --no-fail-fast --test '*' -- --test-threads=1
 echo "== benchmarks, once each as a smoke test =="
 cargo test --benches

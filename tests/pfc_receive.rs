@@ -296,7 +296,9 @@ fn pfc_resume_restarts_at_once() {
     eprintln!("PCP3 gap {:.1} ms; PAUSE→RESUME sent {:.1} ms apart", ms(g1 - g0), ms(sent));
     assert!(g1 - g0 + EARLY_NS >= sent && g1 - g0 <= sent + LATE_NS, "priority 3 paused {:.1} ms, RESUME came {:.1} ms after the PAUSE", ms(g1 - g0), ms(sent));
     assert!(g0 + 20_000_000 >= t_pause && g0 <= t_pause + 100_000_000, "pause began {:+.1} ms from the frame", (g0 as f64 - t_pause as f64) / 1e6);
-    assert!(g1 >= t_resume && g1 <= t_resume + 100_000_000, "restart {:+.1} ms from the RESUME", (g1 as f64 - t_resume as f64) / 1e6);
+    // net_pcap stamps captures from the TSC (rte_get_timer_hz, estimated at start) plus one
+    // gettimeofday at start, so its clock drifts from the test's by a few ms over a run.
+    assert!(g1 + 20_000_000 >= t_resume && g1 <= t_resume + 100_000_000, "restart {:+.1} ms from the RESUME", (g1 as f64 - t_resume as f64) / 1e6);
     assert!(p3.iter().filter(|&&t| t > g1).count() > 500, "priority 3 not flowing after the RESUME");
     assert_steady(&o, 3, Some(g0), STRICT_GAP_NS);
     assert_flows_within(&o, 1, g0, g1);
@@ -365,8 +367,8 @@ fn link_pause_stops_every_priority() {
 }
 
 /// A pause that simply expires (no later frame for that priority) must still be counted
-/// in `rx_pause_duration_us` (SAI RX_PAUSE_DURATION). Fails today: the worker never calls
-/// `PfcRx::poll`, the only place an expired deadline is settled into the counter.
+/// in `rx_pause_duration_us` (SAI RX_PAUSE_DURATION): the worker settles expired deadlines
+/// (`PfcRx::poll`), not only a later frame.
 #[test]
 fn expired_pause_is_counted_in_rx_pause_duration() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
