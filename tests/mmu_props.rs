@@ -410,3 +410,128 @@ proptest! {
         prop_assert!(link_model(speed, cable, mtu, sw, eta - 2 * u64::from(mtu)).0 > 0);
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Burst admission and release (the dataplane's fast path) against one-by-one.
+
+/// One run as the dataplane forms it: consecutive packets with the same ingress PG and
+/// egress queue; `Some(k)` releases the k-th oldest outstanding run (all its packets).
+#[derive(Debug, Clone)]
+enum RunOp {
+    Admit { in_port: u16, pg: u8, out_port: u16, queue: u8, lens: Vec<u32>, lossless: bool },
+    Release(usize),
+}
+
+fn run_ops() -> impl Strategy<Value = Vec<RunOp>> {
+    let admit = (
+        0..PORTS,
+        prop_oneof![Just(3u8), Just(4u8), Just(0u8)],
+        0..PORTS,
+        0u8..8,
+        proptest::collection::vec(prop_oneof![Just(64u32), Just(1500u32), 60u32..9300], 1..40),
+        any::<bool>(),
+    )
+        .prop_map(|(in_port, pg, out_port, queue, lens, lossless)| RunOp::Admit { in_port, pg, out_port, queue, lens, lossless });
+    proptest::collection::vec(prop_oneof![3 => admit, 2 => (0usize..8).prop_map(RunOp::Release)], 1..120)
+}
+
+/// The bulk path is taken where it should be, and declines where one by one differs.
+#[test]
+fn bulk_path_is_taken() {
+    let p = Params {
+        private: 1000, xoff: 9216, xon: 0, xon_offset: 0, th: Threshold::Dynamic(0), shared: 100_000,
+        q_private: 1000, q_th: Threshold::Dynamic(0), lossy_shared: 100_000, cell: 1, order: ReleaseOrder::HeadroomFirst,
+    };
+    let m = Mmu::new(config(&p)).unwrap();
+    // 10 × 64 fits the private 1000; the next 10 go to shared (T = 100 000), then lossy.
+    assert_eq!(m.admit_bulk(0, 3, 1, 3, 640, 64, true), Some(Segment::Private));
+    assert_eq!(m.admit_bulk(0, 3, 1, 3, 640, 64, true), None, "private partly free: one by one");
+    for _ in 0..6 {
+        assert!(m.admit(0, 3, 1, 3, 64, true).charge().is_some());
+    }
+    assert_eq!(m.admit_bulk(0, 3, 1, 3, 640, 64, true), Some(Segment::Shared));
+    assert_eq!(m.admit_bulk(0, 3, 1, 3, 60_000, 64, true), None, "would cross T");
+    assert_eq!(m.admit_bulk(0, 0, 1, 0, 640, 64, false), Some(Segment::LossyPrivate));
+    assert_eq!(m.pg_occupancy(0, 3).total, 640 + 6 * 64 + 640);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// `admit_bulk` (falling back to `admit` one by one when it declines) gives every
+    /// packet the segment, and every run the edges, that one-by-one admission gives; and
+    /// `release_run` of a run leaves the same occupancy and edges as releasing one by one.
+    #[test]
+    fn bulk_equals_one_by_one(p in params(), ops in run_ops()) {
+        let bulk = Mmu::new(config(&p)).unwrap();
+        let single = Mmu::new(config(&p)).unwrap();
+        // Outstanding runs: (charges in `bulk`, charges in `single`).
+        let mut live: Vec<(Vec<Charge>, Vec<Charge>)> = Vec::new();
+        for op in ops {
+            match op {
+                RunOp::Admit { in_port, pg, out_port, queue, lens, lossless } => {
+                    let mut cs1 = Vec::new();
+                    let mut e1 = Vec::new();
+                    for &l in &lens {
+                        match single.admit(in_port, pg, out_port, queue, l, lossless) {
+                            Verdict::Admit { charge, edge } => { cs1.push(Some(charge)); e1.extend(edge); }
+                            Verdict::Drop(_) => cs1.push(None),
+                        }
+                    }
+                    let total: u64 = lens.iter().map(|&l| bulk.charge_bytes(l)).sum();
+                    let min = lens.iter().map(|&l| bulk.charge_bytes(l)).min().unwrap();
+                    let mut cs0 = Vec::new();
+                    let mut e0 = Vec::new();
+                    match bulk.admit_bulk(in_port, pg, out_port, queue, total, min, lossless) {
+                        Some(seg) => {
+                            for &l in &lens {
+                                cs0.push(Some(bulk.bulk_charge(in_port, pg, out_port, queue, l, seg)));
+                            }
+                        }
+                        None => {
+                            for &l in &lens {
+                                match bulk.admit(in_port, pg, out_port, queue, l, lossless) {
+                                    Verdict::Admit { charge, edge } => { cs0.push(Some(charge)); e0.extend(edge); }
+                                    Verdict::Drop(_) => cs0.push(None),
+                                }
+                            }
+                        }
+                    }
+                    prop_assert_eq!(&cs0, &cs1, "charges differ for run {:?}", lens);
+                    prop_assert_eq!(&e0, &e1);
+                    live.push((cs0.into_iter().flatten().collect(), cs1.into_iter().flatten().collect()));
+                }
+                RunOp::Release(k) => {
+                    if live.is_empty() { continue; }
+                    let (cs0, cs1) = live.remove(k % live.len());
+                    // Bulk side: group consecutive same-account charges as the TX path does.
+                    let mut e0 = Vec::new();
+                    let mut i = 0;
+                    while i < cs0.len() {
+                        let mut j = i;
+                        let mut sum = 0u64;
+                        while j < cs0.len() && cs0[j].same_account(&cs0[i]) {
+                            sum += u64::from(cs0[j].bytes());
+                            j += 1;
+                        }
+                        e0.extend(bulk.release_run(cs0[i], sum));
+                        i = j;
+                    }
+                    let mut e1 = Vec::new();
+                    for c in cs1 { e1.extend(single.release(c)); }
+                    // Xon is checked once per run on the bulk side: same final edge state.
+                    let off_after = |es: &Vec<Edge>| es.last().map(|e| e.kind);
+                    prop_assert_eq!(off_after(&e0), off_after(&e1));
+                }
+            }
+            for port in 0..PORTS {
+                for i in 0..8u8 {
+                    prop_assert_eq!(bulk.pg_occupancy(port, i), single.pg_occupancy(port, i));
+                    prop_assert_eq!(bulk.is_off(port, i), single.is_off(port, i));
+                    let (a, b) = (bulk.queue_occupancy(port, i), single.queue_occupancy(port, i));
+                    prop_assert_eq!(a.total, b.total);
+                }
+            }
+        }
+    }
+}

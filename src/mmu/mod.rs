@@ -113,6 +113,8 @@ struct PgLimits {
 pub struct Mmu {
     cfg: MmuConfig,
     cell: u64,
+    /// `cell - 1` when the cell is a power of two (rounding by mask, no division).
+    cell_mask: Option<u64>,
     bs_lossless: u64,
     bs_lossy: u64,
     num_ports: u16,
@@ -144,8 +146,10 @@ impl Mmu {
             }
             q_limits.extend_from_slice(&p.queues);
         }
+        let cell = u64::from(cfg.cell_size);
         Ok(Mmu {
-            cell: u64::from(cfg.cell_size),
+            cell,
+            cell_mask: cell.is_power_of_two().then(|| cell - 1),
             bs_lossless,
             bs_lossy,
             num_ports: n as u16,
@@ -181,7 +185,10 @@ impl Mmu {
     /// Bytes a packet of `len` bytes is charged: ceil(len / cell) · cell.
     #[inline]
     pub fn charge_bytes(&self, len: u32) -> u64 {
-        u64::from(len).div_ceil(self.cell) * self.cell
+        match self.cell_mask {
+            Some(m) => (u64::from(len) + m) & !m,
+            None => u64::from(len).div_ceil(self.cell) * self.cell,
+        }
     }
 
     /// True if (port, PG) is configured lossless.
@@ -262,6 +269,116 @@ impl Mmu {
                 }
                 Err(r) => Verdict::Drop(r),
             }
+        }
+    }
+
+    /// Admits a run of packets from (in_port, pg) to (out_port, queue) at once: `bytes`
+    /// is the sum of their [`Mmu::charge_bytes`], `min_bytes` the smallest of them.
+    /// Succeeds only when every packet of the run, admitted one by one, would land in the
+    /// same segment without crossing a threshold and without an edge: then the whole run
+    /// is charged with one update per counter and the segment is returned (each packet's
+    /// [`Charge`] is [`Mmu::bulk_charge`]). Otherwise nothing is charged and `None` says
+    /// "admit these one by one" — a batch never hides an Xoff crossing, an Xon check or a
+    /// drop.
+    #[inline]
+    pub fn admit_bulk(
+        &self,
+        in_port: u16,
+        pg: u8,
+        out_port: u16,
+        queue: u8,
+        bytes: u64,
+        min_bytes: u64,
+        lossless: bool,
+    ) -> Option<Segment> {
+        let pi = self.idx(in_port, pg)?;
+        let qi = self.idx(out_port, queue)?;
+        let lim = self.pg_limits.get(pi)?;
+        let q = self.queues.get(qi)?;
+        if lossless && lim.lossless {
+            let st = self.pgs.get(pi)?;
+            // An OFF PG checks Xon on every admission: one by one.
+            if st.off.load(Relaxed) {
+                return None;
+            }
+            let pool = &*self.lossless;
+            let seg = if try_add_upto(&st.private, bytes, lim.private) {
+                pool.private.fetch_add(bytes, Relaxed);
+                Segment::Private
+            } else {
+                // Some packet of the run might still fit in private: one by one.
+                if st.private.load(Relaxed) + min_bytes <= lim.private {
+                    return None;
+                }
+                // T shrinks as the run itself fills the pool: T after the whole run is
+                // a lower bound of the T each packet sees. The last packet must end
+                // strictly below it (else it may be the Xoff point).
+                let t = lim.th.limit(
+                    self.bs_lossless
+                        .saturating_sub(pool.shared.load(Relaxed) + bytes),
+                );
+                if st.shared.load(Relaxed) + bytes >= t
+                    || !try_add_upto(&pool.shared, bytes, self.bs_lossless)
+                {
+                    return None;
+                }
+                let s = st.shared.fetch_add(bytes, Relaxed) + bytes;
+                raise(&st.shared_wm, s);
+                raise(&pool.shared_wm, pool.shared.load(Relaxed));
+                Segment::Shared
+            };
+            let tot = q.lossless.fetch_add(bytes, Relaxed) + bytes;
+            raise(&q.wm, tot + q.private.load(Relaxed) + q.shared.load(Relaxed));
+            Some(seg)
+        } else {
+            let ql = self.q_limits.get(qi)?;
+            let pool = &*self.lossy;
+            let seg = if try_add_upto(&q.private, bytes, ql.size) {
+                pool.private.fetch_add(bytes, Relaxed);
+                Segment::LossyPrivate
+            } else {
+                if q.private.load(Relaxed) + min_bytes <= ql.size {
+                    return None;
+                }
+                // One by one, a packet is taken while the queue is below the T it sees;
+                // T only shrinks during the run, so the run is taken if it ends at or
+                // below T after the run (conservative).
+                let t = ql
+                    .threshold
+                    .limit(self.bs_lossy.saturating_sub(pool.shared.load(Relaxed) + bytes));
+                if q.shared.load(Relaxed) + bytes > t
+                    || !try_add_upto(&pool.shared, bytes, self.bs_lossy)
+                {
+                    return None;
+                }
+                q.shared.fetch_add(bytes, Relaxed);
+                raise(&pool.shared_wm, pool.shared.load(Relaxed));
+                Segment::LossyShared
+            };
+            let tot = q.lossless.load(Relaxed) + q.private.load(Relaxed) + q.shared.load(Relaxed);
+            raise(&q.wm, tot);
+            Some(seg)
+        }
+    }
+
+    /// The charge of one packet of `len` bytes of a run admitted by [`Mmu::admit_bulk`].
+    #[inline]
+    pub fn bulk_charge(
+        &self,
+        in_port: u16,
+        pg: u8,
+        out_port: u16,
+        queue: u8,
+        len: u32,
+        segment: Segment,
+    ) -> Charge {
+        Charge {
+            bytes: self.charge_bytes(len).min(u64::from(u32::MAX)) as u32,
+            in_port,
+            out_port,
+            pg,
+            queue,
+            segment,
         }
     }
 
@@ -360,7 +477,20 @@ impl Mmu {
     /// produce a RESUME edge.
     #[inline]
     pub fn release(&self, c: Charge) -> Option<Edge> {
-        let b = u64::from(c.bytes);
+        self.release_bytes(c, u64::from(c.bytes))
+    }
+
+    /// Releases several charges at once: `c` and every other charge of the run have the
+    /// same ports, PG, queue and segment ([`Charge::same_account`]), `bytes` is the sum
+    /// of their bytes. The end state equals releasing them one by one; Xon is checked
+    /// once, after the whole run.
+    #[inline]
+    pub fn release_run(&self, c: Charge, bytes: u64) -> Option<Edge> {
+        self.release_bytes(c, bytes)
+    }
+
+    #[inline]
+    fn release_bytes(&self, c: Charge, b: u64) -> Option<Edge> {
         let (Some(pi), Some(qi)) = (self.idx(c.in_port, c.pg), self.idx(c.out_port, c.queue))
         else {
             return None;

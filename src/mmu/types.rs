@@ -73,6 +73,16 @@ impl Charge {
     pub const fn is_lossless(&self) -> bool {
         self.segment.is_lossless()
     }
+    /// Charged to the same counters as `o` (all but the bytes equal): such charges may
+    /// be released together with [`crate::mmu::Mmu::release_run`].
+    #[inline]
+    pub fn same_account(&self, o: &Charge) -> bool {
+        self.in_port == o.in_port
+            && self.out_port == o.out_port
+            && self.pg == o.pg
+            && self.queue == o.queue
+            && self.segment == o.segment
+    }
 }
 
 /// PAUSE (ON→OFF) or RESUME (OFF→ON).
