@@ -70,7 +70,7 @@ impl Default for QosMaps {
 }
 
 /// The result of classification.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Class {
     /// Traffic class, 0..=7.
     pub tc: u8,

@@ -443,22 +443,26 @@ fn bulk_path_is_taken() {
         q_private: 1000, q_th: Threshold::Dynamic(0), lossy_shared: 100_000, cell: 1, order: ReleaseOrder::HeadroomFirst,
     };
     let m = Mmu::new(config(&p)).unwrap();
-    // 10 × 64 fits the private 1000; the next 10 go to shared (T = 100 000), then lossy.
-    assert_eq!(m.admit_bulk(0, 3, 1, 3, 640, 64, true), Some(Segment::Private));
-    assert_eq!(m.admit_bulk(0, 3, 1, 3, 640, 64, true), None, "private partly free: one by one");
-    for _ in 0..6 {
-        assert!(m.admit(0, 3, 1, 3, 64, true).charge().is_some());
-    }
-    assert_eq!(m.admit_bulk(0, 3, 1, 3, 640, 64, true), Some(Segment::Shared));
-    assert_eq!(m.admit_bulk(0, 3, 1, 3, 60_000, 64, true), None, "would cross T");
-    assert_eq!(m.admit_bulk(0, 0, 1, 0, 640, 64, false), Some(Segment::LossyPrivate));
-    assert_eq!(m.pg_occupancy(0, 3).total, 640 + 6 * 64 + 640);
+    // 15 × 64 fit the private 1000, the 16th does not; the next go to shared (T ≈ 100 000).
+    let lens = [64u32; 20];
+    assert_eq!(m.admit_prefix(0, 3, 1, 3, &lens, true), Some((Segment::Private, 15)));
+    assert_eq!(m.admit_prefix(0, 3, 1, 3, &lens[15..], true), Some((Segment::Shared, 5)));
+    // A 1500-byte packet no longer fits private but a 40-byte one does: one by one
+    // would put them in different segments, so the prefix stops before the small one.
+    assert_eq!(m.admit_prefix(0, 3, 1, 3, &[1500, 40, 1500], true), Some((Segment::Shared, 1)));
+    // Crossing T: the prefix stops before the packet that reaches it.
+    let big = [9000u32; 12];
+    let (seg, k) = m.admit_prefix(0, 3, 1, 3, &big, true).unwrap();
+    assert_eq!(seg, Segment::Shared);
+    assert!(k < 12, "a prefix ran past T");
+    assert_eq!(m.admit_prefix(0, 0, 1, 0, &[64; 4], false), Some((Segment::LossyPrivate, 4)));
+    assert_eq!(m.pg_occupancy(0, 3).total, 20 * 64 + 1500 + 9000 * k as u64);
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    /// `admit_bulk` (falling back to `admit` one by one when it declines) gives every
+    /// `admit_prefix` (falling back to `admit` one by one when it declines) gives every
     /// packet the segment, and every run the edges, that one-by-one admission gives; and
     /// `release_run` of a run leaves the same occupancy and edges as releasing one by one.
     #[test]
@@ -478,22 +482,24 @@ proptest! {
                             Verdict::Drop(_) => cs1.push(None),
                         }
                     }
-                    let total: u64 = lens.iter().map(|&l| bulk.charge_bytes(l)).sum();
-                    let min = lens.iter().map(|&l| bulk.charge_bytes(l)).min().unwrap();
                     let mut cs0 = Vec::new();
                     let mut e0 = Vec::new();
-                    match bulk.admit_bulk(in_port, pg, out_port, queue, total, min, lossless) {
-                        Some(seg) => {
-                            for &l in &lens {
-                                cs0.push(Some(bulk.bulk_charge(in_port, pg, out_port, queue, l, seg)));
+                    let mut i = 0;
+                    while i < lens.len() {
+                        match bulk.admit_prefix(in_port, pg, out_port, queue, &lens[i..], lossless) {
+                            Some((seg, k)) => {
+                                prop_assert!(k >= 1 && i + k <= lens.len());
+                                for &l in &lens[i..i + k] {
+                                    cs0.push(Some(bulk.bulk_charge(in_port, pg, out_port, queue, l, seg)));
+                                }
+                                i += k;
                             }
-                        }
-                        None => {
-                            for &l in &lens {
-                                match bulk.admit(in_port, pg, out_port, queue, l, lossless) {
+                            None => {
+                                match bulk.admit(in_port, pg, out_port, queue, lens[i], lossless) {
                                     Verdict::Admit { charge, edge } => { cs0.push(Some(charge)); e0.extend(edge); }
                                     Verdict::Drop(_) => cs0.push(None),
                                 }
+                                i += 1;
                             }
                         }
                     }

@@ -1,6 +1,11 @@
-//! Egress side of a port: eight traffic-class queues (bounded, multi-producer: any
-//! worker may enqueue) and a control queue for the switch's own PFC frames, drained by
-//! the one lcore that owns the port's TX.
+//! Egress side of a port. Its eight traffic-class queues live with the lcore that owns
+//! the port's TX ([`super::tx::TxPort`]): that lcore enqueues its own packets there
+//! directly, without atomics. What other workers send to the port arrives through the
+//! port's inbound ring (multi-producer) and joins the TC queues when the owner serves the
+//! port. The switch's own PFC frames wait in the control queue. Queue depths are
+//! published here for telemetry and the timeline.
+
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use crossbeam_queue::ArrayQueue;
 
@@ -28,24 +33,35 @@ pub struct Ctl {
 
 pub const NUM_TC: usize = 8;
 
+/// Packets other lcores may have in flight to one port before it drops (the owner
+/// drains the ring every loop iteration).
+const INBOUND_LEN: usize = 4096;
+
 pub struct EgressPort {
-    pub tcs: [ArrayQueue<Queued>; NUM_TC],
+    /// From workers that do not own this port's TX.
+    pub inbound: ArrayQueue<Queued>,
     pub control: ArrayQueue<Ctl>,
+    /// Packets in each TC queue, as last published by the owner lcore.
+    depth: [AtomicU32; NUM_TC],
 }
 
 impl EgressPort {
-    pub fn new(queue_len: usize) -> EgressPort {
-        EgressPort { tcs: std::array::from_fn(|_| ArrayQueue::new(queue_len.max(1))), control: ArrayQueue::new(256) }
+    pub fn new() -> EgressPort {
+        EgressPort { inbound: ArrayQueue::new(INBOUND_LEN), control: ArrayQueue::new(256), depth: Default::default() }
     }
 
-    /// Packets waiting in the TC queues.
-    pub fn depth(&self) -> usize {
-        self.tcs.iter().map(|q| q.len()).sum()
+    /// Packets waiting in TC queue `tc` (published by the owner once per serve).
+    pub fn depth(&self, tc: usize) -> u32 {
+        self.depth[tc & 7].load(Relaxed)
     }
 
-    /// Take every queued packet out (at shutdown; the caller releases the charges).
-    pub fn drain(&self) -> impl Iterator<Item = Queued> + '_ {
-        self.tcs.iter().flat_map(|q| std::iter::from_fn(move || q.pop()))
+    /// Packets waiting in all TC queues.
+    pub fn total_depth(&self) -> u64 {
+        (0..NUM_TC).map(|q| self.depth(q) as u64).sum::<u64>() + self.inbound.len() as u64
+    }
+
+    pub(super) fn publish_depth(&self, tc: usize, n: u32) {
+        self.depth[tc & 7].store(n, Relaxed);
     }
 
     pub fn drain_control(&self) -> usize {
@@ -54,5 +70,11 @@ impl EgressPort {
             n += 1;
         }
         n
+    }
+}
+
+impl Default for EgressPort {
+    fn default() -> Self {
+        Self::new()
     }
 }

@@ -1,6 +1,7 @@
 //! Per egress port and TC, the time from RX to `tx_burst` in TSC ticks, recorded into
-//! hdrhistograms by the lcore that owns the port's TX and merged into the port's shared
-//! histograms every 10 ms (with `try_lock`: the fast path never waits; if a reader holds
+//! hdrhistograms by the lcore that owns the port's TX (once per run of packets that
+//! share an RX timestamp, i.e. came in one RX burst) and merged into the port's shared
+//! histograms every 100 ms (with `try_lock`: the fast path never waits; if a reader holds
 //! the lock, the merge happens next time). Readers get p50/p99/p99.9/max.
 
 use std::sync::Mutex;
@@ -51,14 +52,15 @@ pub struct LatencyRecorder {
 
 impl LatencyRecorder {
     pub fn new(tsc_hz: u64, now: u64) -> LatencyRecorder {
-        LatencyRecorder { local: (0..8).map(|_| new_hist(tsc_hz)).collect(), dirty: false, next_publish: now, publish_every: tsc_hz / 100 }
+        LatencyRecorder { local: (0..8).map(|_| new_hist(tsc_hz)).collect(), dirty: false, next_publish: now, publish_every: tsc_hz / 10 }
     }
 
+    /// `count` packets of TC `tc` each took `ticks`.
     #[inline]
-    pub fn record(&mut self, tc: u8, ticks: u64) {
+    pub fn record_n(&mut self, tc: u8, ticks: u64, count: u64) {
         if let Some(h) = self.local.get_mut(tc as usize & 7) {
             // Saturates instead of failing: the range covers an hour.
-            h.saturating_record(ticks.max(1));
+            h.saturating_record_n(ticks.max(1), count);
             self.dirty = true;
         }
     }

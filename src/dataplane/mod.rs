@@ -56,6 +56,8 @@ pub struct PortRt {
 /// State every lcore sees.
 pub struct Shared {
     pub running: AtomicBool,
+    /// Workers that have left their loop (none enqueues any more once all have).
+    pub workers_stopped: std::sync::atomic::AtomicUsize,
     pub egress: Vec<EgressPort>,
     pub counters: Vec<CachePadded<LcoreCounters>>,
     pub pool: Arc<Mempool>,
@@ -183,7 +185,8 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     let mut pfc_rx: Vec<Option<PfcRx>> = spec.ports.iter().zip(&spec.plan.ports).map(|(ps, pp)| Some(PfcRx::new(pp.pfc_mask, ps.speed_bps))).collect();
     let shared = Arc::new(Shared {
         running: AtomicBool::new(true),
-        egress: (0..nports).map(|_| EgressPort::new(spec.egress_queue_len)).collect(),
+        workers_stopped: std::sync::atomic::AtomicUsize::new(0),
+        egress: (0..nports).map(|_| EgressPort::new()).collect(),
         counters: (0..spec.workers.len()).map(|_| LcoreCounters::new(nports)).collect(),
         pool: pool.clone(),
         mmu,
@@ -230,6 +233,10 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
             pfc_rx: (0..nports).map(|_| None).collect(),
             wd_stamps: (0..nports).map(|_| None).collect(),
             tsc_hz: hz,
+            local_tx: vec![None; nports],
+            run: worker::Run::default(),
+            run_mbufs: MbufBurst::new(),
+            run_lens: Box::new([0; dpdk::BURST_CAP]),
         };
         for &(p, q) in &ws.rx {
             if let Some(rq) = rxqs[p].get_mut(q as usize).and_then(Option::take) {
@@ -244,7 +251,8 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
         }
         for &p in &ws.tx {
             if let Some(tq) = txqs[p].take() {
-                w.txs.push(tx::TxPort::new(p, tq, &shared, hz, now, spec.burst_size, wds[p].take()));
+                w.local_tx[p] = Some(w.txs.len());
+                w.txs.push(tx::TxPort::new(p, tq, &shared, hz, now, spec.burst_size, spec.egress_queue_len, wds[p].take()));
             }
         }
         match launch_on(ws.lcore, move || w.run()) {
@@ -325,8 +333,9 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     }
     let mut flushed_per_port = vec![0u64; nports];
     let mut flushed_per_tc = vec![[0u64; 8]; nports];
+    // Workers flushed the ports they own; what is left went to a port no worker serves.
     for (p, eg) in shared.egress.iter().enumerate() {
-        for q in eg.drain() {
+        for q in std::iter::from_fn(|| eg.inbound.pop()) {
             let _ = shared.mmu.release(q.charge);
             flushed_per_port[p] += 1;
             flushed_per_tc[q.in_port as usize][q.tc as usize & 7] += 1;

@@ -61,7 +61,7 @@ impl Views {
                 o.insert(format!("UC{q}_packets"), pt.queue_tx_packets[q].into());
                 o.insert(format!("UC{q}_bytes"), pt.queue_tx_bytes[q].into());
                 o.insert(format!("UC{q}_drops"), pt.queue_drops[q].into());
-                o.insert(format!("UC{q}_depth"), (self.shared.egress[i].tcs[q].len() as u64).into());
+                o.insert(format!("UC{q}_depth"), (self.shared.egress[i].depth(q) as u64).into());
             }
             m.insert(p.name.clone(), Value::Object(o));
         }

@@ -48,7 +48,7 @@ impl Timeline {
                 let occ = shared.mmu.pg_occupancy(p as u16, pg);
                 let off = shared.mmu.is_off(p as u16, pg) as u8;
                 let th = shared.mmu.pg_threshold(p as u16, pg);
-                let depth = shared.egress[p].tcs[pg as usize & 7].len();
+                let depth = shared.egress[p].depth(pg as usize & 7);
                 let prios = rt.plan.pg_priorities[pg as usize];
                 let frames: u64 = (0..8)
                     .filter(|i| prios & (1 << i) != 0)

@@ -2,8 +2,14 @@
 //! first (never paused, never charged, not shaped), then the scheduler's pick among the
 //! traffic classes that have a packet and are not paused by the peer, within the port
 //! shaper. A full TX ring keeps packets queued (backpressure, not loss). The MMU charge
-//! of a packet is released when `tx_burst` takes it.
+//! of a packet is released when `tx_burst` takes it, per run of packets charged to the
+//! same account (one update per counter per run, not per packet).
+//!
+//! The port's eight TC queues are plain FIFOs owned by this struct: the owner lcore
+//! enqueues its own packets without atomics; other lcores' packets come through the
+//! port's inbound ring ([`super::egress::EgressPort`]).
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -44,8 +50,11 @@ pub struct TxPort {
     /// `pending[i]`.
     pending: MbufBurst,
     meta: Box<[Meta; BURST_CAP]>,
-    /// The head packet of each TC, popped so its length is known to the scheduler.
-    heads: [Option<Queued>; 8],
+    /// The TC queues (FIFO, at most `cap` packets each).
+    tcq: [VecDeque<Queued>; 8],
+    cap: usize,
+    /// Depths last published to the egress port (telemetry).
+    published: [u32; 8],
     sched: Scheduler,
     shaper: Option<Shaper>,
     rx_pause: Arc<PauseDeadlines>,
@@ -62,7 +71,7 @@ pub struct TxPort {
 }
 
 impl TxPort {
-    pub fn new(port: usize, txq: TxQueue, shared: &Shared, tsc_hz: u64, now: u64, burst: usize, wd: Option<Pfcwd>) -> TxPort {
+    pub fn new(port: usize, txq: TxQueue, shared: &Shared, tsc_hz: u64, now: u64, burst: usize, queue_len: usize, wd: Option<Pfcwd>) -> TxPort {
         let rt = &shared.ports[port];
         let plan = &rt.plan;
         let max_frame = rt.mtu + 22;
@@ -71,7 +80,9 @@ impl TxPort {
             txq,
             pending: MbufBurst::new(),
             meta: Box::new([NO_META; BURST_CAP]),
-            heads: std::array::from_fn(|_| None),
+            tcq: std::array::from_fn(|_| VecDeque::with_capacity(queue_len.max(1))),
+            cap: queue_len.max(1),
+            published: [0; 8],
             sched: Scheduler::new(plan.sched),
             shaper: plan.shaper_bps.map(|bps| Shaper::new(bps, Shaper::default_burst(bps, max_frame + WIRE_OVERHEAD), tsc_hz, now)),
             rx_pause: rt.rx_pause.clone(),
@@ -80,6 +91,45 @@ impl TxPort {
             lat: LatencyRecorder::new(tsc_hz, now),
             wd,
             progress: 0,
+        }
+    }
+
+    /// Put a packet on its TC queue; gives it back when the queue is full (the caller
+    /// releases the charge and counts the drop). Never allocates: the queues are
+    /// allocated for `cap` packets up front.
+    #[inline]
+    pub fn enqueue(&mut self, q: Queued) -> Result<(), Queued> {
+        let tcq = &mut self.tcq[q.queue as usize & 7];
+        if tcq.len() >= self.cap {
+            return Err(q);
+        }
+        tcq.push_back(q);
+        Ok(())
+    }
+
+    /// Move what other lcores sent to this port onto the TC queues.
+    fn take_inbound(&mut self, shared: &Shared, ring: usize, now: u64, c: &LcoreCounters) {
+        let eg = &shared.egress[self.port];
+        if eg.inbound.is_empty() {
+            return;
+        }
+        for _ in 0..(4 * BURST_CAP) {
+            let Some(q) = eg.inbound.pop() else { break };
+            if let Err(q) = self.enqueue(q) {
+                drop_admitted(shared, ring, q, DropReason::EgressQueueFull, now, c);
+            }
+        }
+    }
+
+    /// Publish the TC queue depths that changed (for telemetry and the timeline).
+    #[inline]
+    fn publish_depths(&mut self, shared: &Shared) {
+        for tc in 0..8 {
+            let d = self.tcq[tc].len() as u32;
+            if d != self.published[tc] {
+                self.published[tc] = d;
+                shared.egress[self.port].publish_depth(tc, d);
+            }
         }
     }
 
@@ -130,9 +180,9 @@ impl TxPort {
 
     /// Move what may go now to the TX ring. Returns packets handed to the driver.
     pub fn serve(&mut self, shared: &Shared, ring: usize, now: u64, c: &LcoreCounters) -> usize {
-        let eg = &shared.egress[self.port];
         // 1. Control frames: first, always.
         self.take_control(shared);
+        self.take_inbound(shared, ring, now, c);
         // 2. Data, if the port may send.
         if shared.ports[self.port].tx_enable.load(Ordering::Relaxed) {
             if let Some(s) = self.shaper.as_mut() {
@@ -141,10 +191,7 @@ impl TxPort {
             let paused = self.paused_queues(now);
             let mut heads_mask = 0u8;
             for tc in 0..8 {
-                if self.heads[tc].is_none() {
-                    self.heads[tc] = eg.tcs[tc].pop();
-                }
-                if self.heads[tc].is_some() {
+                if !self.tcq[tc].is_empty() {
                     heads_mask |= 1 << tc;
                 }
             }
@@ -154,27 +201,30 @@ impl TxPort {
             let mut moved = 0;
             while moved < self.burst && !self.pending.is_full() {
                 let eligible = heads_mask & !paused;
-                let heads = &self.heads;
-                let Some(tc) = self.sched.pick(eligible, |t| heads[t].as_ref().map_or(0, |q| q.m.len() as u32)) else { break };
-                let len = self.heads[tc].as_ref().map_or(0, |q| q.m.len() as u32);
+                if eligible == 0 {
+                    break;
+                }
+                let tcq = &self.tcq;
+                let Some(tc) = self.sched.pick(eligible, |t| tcq[t].front().map_or(0, |q| q.m.len() as u32)) else { break };
+                let len = self.tcq[tc].front().map_or(0, |q| q.m.len() as u32);
                 if let Some(s) = self.shaper.as_mut() {
                     if !s.try_consume(len + WIRE_OVERHEAD) {
                         self.sched.refund(tc, len);
                         break;
                     }
                 }
-                let Some(q) = self.heads[tc].take() else { break };
+                let Some(q) = self.tcq[tc].pop_front() else { break };
                 self.progress |= 1 << (q.tc & 7);
                 let i = self.pending.len();
                 self.meta[i] = Meta { charge: Some(q.charge), tsc: q.rx_tsc, len, in_port: q.in_port, tc: q.tc, queue: q.queue };
                 let _ = self.pending.push(q.m);
                 moved += 1;
-                self.heads[tc] = eg.tcs[tc].pop();
-                if self.heads[tc].is_none() {
+                if self.tcq[tc].is_empty() {
                     heads_mask &= !(1 << tc);
                 }
             }
         }
+        self.publish_depths(shared);
         self.transmit(shared, ring, now, c)
     }
 
@@ -185,27 +235,43 @@ impl TxPort {
         let sent = self.txq.tx_burst(&mut self.pending);
         let pc = &c.ports[self.port];
         let (mut data, mut bytes, mut ctl) = (0u64, 0u64, 0u64);
-        for i in 0..sent {
+        // Runs of packets charged to the same account, from the same RX burst (same RX
+        // TSC) and TC: one MMU release, one counter update, one histogram record each.
+        let mut i = 0;
+        while i < sent {
             let m = self.meta[i];
-            match m.charge {
-                Some(charge) => {
-                    data += 1;
-                    bytes += m.len as u64;
-                    push_edge(shared, ring, shared.mmu.release(charge), now, c);
-                    pc.queue_tx_packets[m.queue as usize].inc();
-                    pc.queue_tx_bytes[m.queue as usize].add(m.len as u64);
-                    c.ports[m.in_port as usize].tc_tx[m.tc as usize].inc();
-                    self.lat.record(m.tc, now.saturating_sub(m.tsc));
+            let Some(charge) = m.charge else {
+                ctl += 1;
+                if m.tsc != 0 {
+                    c.pfc_reaction.record(now.saturating_sub(m.tsc));
                 }
-                None => {
-                    ctl += 1;
-                    if m.tsc != 0 {
-                        c.pfc_reaction.record(now.saturating_sub(m.tsc));
+                i += 1;
+                continue;
+            };
+            let (mut n, mut run_bytes, mut run_charged) = (1u64, m.len as u64, charge.bytes() as u64);
+            let mut j = i + 1;
+            while j < sent {
+                let o = &self.meta[j];
+                match o.charge {
+                    Some(oc) if o.tsc == m.tsc && o.tc == m.tc && oc.same_account(&charge) => {
+                        n += 1;
+                        run_bytes += o.len as u64;
+                        run_charged += oc.bytes() as u64;
+                        j += 1;
                     }
+                    _ => break,
                 }
             }
+            push_edge(shared, ring, shared.mmu.release_run(charge, run_charged), now, c);
+            pc.queue_tx_packets[m.queue as usize & 7].add(n);
+            pc.queue_tx_bytes[m.queue as usize & 7].add(run_bytes);
+            c.ports[m.in_port as usize].tc_tx[m.tc as usize & 7].add(n);
+            self.lat.record_n(m.tc, now.saturating_sub(m.tsc), n);
+            data += n;
+            bytes += run_bytes;
+            i = j;
         }
-        if sent > 0 {
+        if sent > 0 && !self.pending.is_empty() {
             self.meta.copy_within(sent..sent + self.pending.len(), 0);
         }
         pc.tx_packets.add(data);
@@ -238,15 +304,13 @@ impl TxPort {
             return heads_mask;
         }
         let state = wd.state();
-        let eg = &shared.egress[self.port];
         for prio in 0..8u8 {
             if drop & (1 << prio) == 0 {
                 continue;
             }
             let q = self.priority_queue[prio as usize] as usize & 7;
             let mut n = 0u64;
-            let head = self.heads[q].take();
-            for p in head.into_iter().chain(std::iter::from_fn(|| eg.tcs[q].pop())) {
+            while let Some(p) = self.tcq[q].pop_front() {
                 push_edge(shared, ring, shared.mmu.release(p.charge), now, c);
                 c.ports[p.in_port as usize].tc_dropped[p.tc as usize].inc();
                 c.ports[p.in_port as usize].drop(DropReason::PfcWatchdog);
@@ -261,7 +325,8 @@ impl TxPort {
         heads_mask
     }
 
-    /// At stop: free everything held here and release its MMU charges.
+    /// At stop (every worker has stopped enqueueing): free everything held here or on
+    /// its way here, releasing the MMU charges.
     pub fn flush(&mut self, shared: &Shared, _ring: usize, c: &LcoreCounters) {
         let pc = &c.ports[self.port];
         for (i, m) in self.pending.drain().enumerate() {
@@ -273,13 +338,24 @@ impl TxPort {
             }
             drop(m);
         }
-        for h in self.heads.iter_mut() {
-            if let Some(q) = h.take() {
-                let _ = shared.mmu.release(q.charge);
-                pc.drop(DropReason::FlushedAtStop);
-                c.ports[q.in_port as usize].tc_dropped[q.tc as usize].inc();
-            }
+        let eg = &shared.egress[self.port];
+        let queued = self.tcq.iter_mut().flat_map(|q| q.drain(..)).chain(std::iter::from_fn(|| eg.inbound.pop()));
+        for q in queued {
+            let _ = shared.mmu.release(q.charge);
+            pc.drop(DropReason::FlushedAtStop);
+            c.ports[q.in_port as usize].tc_dropped[q.tc as usize].inc();
         }
+        self.publish_depths(shared);
         self.lat.publish(&shared.ports[self.port].latency, true);
     }
+}
+
+/// A packet admitted by the MMU that will not be sent after all: give back its charge
+/// and count it where it would have been counted.
+pub(super) fn drop_admitted(shared: &Shared, ring: usize, q: Queued, why: DropReason, now: u64, c: &LcoreCounters) {
+    push_edge(shared, ring, shared.mmu.release(q.charge), now, c);
+    let out = q.charge.out_port() as usize;
+    c.ports[out].drop(why);
+    c.ports[out].queue_drops[q.queue as usize & 7].inc();
+    c.ports[q.in_port as usize].tc_dropped[q.tc as usize & 7].inc();
 }

@@ -1,6 +1,11 @@
 //! The worker lcore loop: RX burst → parse → MAC control (pause deadlines) → classify →
 //! learn/forward → MMU admit → enqueue on egress ports → serve the TX of the ports this
 //! lcore owns. Allocation-free, lock-free, no syscalls.
+//!
+//! A burst is processed as runs: consecutive packets with the same egress port and class
+//! are admitted by the MMU in prefixes ([`crate::mmu::Mmu::admit_prefix`]: as many as
+//! land in one segment without a threshold crossing; a packet that may cross one goes
+//! on its own), and counters are bumped once per burst or run, not per packet.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -14,7 +19,7 @@ use crate::pfc::PfcRx;
 use crate::wire::{self, MacControl, MIN_FRAME_LEN};
 
 use super::egress::Queued;
-use super::tx::TxPort;
+use super::tx::{drop_admitted, TxPort};
 use super::{EdgeMsg, Shared};
 
 pub struct Worker {
@@ -33,6 +38,27 @@ pub struct Worker {
     /// PFC watchdog: when PAUSE frames arrive, per port (with `pfc_rx`).
     pub wd_stamps: Vec<Option<Arc<crate::pfcwd::PfcwdRxStamps>>>,
     pub tsc_hz: u64,
+    /// Per port: index in `txs` if this lcore owns the port's TX.
+    pub local_tx: Vec<Option<usize>>,
+    /// The run being formed: same egress port and class; its mbufs and lengths.
+    pub run: Run,
+    pub run_mbufs: MbufBurst,
+    pub run_lens: Box<[u32; crate::dpdk::BURST_CAP]>,
+}
+
+/// The key and totals of the run of packets being formed.
+#[derive(Clone, Copy, Default)]
+pub struct Run {
+    out: u16,
+    class: Class,
+    lossless: bool,
+}
+
+impl Run {
+    #[inline]
+    fn same(&self, out: u16, class: Class, lossless: bool) -> bool {
+        self.out == out && self.class == class && self.lossless == lossless
+    }
 }
 
 /// Zero-pad a short frame to the Ethernet minimum, as a NIC MAC does on the wire.
@@ -67,6 +93,7 @@ fn mmu_drop_reason(r: mmu::DropReason) -> DropReason {
 
 impl Worker {
     pub fn run(mut self) {
+        // A second handle, so the loop can lend `&Shared` while `self` is borrowed mutably.
         let shared = self.shared.clone();
         let counters: &LcoreCounters = &shared.counters[self.index];
         let mut next_age = rdtsc().wrapping_add(self.fdb_age_every);
@@ -81,8 +108,8 @@ impl Worker {
                 let n = self.rxqs[r].1.rx_burst(&mut self.burst, self.burst_size);
                 if n > 0 {
                     moved += n;
-                    self.process_burst(in_port, rdtsc(), counters);
                     let now = rdtsc();
+                    self.process_burst(&shared, in_port, now, counters);
                     for t in self.txs.iter_mut() {
                         t.serve_control(&shared, self.index, now, counters);
                     }
@@ -109,36 +136,42 @@ impl Worker {
                 next_age = t1.wrapping_add(self.fdb_age_every);
             }
         }
-        // Stop: account pauses that ended; free what this lcore still holds, releasing
-        // its MMU charges.
+        // Stop: account pauses that ended. Wait until no worker enqueues any more, then
+        // free what this lcore holds or what is on its way to it, releasing the charges.
         let now = rdtsc();
         for rx in self.pfc_rx.iter_mut().flatten() {
             rx.poll(now);
+        }
+        shared.workers_stopped.fetch_add(1, Ordering::SeqCst);
+        let deadline = rdtsc().wrapping_add(self.tsc_hz.saturating_mul(5));
+        while shared.workers_stopped.load(Ordering::SeqCst) < shared.counters.len() && rdtsc() < deadline {
+            std::hint::spin_loop();
         }
         for t in &mut self.txs {
             t.flush(&shared, self.index, counters);
         }
     }
 
-    fn process_burst(&mut self, in_port: usize, now: u64, c: &LcoreCounters) {
-        let shared = &*self.shared;
+    fn process_burst(&mut self, shared: &Shared, in_port: usize, now: u64, c: &LcoreCounters) {
         let pc = &c.ports[in_port];
         let plan = &shared.ports[in_port].plan;
         let n = self.burst.len();
+        let mut rx_bytes = 0u64;
+        // Within one burst `now` is fixed: a source learned once needs no refresh, and a
+        // destination's lookup holds until the next learn changes the table.
+        let mut learned: Option<[u8; 6]> = None;
+        let mut looked_up: Option<([u8; 6], Option<u16>)> = None;
         for i in 0..n {
-            if i + 1 < n {
-                if let Some(next) = self.burst.get(i + 1) {
-                    next.prefetch_data();
-                }
+            if let Some(next) = self.burst.get(i + 2) {
+                next.prefetch_data();
             }
             let Some(mut m) = self.burst.take(i) else { continue };
-            let len = m.len();
-            pc.rx_packets.inc();
-            pc.rx_bytes.add(len as u64);
-            if len < MIN_FRAME_LEN && (!self.pad_short[in_port] || !pad(&mut m)) {
+            rx_bytes += m.len() as u64;
+            if m.len() < MIN_FRAME_LEN && (!self.pad_short[in_port] || !pad(&mut m)) {
                 pc.drop(DropReason::Runt);
                 continue;
             }
+            let len = m.len() as u32;
             let parsed = match wire::parse(m.data()) {
                 Ok(p) => p,
                 Err(_) => {
@@ -166,22 +199,55 @@ impl Worker {
                 pc.drop(DropReason::LinkLocal);
                 continue;
             }
-            self.fdb.learn(parsed.src.0, in_port as u16, now);
+            if learned != Some(parsed.src.0) {
+                self.fdb.learn(parsed.src.0, in_port as u16, now);
+                learned = Some(parsed.src.0);
+                looked_up = None;
+            }
             let class = plan.qos.classify(&parsed);
             let lossless = plan.pfc_mask & (1 << class.priority) != 0;
-            pc.tc_rx[class.tc as usize].inc();
-            let out = if parsed.dst.is_multicast() { None } else { self.fdb.lookup(parsed.dst.0, now) };
+            let out = if parsed.dst.is_multicast() {
+                None
+            } else {
+                match looked_up {
+                    Some((d, o)) if d == parsed.dst.0 => o,
+                    _ => {
+                        let o = self.fdb.lookup(parsed.dst.0, now);
+                        looked_up = Some((parsed.dst.0, o));
+                        o
+                    }
+                }
+            };
             let ip = in_port as u16;
-            match out {
+            let nports = shared.egress.len();
+            // Where the packet goes: one port (unicast, or a flood with a single other
+            // port), or a flood with copies.
+            let single = match out {
                 Some(p) if p == ip => {
+                    pc.tc_rx[class.tc as usize].inc();
                     pc.drop(DropReason::SamePort);
                     pc.tc_dropped[class.tc as usize].inc();
+                    continue;
                 }
-                Some(p) => admit_enqueue(shared, self.index, ip, p as usize, class, lossless, m, now, c),
+                Some(p) => Some(p),
+                None if nports == 2 => Some(1 - ip),
+                None => None,
+            };
+            match single {
+                Some(p) => {
+                    if self.run_mbufs.is_empty() || !self.run.same(p, class, lossless) {
+                        self.flush_run(shared, ip, now, c);
+                        self.run = Run { out: p, class, lossless };
+                    }
+                    let k = self.run_mbufs.len();
+                    self.run_lens[k] = len;
+                    let _ = self.run_mbufs.push(m);
+                }
                 None => {
+                    self.flush_run(shared, ip, now, c);
+                    pc.tc_rx[class.tc as usize].inc();
                     // Flood: the original to the last port, copies to the others; each copy
                     // is admitted by the MMU on its own.
-                    let nports = shared.egress.len();
                     let Some(last) = (0..nports).rev().find(|&p| p != in_port) else {
                         pc.drop(DropReason::SamePort);
                         pc.tc_dropped[class.tc as usize].inc();
@@ -194,64 +260,101 @@ impl Worker {
                         pc.flood_copies.inc();
                         pc.tc_copies[class.tc as usize].inc();
                         match copy_mbuf(shared, &m) {
-                            Some(copy) => admit_enqueue(shared, self.index, ip, p, class, lossless, copy, now, c),
+                            Some(copy) => self.admit_one(shared, ip, p, class, lossless, copy, now, c),
                             None => {
                                 pc.drop(DropReason::FloodNoMbuf);
                                 pc.tc_dropped[class.tc as usize].inc();
                             }
                         }
                     }
-                    admit_enqueue(shared, self.index, ip, last, class, lossless, m, now, c);
+                    self.admit_one(shared, ip, last, class, lossless, m, now, c);
                 }
             }
         }
+        self.flush_run(shared, in_port as u16, now, c);
+        pc.rx_packets.add(n as u64);
+        pc.rx_bytes.add(rx_bytes);
         self.burst.clear();
+    }
+
+    /// Admit and enqueue the run formed so far (all of it at once when the MMU allows).
+    fn flush_run(&mut self, shared: &Shared, in_port: u16, now: u64, c: &LcoreCounters) {
+        let k = self.run_mbufs.len();
+        if k == 0 {
+            return;
+        }
+        let Run { out, class, lossless } = self.run;
+        let (tc, queue) = (class.tc & 7, class.queue & 7);
+        c.ports[in_port as usize].tc_rx[tc as usize].add(k as u64);
+        let out_u = out as usize;
+        let wd_drop = shared.ports[out_u].pfcwd.as_ref().is_some_and(|wd| wd.drop_mask() & (1 << class.priority) != 0);
+        let mut i = 0;
+        while i < k {
+            let prefix = if wd_drop { None } else { shared.mmu.admit_prefix(in_port, class.pg, out, queue, &self.run_lens[i..k], lossless) };
+            match prefix {
+                Some((seg, cnt)) => {
+                    for j in i..i + cnt {
+                        let Some(m) = self.run_mbufs.take(j) else { continue };
+                        let charge = shared.mmu.bulk_charge(in_port, class.pg, out, queue, self.run_lens[j], seg);
+                        let q = Queued { m, charge, rx_tsc: now, in_port, tc, queue };
+                        enqueue(shared, &mut self.txs, &self.local_tx, self.index, q, now, c);
+                    }
+                    i += cnt;
+                }
+                None => {
+                    if let Some(m) = self.run_mbufs.take(i) {
+                        self.admit_one(shared, in_port, out_u, class, lossless, m, now, c);
+                    }
+                    i += 1;
+                }
+            }
+        }
+        self.run_mbufs.clear();
+    }
+
+    /// Admit one packet (MMU, watchdog) and enqueue it, or drop it under its reason.
+    #[allow(clippy::too_many_arguments)]
+    fn admit_one(&mut self, shared: &Shared, in_port: u16, out: usize, class: Class, lossless: bool, m: Mbuf, now: u64, c: &LcoreCounters) {
+        let len = m.len() as u32;
+        let (tc, queue) = (class.tc & 7, class.queue & 7);
+        // PFC watchdog, action drop: a stormed priority's arrivals are dropped before admission.
+        if let Some(wd) = &shared.ports[out].pfcwd {
+            if wd.drop_mask() & (1 << class.priority) != 0 {
+                wd.count_tx_dropped(class.priority, 1);
+                c.ports[in_port as usize].drop(DropReason::PfcWatchdog);
+                c.ports[in_port as usize].tc_dropped[tc as usize].inc();
+                c.ports[out].queue_drops[queue as usize].inc();
+                return;
+            }
+        }
+        match shared.mmu.admit(in_port, class.pg, out as u16, queue, len, lossless) {
+            Verdict::Drop(r) => {
+                let ic = &c.ports[in_port as usize];
+                ic.drop(mmu_drop_reason(r));
+                ic.tc_dropped[tc as usize].inc();
+                c.ports[out].queue_drops[queue as usize].inc();
+            }
+            Verdict::Admit { charge, edge } => {
+                push_edge(shared, self.index, edge, now, c);
+                let q = Queued { m, charge, rx_tsc: now, in_port, tc, queue };
+                enqueue(shared, &mut self.txs, &self.local_tx, self.index, q, now, c);
+            }
+        }
     }
 }
 
+/// Hand an admitted packet to its egress port: straight onto the TC queue when this lcore
+/// owns the port's TX, else through the port's inbound ring. A full queue drops it
+/// (after admission: the charge is given back).
 #[inline]
-#[allow(clippy::too_many_arguments)]
-fn admit_enqueue(
-    shared: &Shared,
-    ring: usize,
-    in_port: u16,
-    out: usize,
-    class: Class,
-    lossless: bool,
-    m: Mbuf,
-    now: u64,
-    c: &LcoreCounters,
-) {
-    let len = m.len() as u32;
-    let (tc, queue) = (class.tc & 7, class.queue & 7);
-    // PFC watchdog, action drop: a stormed priority's arrivals are dropped before admission.
-    if let Some(wd) = &shared.ports[out].pfcwd {
-        if wd.drop_mask() & (1 << class.priority) != 0 {
-            wd.count_tx_dropped(class.priority, 1);
-            c.ports[in_port as usize].drop(DropReason::PfcWatchdog);
-            c.ports[in_port as usize].tc_dropped[tc as usize].inc();
-            c.ports[out].queue_drops[queue as usize].inc();
-            return;
-        }
-    }
-    match shared.mmu.admit(in_port, class.pg, out as u16, queue, len, lossless) {
-        Verdict::Drop(r) => {
-            let ic = &c.ports[in_port as usize];
-            ic.drop(mmu_drop_reason(r));
-            ic.tc_dropped[tc as usize].inc();
-            c.ports[out].queue_drops[queue as usize].inc();
-        }
-        Verdict::Admit { charge, edge } => {
-            push_edge(shared, ring, edge, now, c);
-            let q = Queued { m, charge, rx_tsc: now, in_port, tc, queue };
-            if let Err(q) = shared.egress[out].tcs[queue as usize].push(q) {
-                // Dropped after admission: undo the charge.
-                push_edge(shared, ring, shared.mmu.release(q.charge), now, c);
-                c.ports[out].drop(DropReason::EgressQueueFull);
-                c.ports[out].queue_drops[queue as usize].inc();
-                c.ports[in_port as usize].tc_dropped[tc as usize].inc();
-            }
-        }
+fn enqueue(shared: &Shared, txs: &mut [TxPort], local_tx: &[Option<usize>], ring: usize, q: Queued, now: u64, c: &LcoreCounters) {
+    let out = q.charge.out_port() as usize;
+    let res = match local_tx.get(out).copied().flatten() {
+        Some(ix) => txs[ix].enqueue(q),
+        None => shared.egress[out].inbound.push(q),
+    };
+    if let Err(q) = res {
+        drop_admitted(shared, ring, q, DropReason::EgressQueueFull, now, c);
     }
 }
 

@@ -272,25 +272,23 @@ impl Mmu {
         }
     }
 
-    /// Admits a run of packets from (in_port, pg) to (out_port, queue) at once: `bytes`
-    /// is the sum of their [`Mmu::charge_bytes`], `min_bytes` the smallest of them.
-    /// Succeeds only when every packet of the run, admitted one by one, would land in the
-    /// same segment without crossing a threshold and without an edge: then the whole run
-    /// is charged with one update per counter and the segment is returned (each packet's
-    /// [`Charge`] is [`Mmu::bulk_charge`]). Otherwise nothing is charged and `None` says
-    /// "admit these one by one" — a batch never hides an Xoff crossing, an Xon check or a
-    /// drop.
+    /// Admits, at once, the longest prefix of a run of packets (lengths `lens`, all from
+    /// (in_port, pg) to (out_port, queue)) that one-by-one admission would put in the same
+    /// segment without crossing a threshold and without an edge: one update per counter
+    /// for the whole prefix. Returns the segment and the prefix length (≥ 1; each packet's
+    /// [`Charge`] is [`Mmu::bulk_charge`]), or `None` when the first packet must be
+    /// admitted on its own with [`Mmu::admit`] (it may be the Xoff point, meet an OFF PG,
+    /// be dropped...). A batch never hides an Xoff crossing, an Xon check or a drop.
     #[inline]
-    pub fn admit_bulk(
+    pub fn admit_prefix(
         &self,
         in_port: u16,
         pg: u8,
         out_port: u16,
         queue: u8,
-        bytes: u64,
-        min_bytes: u64,
+        lens: &[u32],
         lossless: bool,
-    ) -> Option<Segment> {
+    ) -> Option<(Segment, usize)> {
         let pi = self.idx(in_port, pg)?;
         let qi = self.idx(out_port, queue)?;
         let lim = self.pg_limits.get(pi)?;
@@ -302,66 +300,87 @@ impl Mmu {
                 return None;
             }
             let pool = &*self.lossless;
-            let seg = if try_add_upto(&st.private, bytes, lim.private) {
-                pool.private.fetch_add(bytes, Relaxed);
-                Segment::Private
-            } else {
-                // Some packet of the run might still fit in private: one by one.
-                if st.private.load(Relaxed) + min_bytes <= lim.private {
+            let room = lim.private.saturating_sub(st.private.load(Relaxed));
+            // Private: the packets that fit, in order (each fits after the ones before).
+            let (k, sum) = self.prefix(lens, |sum, b| sum + b <= room);
+            if k > 0 {
+                if !try_add_upto(&st.private, sum, lim.private) {
                     return None;
                 }
-                // T shrinks as the run itself fills the pool: T after the whole run is
-                // a lower bound of the T each packet sees. The last packet must end
-                // strictly below it (else it may be the Xoff point).
-                let t = lim.th.limit(
-                    self.bs_lossless
-                        .saturating_sub(pool.shared.load(Relaxed) + bytes),
-                );
-                if st.shared.load(Relaxed) + bytes >= t
-                    || !try_add_upto(&pool.shared, bytes, self.bs_lossless)
-                {
-                    return None;
-                }
-                let s = st.shared.fetch_add(bytes, Relaxed) + bytes;
-                raise(&st.shared_wm, s);
-                raise(&pool.shared_wm, pool.shared.load(Relaxed));
-                Segment::Shared
-            };
-            let tot = q.lossless.fetch_add(bytes, Relaxed) + bytes;
+                pool.private.fetch_add(sum, Relaxed);
+                let tot = q.lossless.fetch_add(sum, Relaxed) + sum;
+                raise(&q.wm, tot + q.private.load(Relaxed) + q.shared.load(Relaxed));
+                return Some((Segment::Private, k));
+            }
+            // Shared: packets that do not fit private, while the PG stays strictly below
+            // T. T shrinks as the run fills the pool: T after the prefix bounds the T each
+            // packet sees.
+            let (s0, w0) = (st.shared.load(Relaxed), pool.shared.load(Relaxed));
+            let (k, sum) = self.prefix(lens, |sum, b| {
+                b > room
+                    && w0 + sum + b <= self.bs_lossless
+                    && s0 + sum + b < lim.th.limit(self.bs_lossless - (w0 + sum + b))
+            });
+            if k == 0 || !try_add_upto(&pool.shared, sum, self.bs_lossless) {
+                return None;
+            }
+            let s = st.shared.fetch_add(sum, Relaxed) + sum;
+            raise(&st.shared_wm, s);
+            raise(&pool.shared_wm, pool.shared.load(Relaxed));
+            let tot = q.lossless.fetch_add(sum, Relaxed) + sum;
             raise(&q.wm, tot + q.private.load(Relaxed) + q.shared.load(Relaxed));
-            Some(seg)
+            Some((Segment::Shared, k))
         } else {
             let ql = self.q_limits.get(qi)?;
             let pool = &*self.lossy;
-            let seg = if try_add_upto(&q.private, bytes, ql.size) {
-                pool.private.fetch_add(bytes, Relaxed);
+            let room = ql.size.saturating_sub(q.private.load(Relaxed));
+            let (k, sum) = self.prefix(lens, |sum, b| sum + b <= room);
+            let seg = if k > 0 {
+                if !try_add_upto(&q.private, sum, ql.size) {
+                    return None;
+                }
+                pool.private.fetch_add(sum, Relaxed);
                 Segment::LossyPrivate
             } else {
-                if q.private.load(Relaxed) + min_bytes <= ql.size {
-                    return None;
-                }
                 // One by one, a packet is taken while the queue is below the T it sees;
-                // T only shrinks during the run, so the run is taken if it ends at or
-                // below T after the run (conservative).
-                let t = ql
-                    .threshold
-                    .limit(self.bs_lossy.saturating_sub(pool.shared.load(Relaxed) + bytes));
-                if q.shared.load(Relaxed) + bytes > t
-                    || !try_add_upto(&pool.shared, bytes, self.bs_lossy)
-                {
+                // conservatively, the prefix must end at or below T after it.
+                let (s0, w0) = (q.shared.load(Relaxed), pool.shared.load(Relaxed));
+                let (k2, sum2) = self.prefix(lens, |sum, b| {
+                    b > room
+                        && w0 + sum + b <= self.bs_lossy
+                        && s0 + sum + b <= ql.threshold.limit(self.bs_lossy - (w0 + sum + b))
+                });
+                if k2 == 0 || !try_add_upto(&pool.shared, sum2, self.bs_lossy) {
                     return None;
                 }
-                q.shared.fetch_add(bytes, Relaxed);
+                q.shared.fetch_add(sum2, Relaxed);
                 raise(&pool.shared_wm, pool.shared.load(Relaxed));
-                Segment::LossyShared
+                let tot = q.lossless.load(Relaxed) + q.private.load(Relaxed) + q.shared.load(Relaxed);
+                raise(&q.wm, tot);
+                return Some((Segment::LossyShared, k2));
             };
             let tot = q.lossless.load(Relaxed) + q.private.load(Relaxed) + q.shared.load(Relaxed);
             raise(&q.wm, tot);
-            Some(seg)
+            Some((seg, k))
         }
     }
 
-    /// The charge of one packet of `len` bytes of a run admitted by [`Mmu::admit_bulk`].
+    /// The longest prefix of `lens` whose packets each satisfy `ok(sum before, charge)`:
+    /// (count, Σ charges).
+    #[inline]
+    fn prefix(&self, lens: &[u32], ok: impl Fn(u64, u64) -> bool) -> (usize, u64) {
+        let mut sum = 0u64;
+        for (i, &l) in lens.iter().enumerate() {
+            let b = self.charge_bytes(l);
+            if !ok(sum, b) {
+                return (i, sum);
+            }
+            sum += b;
+        }
+        (lens.len(), sum)
+    }
+
+    /// The charge of one packet of `len` bytes of a prefix admitted by [`Mmu::admit_prefix`].
     #[inline]
     pub fn bulk_charge(
         &self,
