@@ -107,6 +107,18 @@ impl TxPort {
         Ok(())
     }
 
+    /// Free places on TC queue `queue`.
+    #[inline]
+    pub fn room(&self, queue: u8) -> usize {
+        self.cap - self.tcq[queue as usize & 7].len()
+    }
+
+    /// Append packets of one TC queue; the caller checked [`TxPort::room`].
+    #[inline]
+    pub fn enqueue_all(&mut self, queue: u8, packets: impl Iterator<Item = Queued>) {
+        self.tcq[queue as usize & 7].extend(packets);
+    }
+
     /// Move what other lcores sent to this port onto the TC queues.
     fn take_inbound(&mut self, shared: &Shared, ring: usize, now: u64, c: &LcoreCounters) {
         let eg = &shared.egress[self.port];

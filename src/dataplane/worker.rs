@@ -293,11 +293,19 @@ impl Worker {
             let prefix = if wd_drop { None } else { shared.mmu.admit_prefix(in_port, class.pg, out, queue, &self.run_lens[i..k], lossless) };
             match prefix {
                 Some((seg, cnt)) => {
-                    for j in i..i + cnt {
-                        let Some(m) = self.run_mbufs.take(j) else { continue };
-                        let charge = shared.mmu.bulk_charge(in_port, class.pg, out, queue, self.run_lens[j], seg);
-                        let q = Queued { m, charge, rx_tsc: now, in_port, tc, queue };
-                        enqueue(shared, &mut self.txs, &self.local_tx, self.index, q, now, c);
+                    let (mmu, lens, mbufs) = (&shared.mmu, &self.run_lens, &mut self.run_mbufs);
+                    let mut packets = (i..i + cnt).filter_map(|j| {
+                        let charge = mmu.bulk_charge(in_port, class.pg, out, queue, lens[j], seg);
+                        mbufs.take(j).map(|m| Queued { m, charge, rx_tsc: now, in_port, tc, queue })
+                    });
+                    match self.local_tx[out_u] {
+                        // Our own port with room for all: straight onto its TC queue.
+                        Some(ix) if self.txs[ix].room(queue) >= cnt => self.txs[ix].enqueue_all(queue, &mut packets),
+                        _ => {
+                            for q in packets {
+                                enqueue(shared, &mut self.txs, &self.local_tx, self.index, q, now, c);
+                            }
+                        }
                     }
                     i += cnt;
                 }
@@ -346,7 +354,7 @@ impl Worker {
 /// Hand an admitted packet to its egress port: straight onto the TC queue when this lcore
 /// owns the port's TX, else through the port's inbound ring. A full queue drops it
 /// (after admission: the charge is given back).
-#[inline]
+#[inline(always)]
 fn enqueue(shared: &Shared, txs: &mut [TxPort], local_tx: &[Option<usize>], ring: usize, q: Queued, now: u64, c: &LcoreCounters) {
     let out = q.charge.out_port() as usize;
     let res = match local_tx.get(out).copied().flatten() {
