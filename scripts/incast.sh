@@ -42,6 +42,7 @@
 #                       PCP-3 frames in the capture out.pcap)
 #   lossless_drops      TC-3 frames lost anywhere: downstream per-TC drops + upstream per-TC
 #                       drops (with PFC off the downstream drops them as an ordinary class)
+#                       + NIC loss (imissed + rx_nombuf) on ports that carry a lossless class
 #   lossy_sent/drops    the same for TC 1 (0 unless --b-pcp 1)
 #   pause_frames_tx     PFC PAUSE frames (incl. refreshes) the downstream sent to the upstream
 #   resume_frames_tx    PFC RESUME frames (quanta 0) it sent
@@ -305,11 +306,13 @@ while off + 16 <= len(b):
     cap[pcp] = cap.get(pcp, 0) + 1
 LL, LY = 3, 1
 up_drops = lambda t: sum(tc(p, t, "dropped") for p in up["ports"])
+# Frames the NICs lost before either switch classified them, on ports with PFC enabled.
+nic_loss = sum(p["lossless_nic_loss"] for j in (up, down) for p in j["ports"])
 res = {
     "pfc": pfc,
     "lossless_sent": tc(d_in, LL, "rx"),
     "lossless_delivered": tc(d_in, LL, "tx"),
-    "lossless_drops": tc(d_in, LL, "dropped") + up_drops(LL),
+    "lossless_drops": tc(d_in, LL, "dropped") + up_drops(LL) + nic_loss,
     "lossy_sent": tc(d_in, LY, "rx"),
     "lossy_drops": tc(d_in, LY, "dropped") + up_drops(LY),
     "pause_frames_tx": sum(d_in["pfc"]["tx_pause"]),
@@ -344,7 +347,7 @@ for label, t in (("lossless (PCP 3, TC 3)", LL), ("lossy (PCP 1, TC 1)", LY)):
     print(crow.format(label, s, d, x, f"{100 * x / s:.2f}" if s else "-"))
 el = down["elapsed_s"]
 print(f"\nbottleneck delivered {d_out['tx_bytes'] * 8 / 1e6:.2f} Mbit; upstream paused on PFC 3 for "
-      f"{u_link['pfc']['rx_pause_duration_us'][3] / 1e3:.0f} ms in total; PFC reaction (Xoff -> PAUSE on the wire) "
+      f"{u_link['pfc']['rx_pause_duration_us'][3] / 1e3:.0f} ms in total; PFC reaction (Xoff crossing -> PAUSE handed to tx_burst) "
       + (f"p50 {down['pfc_reaction']['p50_ns'] / 1e6:.2f} ms, max {down['pfc_reaction']['max_ns'] / 1e6:.2f} ms" if down["pfc_reaction"]["count"] else "n/a"))
 for w in warn:
     print(f"WARNING: {w}")

@@ -5,12 +5,16 @@
     scripts/plot_timeline.py --demo [OUT.png] [--csv DEMO.csv]
     scripts/plot_timeline.py --gen-demo-csv DEMO.csv
 
-One pair of panels per lossless (port, PG), sharing the time axis:
-  * top: the PG's buffer use, stacked: shared bytes (bottom, compared with the dashed
-    Dynamic Threshold T), headroom bytes above it, private bytes on top; the top of the
-    stack is the occupancy. Intervals where the PG is asserted OFF (PAUSE sent) are shaded
-    red; PFC frames sent (PAUSE, refresh, RESUME) are the small triangles at the top.
-  * bottom: the depth of that port's egress queue for the PG's TC, in packets.
+The CSV has two kinds of rows (column `series`): `pg` rows per lossless ingress
+(port, PG) and `queue` rows per egress (port, queue) depth. Panels share the time axis:
+  * one per lossless (port, PG) that saw traffic (idle ones are left out): the PG's
+    buffer use, stacked: shared bytes (bottom, compared with the dashed Dynamic
+    Threshold T), headroom bytes above it, private bytes on top; the top of the stack is
+    the occupancy. Intervals where the PG is asserted OFF (PAUSE sent) are shaded red;
+    PFC frames sent (PAUSE, refresh, RESUME) are the small triangles at the top.
+  * at the bottom: the depth in packets of every egress (port, queue) that held packets
+    (an incast builds at the egress port, not at the paused ingress PG's port), with
+    the intervals where any PG shown is OFF shaded.
 
 --demo writes a synthetic incast (two senders into one 100G port: shared occupancy ramps,
 crosses T, PAUSE, headroom absorbs the in-flight bytes, drain, RESUME) and plots it.
@@ -23,9 +27,11 @@ import os
 import sys
 
 HEADER = [
-    "t_us", "port", "pg", "occupancy_bytes", "shared_bytes", "headroom_bytes", "off",
-    "threshold_bytes", "queue_depth_pkts", "pfc_tx_frames",
+    "t_us", "port", "series", "index", "occupancy_bytes", "shared_bytes", "headroom_bytes",
+    "off", "threshold_bytes", "pfc_tx_frames", "depth_pkts",
 ]
+PG_COLS = HEADER[4:10]
+QUEUE_COLS = HEADER[10:]
 PROG = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "plot_timeline.py"
 
 
@@ -52,8 +58,18 @@ def _import_matplotlib():
     return plt, mtransforms
 
 
+def _numbers(path, line, cells):
+    try:
+        nums = [float(x) for x in cells]
+    except ValueError as e:
+        raise InputError(f"{path}: line {line}: {e}")
+    if not all(math.isfinite(v) for v in nums):
+        raise InputError(f"{path}: line {line}: non-finite number")
+    return nums
+
+
 def read_timeline(path):
-    """{(port, pg): {column: [values]}} in file order of first appearance."""
+    """{("pg" | "queue", port, index): {column: [values]}}, each sorted by time."""
     try:
         f = open(path, newline="")
     except OSError as e:
@@ -72,18 +88,17 @@ def read_timeline(path):
                 continue
             if len(row) != len(HEADER):
                 raise InputError(f"{path}: line {line}: {len(row)} fields, expected {len(HEADER)}")
-            try:
-                t = float(row[0])
-                port = row[1].strip()
-                pg = int(row[2])
-                nums = [float(x) for x in row[3:]]
-            except ValueError as e:
-                raise InputError(f"{path}: line {line}: {e}")
-            if not port or not all(math.isfinite(v) for v in [t] + nums):
-                raise InputError(f"{path}: line {line}: empty port or non-finite number")
-            s = series.setdefault((port, pg), {k: [] for k in HEADER[3:] + ["t_us"]})
+            port, kind = row[1].strip(), row[2].strip()
+            if not port:
+                raise InputError(f"{path}: line {line}: empty port")
+            cols = {"pg": PG_COLS, "queue": QUEUE_COLS}.get(kind)
+            if cols is None:
+                raise InputError(f"{path}: line {line}: series {kind!r} is neither 'pg' nor 'queue'")
+            t, index = _numbers(path, line, row[0:1] + row[3:4])
+            nums = _numbers(path, line, [row[HEADER.index(c)] for c in cols])
+            s = series.setdefault((kind, port, int(index)), {k: [] for k in cols + ["t_us"]})
             s["t_us"].append(t)
-            for k, v in zip(HEADER[3:], nums):
+            for k, v in zip(cols, nums):
                 s[k].append(v)
     if not series:
         raise InputError(f"{path}: empty CSV: header only, no samples")
@@ -116,44 +131,52 @@ def _byte_unit(peak):
     return 1, "B"
 
 
+def _active(s):
+    return any(s["occupancy_bytes"]) or any(s["off"]) or (s["pfc_tx_frames"] and s["pfc_tx_frames"][-1] > s["pfc_tx_frames"][0])
+
+
+def _shade_off(axis, t, offs, mtransforms):
+    """OFF shading as one artist per panel (a long run has thousands of intervals)."""
+    tr = mtransforms.blended_transform_factory(axis.transData, axis.transAxes)
+    axis.fill_between(t, 0, 1, where=offs, step="post", transform=tr, color="#d62728", alpha=0.15, lw=0)
+
+
 def plot(series, out_png, title=None):
     plt, mtransforms = _import_matplotlib()
-    keys = sorted(series, key=lambda k: (k[0], k[1]))
+    pgs = {k[1:]: s for k, s in series.items() if k[0] == "pg"}
+    queues = {k[1:]: s for k, s in series.items() if k[0] == "queue"}
+    shown = {k: s for k, s in pgs.items() if _active(s)} or pgs
+    keys = sorted(shown, key=lambda k: (k[0], k[1]))
     tmax = max(max(s["t_us"]) for s in series.values())
     tmin = min(min(s["t_us"]) for s in series.values())
     tdiv, tunit = (1000.0, "ms") if tmax - tmin >= 10_000 else (1.0, "µs")
     if tmax - tmin >= 10_000_000:
         tdiv, tunit = 1e6, "s"
-    peak = max(max(max(s["occupancy_bytes"]), max(s["threshold_bytes"]),
-                   max(a + b for a, b in zip(s["shared_bytes"], s["headroom_bytes"])))
-               for s in series.values())
+    peak = max([max(max(s["occupancy_bytes"]), max(s["threshold_bytes"]),
+                    max(a + b for a, b in zip(s["shared_bytes"], s["headroom_bytes"])))
+                for s in shown.values()] or [1])
     bdiv, bunit = _byte_unit(peak)
 
     n = len(keys)
-    fig = plt.figure(figsize=(12, 1.2 + 3.6 * n), constrained_layout=True)
-    gs = fig.add_gridspec(2 * n, 1, height_ratios=[3, 1] * n)
+    fig = plt.figure(figsize=(11, 1.4 + 2.6 * n + 1.8), constrained_layout=True)
+    gs = fig.add_gridspec(n + 1, 1, height_ratios=[3] * n + [2])
     first_ax = None
+    mk_any = None
     for i, key in enumerate(keys):
-        s = series[key]
+        s = shown[key]
         t = [x / tdiv for x in s["t_us"]]
         occ = s["occupancy_bytes"]
         sh = s["shared_bytes"]
         hr = s["headroom_bytes"]
         priv = [max(o - a - b, 0.0) for o, a, b in zip(occ, sh, hr)]
-        ax = fig.add_subplot(gs[2 * i], sharex=first_ax)
+        ax = fig.add_subplot(gs[i], sharex=first_ax)
         first_ax = first_ax or ax
-        qa = fig.add_subplot(gs[2 * i + 1], sharex=first_ax)
-
-        # OFF shading as one artist per panel (a long run has thousands of intervals).
-        offs = [v != 0 for v in s["off"]]
-        for axis in (ax, qa):
-            tr = mtransforms.blended_transform_factory(axis.transData, axis.transAxes)
-            axis.fill_between(t, 0, 1, where=offs, step="post", transform=tr,
-                              color="#d62728", alpha=0.15, lw=0)
+        _shade_off(ax, t, [v != 0 for v in s["off"]], mtransforms)
         ax.stackplot(t, [v / bdiv for v in sh], [v / bdiv for v in hr], [v / bdiv for v in priv],
                      labels=["shared", "headroom", "private"],
                      colors=["#1f77b4", "#ff7f0e", "#bbbbbb"], step=None, alpha=0.85)
         mk = "o" if len(t) < 3 else None  # a line needs two points: mark lone samples
+        mk_any = mk_any or mk
         ax.plot(t, [v / bdiv for v in occ], color="black", lw=0.8, marker=mk, label="occupancy")
         ax.plot(t, [v / bdiv for v in s["threshold_bytes"]], color="#2ca02c", ls="--", lw=1.6,
                 marker=mk, label="DT threshold T")
@@ -168,12 +191,12 @@ def plot(series, out_png, title=None):
         ax.set_ylabel(f"buffer ({bunit})")
         pauses = len(_off_intervals(t, s["off"]))
         frames = int(f[-1] - f[0]) if f else 0
-        ax.set_title(f"{key[0]}  PG {key[1]}   —   {pauses} pause interval(s), "
+        ax.set_title(f"ingress {key[0]}  PG {key[1]}   —   {pauses} pause interval(s), "
                      f"{frames} PFC frame(s) sent, peak {max(occ) / bdiv:.1f} {bunit}",
                      loc="left", fontsize=10)
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelbottom=False)
-        # Legend once (same artists in every pair), plus the shading.
+        # Legend once (same artists in every panel), plus the shading.
         if i == 0:
             from matplotlib.patches import Patch
             h, lab = ax.get_legend_handles_labels()
@@ -181,20 +204,40 @@ def plot(series, out_png, title=None):
             lab.append("PG OFF (PAUSE asserted)")
             ax.legend(h, lab, loc="upper right", fontsize=8, ncol=2, framealpha=0.9)
 
-        qa.step(t, s["queue_depth_pkts"], where="post", color="#9467bd", lw=1.2, marker=mk)
-        qa.fill_between(t, s["queue_depth_pkts"], step="post", color="#9467bd", alpha=0.2)
-        qa.set_ylabel("egress queue\n(pkts)", fontsize=9)
-        qa.set_ylim(bottom=0, top=max(max(s["queue_depth_pkts"]) * 1.15, 1))
-        qa.grid(True, alpha=0.3)
-        if i < n - 1:
-            qa.tick_params(labelbottom=False)
-        else:
-            qa.set_xlabel(f"time ({tunit})")
+    qa = fig.add_subplot(gs[n], sharex=first_ax)
+    # Shade where any PG shown is OFF (the PG series are sampled together).
+    if keys:
+        base = shown[keys[0]]
+        same = [s for s in shown.values() if s["t_us"] == base["t_us"]]
+        offs = [any(s["off"][j] for s in same) for j in range(len(base["t_us"]))]
+        _shade_off(qa, [x / tdiv for x in base["t_us"]], offs, mtransforms)
+    qpeak = 1
+    colors = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
+    for j, key in enumerate(sorted(queues, key=lambda k: (k[0], k[1]))):
+        s = queues[key]
+        # A queue is written while it holds packets (and once when it empties): before
+        # its first row it was empty.
+        t = [tmin] + s["t_us"] if s["t_us"][0] > tmin else list(s["t_us"])
+        d = [0.0] + s["depth_pkts"] if len(t) > len(s["depth_pkts"]) else list(s["depth_pkts"])
+        t = [x / tdiv for x in t]
+        c = colors[j % len(colors)]
+        qa.step(t, d, where="post", color=c, lw=1.2, label=f"{key[0]} queue {key[1]} (peak {int(max(d))})")
+        qa.fill_between(t, d, step="post", color=c, alpha=0.15)
+        qpeak = max(qpeak, max(d))
+    if queues:
+        qa.legend(loc="upper right", fontsize=8, framealpha=0.9)
+    else:
+        qa.text(0.5, 0.5, "no egress queue held packets", transform=qa.transAxes, ha="center", va="center", color="#777777")
+    qa.set_title("egress queue depth", loc="left", fontsize=10)
+    qa.set_ylabel("packets", fontsize=9)
+    qa.set_ylim(bottom=0, top=qpeak * 1.15)
+    qa.grid(True, alpha=0.3)
+    qa.set_xlabel(f"time ({tunit})")
     if tmax == tmin:  # a single sample time: give the axis some width
-        first_ax.set_xlim(tmin / tdiv - 1, tmax / tdiv + 1)
-    fig.suptitle(title or "pfcswitch timeline: lossless PG buffer, PFC pauses and egress queue",
+        qa.set_xlim(tmin / tdiv - 1, tmax / tdiv + 1)
+    fig.suptitle(title or "pfcswitch timeline: lossless PG buffer, PFC pauses and egress queues",
                  fontsize=12)
-    fig.savefig(out_png, dpi=110)
+    fig.savefig(out_png, dpi=90)
     plt.close(fig)
 
 
@@ -257,11 +300,12 @@ def demo_rows():
         if int(t) % 5 == 0:
             for p in ingress:
                 _, shared, headroom = split(p, T)
-                rows.append([int(t), p, 3, int(q[p]), int(shared), int(headroom), int(off[p]),
-                             int(T), 0, frames[p]])
+                rows.append([int(t), p, "pg", 3, int(q[p]), int(shared), int(headroom), int(off[p]),
+                             int(T), frames[p], ""])
             # The incast victim: Ethernet8's egress queue for TC 3 (1500-byte frames); its
             # own ingress PG 3 is idle.
-            rows.append([int(t), "Ethernet8", 3, 0, 0, 0, 0, int(T), int(egress_q_bytes / 1500), 0])
+            rows.append([int(t), "Ethernet8", "pg", 3, 0, 0, 0, 0, int(T), 0, ""])
+            rows.append([int(t), "Ethernet8", "queue", 3, "", "", "", "", "", "", int(egress_q_bytes / 1500)])
         t += dt
     return rows
 
@@ -316,7 +360,8 @@ def main(argv):
             return 2
         series = read_timeline(args[0])
         plot(series, args[1], title)
-        print(f"{PROG}: {len(series)} (port, PG) series, wrote {args[1]}")
+        n_pg = sum(1 for k in series if k[0] == "pg")
+        print(f"{PROG}: {n_pg} (port, PG) and {len(series) - n_pg} (port, queue) series, wrote {args[1]}")
         return 0
     except InputError as e:
         sys.stderr.write(f"{PROG}: {e}\n")

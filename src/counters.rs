@@ -73,7 +73,9 @@ impl DropReason {
         }
     }
 
-    /// Drops of the lossless class are bugs in sizing and are reported loudly.
+    /// Drops that are always a loss of the lossless class (a sizing bug, reported
+    /// loudly). `EgressQueueFull` is one too when the packet's TC is lossless; the
+    /// per-PG counters tell (see [`PortTotals::lossless_drops`]).
     pub fn is_lossless_loss(self) -> bool {
         matches!(self, DropReason::LosslessHeadroomFull)
     }
@@ -130,6 +132,10 @@ pub struct PortCounters {
     pub tc_copies: [Counter; 8],
     pub tc_tx: [Counter; 8],
     pub tc_dropped: [Counter; 8],
+    /// Per PG (this port as ingress): packets of a lossless class the switch dropped —
+    /// the MMU found the PG full up to its headroom, or (counted by the lcore that drops
+    /// it) the egress queue of a lossless TC was full.
+    pub pg_lossless_drops: [Counter; 8],
 }
 
 impl PortCounters {
@@ -229,11 +235,19 @@ pub struct PortTotals {
     pub tc_copies: [u64; 8],
     pub tc_tx: [u64; 8],
     pub tc_dropped: [u64; 8],
+    pub pg_lossless_drops: [u64; 8],
 }
 
 impl PortTotals {
     pub fn drops_total(&self) -> u64 {
         self.drops.iter().sum()
+    }
+    /// Lossless-class packets dropped by the switch on this ingress port. The per-PG
+    /// counters hold the MMU's headroom-full drops plus lossless egress-queue overflows;
+    /// `lossless_headroom_full` is also counted by reason, so the two agree unless a
+    /// lossless queue overflowed, and the larger one is the loss.
+    pub fn lossless_drops(&self) -> u64 {
+        self.drop_count(DropReason::LosslessHeadroomFull).max(self.pg_lossless_drops.iter().sum())
     }
     pub fn drop_count(&self, r: DropReason) -> u64 {
         self.drops[r as usize]
@@ -269,6 +283,7 @@ impl Totals {
                     o.tc_copies[q] += c.tc_copies[q].get();
                     o.tc_tx[q] += c.tc_tx[q].get();
                     o.tc_dropped[q] += c.tc_dropped[q].get();
+                    o.pg_lossless_drops[q] += c.pg_lossless_drops[q].get();
                 }
             }
         }
@@ -302,6 +317,22 @@ mod tests {
         assert_eq!(t.ports[1].drop_count(DropReason::Runt), 1);
         assert_eq!(t.entered(), 7);
         assert_eq!(t.left(), 8);
+    }
+
+    #[test]
+    fn lossless_drops_per_pg_aggregate() {
+        let a = LcoreCounters::new(1);
+        let b = LcoreCounters::new(1);
+        // Two headroom-full drops (counted by reason and per PG) on PG 3.
+        a.ports[0].drop_n(DropReason::LosslessHeadroomFull, 2);
+        a.ports[0].pg_lossless_drops[3].add(2);
+        let t = Totals::collect([&*a, &*b], 1);
+        assert_eq!(t.ports[0].pg_lossless_drops[3], 2);
+        assert_eq!(t.ports[0].lossless_drops(), 2, "one loss, counted twice, reported once");
+        // Plus a lossless egress queue overflow on PG 4 (per PG only).
+        b.ports[0].pg_lossless_drops[4].inc();
+        let t = Totals::collect([&*a, &*b], 1);
+        assert_eq!(t.ports[0].lossless_drops(), 3);
     }
 
     #[test]

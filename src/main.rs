@@ -49,7 +49,7 @@ enum Cmd {
     },
     /// Show live state of a running switch (SONiC-style tables, or --json), read over DPDK
     /// telemetry: pfc counters | queue counters | priority-group watermark shared|headroom |
-    /// buffer pool | pfcwd stats | latency | counters
+    /// buffer pool | pfcwd stats | latency | counters | conservation
     Show {
         /// EAL file prefix of the instance (default: the only pfcswitch instance running)
         #[arg(long)]
@@ -92,7 +92,7 @@ fn load(path: &std::path::Path) -> Result<(pfcswitch::config::Config, pfcswitch:
         eprintln!("{e}");
         ExitCode::from(2)
     })?;
-    let plan = pfcswitch::plan::plan(&cfg, pfcswitch::headroom::DEFAULT_SW_RESPONSE_NS).map_err(|e| {
+    let plan = pfcswitch::plan::plan(&cfg, cfg.switch.sw_response_ns).map_err(|e| {
         eprintln!("{e}");
         ExitCode::from(2)
     })?;
@@ -201,8 +201,14 @@ fn main() -> ExitCode {
             for (port, tc, i, o) in report.tc_mismatches() {
                 eprintln!("pfcswitch: CONSERVATION MISMATCH on {port} TC{tc}: {i} in (rx + copies) vs {o} out (tx + dropped)");
             }
-            if report.lossless_drops() > 0 {
-                eprintln!("pfcswitch: LOSSLESS DROPS: {} packets of a lossless class were dropped (headroom too small?)", report.lossless_drops());
+            let ll = report.lossless_loss();
+            if ll.total() > 0 {
+                eprintln!(
+                    "pfcswitch: LOSSLESS DROPS: {} packets of a lossless class were lost: {} dropped by the switch (headroom or lossless queue too small?), {} by the NIC (imissed + rx_nombuf: RX ring or mempool too small?)",
+                    ll.total(),
+                    ll.switch,
+                    ll.nic
+                );
             }
             if report.mbufs_in_use_after_stop != 0 {
                 eprintln!("pfcswitch: MBUF LEAK: {} of {} mbufs not returned to the pool", report.mbufs_in_use_after_stop, report.mbufs_total);
@@ -266,6 +272,7 @@ fn print_summary(r: &dataplane::RunReport) {
             }
         }
     }
+    print!("{}", r.latency_table());
     if let Some((n, p50, p99, max)) = r.pfc_reaction_ns() {
         println!("PFC reaction (Xoff crossing -> PAUSE handed to tx_burst): n={n} p50={p50}ns p99={p99}ns max={max}ns");
     }
@@ -297,7 +304,7 @@ fn find_socket(prefix: Option<String>) -> Result<PathBuf, String> {
 }
 
 fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> ExitCode {
-    use pfcswitch::show::{render, subtract, View};
+    use pfcswitch::show::{self, render, Instance, Snapshot, View};
     let view = match View::parse(what) {
         Ok(v) => v,
         Err(e) => {
@@ -305,6 +312,10 @@ fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> Exi
             return ExitCode::from(2);
         }
     };
+    if clear && !view.clearable() {
+        eprintln!("pfcswitch: {} shows gauges and watermarks, nothing to clear", what.join(" "));
+        return ExitCode::from(2);
+    }
     let sock = match find_socket(prefix) {
         Ok(s) => s,
         Err(e) => {
@@ -312,31 +323,29 @@ fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> Exi
             return ExitCode::FAILURE;
         }
     };
-    let cur = match pfcswitch::dpdk::telemetry::query(&sock, view.command()) {
-        Ok(v) => v,
+    // One port per command: DPDK 22.11 truncates replies above 16 KB.
+    let fetched = pfcswitch::dpdk::telemetry::Client::connect(&sock)
+        .map_err(|e| e.to_string())
+        .and_then(|mut c| show::fetch(view, &mut |cmd| c.query(cmd)).map(|r| (c.pid, r)).map_err(|e| e.to_string()));
+    let (pid, reading) = match fetched {
+        Ok(x) => x,
         Err(e) => {
             eprintln!("pfcswitch: {e}");
             return ExitCode::FAILURE;
         }
     };
+    let instance = Instance { pid, start_time_ns: reading.start_time_ns };
     let tag = sock.parent().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let snap_path = std::env::temp_dir().join(format!("pfcswitch-clear-{tag}{}.json", view.command().replace('/', "_")));
+    let snap_path = show::snapshot_path(&std::env::temp_dir(), &tag, view);
     if clear {
-        if !view.clearable() {
-            eprintln!("pfcswitch: {} shows gauges and watermarks, nothing to clear", what.join(" "));
-            return ExitCode::from(2);
-        }
-        if let Err(e) = std::fs::write(&snap_path, cur.to_string()) {
+        if let Err(e) = show::write_snapshot(&snap_path, &Snapshot { instance, data: reading.value }) {
             eprintln!("pfcswitch: cannot write {}: {e}", snap_path.display());
             return ExitCode::FAILURE;
         }
         println!("Cleared {} (snapshot {})", what.join(" "), snap_path.display());
         return ExitCode::SUCCESS;
     }
-    let shown = match std::fs::read_to_string(&snap_path).ok().and_then(|t| serde_json::from_str(&t).ok()) {
-        Some(snap) if view.clearable() => subtract(&cur, &snap),
-        _ => cur,
-    };
+    let shown = show::since_clear(view, reading.value, show::read_snapshot(&snap_path).as_ref(), &instance);
     if json {
         println!("{}", serde_json::to_string_pretty(&shown).expect("json"));
     } else {

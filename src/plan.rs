@@ -51,7 +51,8 @@ pub struct PlanError {
 }
 
 /// Build the plan. `sw_response_ns` is this switch's own PFC reaction delay for the
-/// headroom calculator (see [`headroom::DEFAULT_SW_RESPONSE_NS`]).
+/// headroom calculator: normally `cfg.switch.sw_response_ns` (`[switch] sw_response`,
+/// default [`headroom::DEFAULT_SW_RESPONSE_NS`]).
 pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
     let err = |field: String, msg: String| PlanError { file: cfg.origin.clone(), field, msg };
     let b = &cfg.buffer;
@@ -211,6 +212,18 @@ mtu = 1500
         // Longer cable and faster link need more headroom.
         assert!(p.ports[0].headroom[3] > p.ports[1].headroom[3]);
         assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn configured_sw_response_feeds_the_headroom() {
+        let c = cfg("[switch]\nsw_response = \"20us\"\n");
+        assert_eq!(c.switch.sw_response_ns, 20_000);
+        let p = plan(&c, c.switch.sw_response_ns).unwrap();
+        let d = plan(&cfg(""), crate::headroom::DEFAULT_SW_RESPONSE_NS).unwrap();
+        let term = |p: &Plan| p.ports[0].headroom_calc.terms.iter().find(|t| t.0 == "sw_response").unwrap().1;
+        // 20 µs at 100G = 250 000 B, twice the default's 125 000 B.
+        assert_eq!((term(&p), term(&d)), (250_000, 125_000));
+        assert_eq!(p.ports[0].headroom[3], d.ports[0].headroom[3] + 125_000);
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! `pfcswitch show ...` / `clear ...`: SONiC-style tables from a running instance's
-//! telemetry (the same `/pfcswitch/...` commands `dpdk-telemetry.py` reads). Pure
-//! formatting over JSON; the socket is in `dpdk::telemetry`.
+//! telemetry (the same `/pfcswitch/...` commands `dpdk-telemetry.py` reads). Pure logic
+//! over JSON: what to ask ([`fetch`], given a function that sends one command), `clear`
+//! snapshots, and formatting; the socket is in `dpdk::telemetry`.
+
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
@@ -15,7 +18,11 @@ pub enum View {
     PfcwdStats,
     Latency,
     PortCounters,
+    Conservation,
 }
+
+/// The command listing the port names (and this instance's start time).
+pub const PORTS_COMMAND: &str = "/pfcswitch/ports";
 
 impl View {
     /// Parse the words after `show`/`clear` (SONiC spelling).
@@ -30,9 +37,10 @@ impl View {
             ["pfcwd", "stats"] => View::PfcwdStats,
             ["latency"] => View::Latency,
             ["counters"] | ["interfaces", "counters"] => View::PortCounters,
+            ["conservation"] => View::Conservation,
             _ => {
                 return Err(format!(
-                    "unknown view '{}': expected one of: pfc counters | queue counters | priority-group watermark shared|headroom | buffer pool | pfcwd stats | latency | counters",
+                    "unknown view '{}': expected one of: pfc counters | queue counters | priority-group watermark shared|headroom | buffer pool | pfcwd stats | latency | counters | conservation",
                     words.join(" ")
                 ))
             }
@@ -48,21 +56,132 @@ impl View {
             View::PfcwdStats => "/pfcswitch/pfcwd",
             View::Latency => "/pfcswitch/latency",
             View::PortCounters => "/pfcswitch/port_counters",
+            View::Conservation => "/pfcswitch/conservation",
         }
     }
 
-    /// Counters (cleared by snapshot) as opposed to gauges and watermarks.
+    /// Whether the command answers per port (and takes a port name).
+    pub fn per_port(self) -> bool {
+        self != View::BufferPool
+    }
+
+    /// Counters (cleared by snapshot) as opposed to gauges and watermarks. Conservation
+    /// is a balance with a gauge (in flight) in it: a difference of two would not balance.
     pub fn clearable(self) -> bool {
         matches!(self, View::PfcCounters | View::QueueCounters | View::PfcwdStats | View::PortCounters)
     }
 }
 
-/// `cur − snapshot` for every numeric leaf (counters only go up; a restart shows raw).
+/// Reading a view from the switch failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ShowError {
+    #[error("{0}")]
+    Query(String),
+    /// The switch answered with an error object.
+    #[error("{cmd}: {msg}")]
+    Switch { cmd: String, msg: String },
+    #[error("{cmd}: unexpected reply {reply} (is the switch the same pfcswitch version?)")]
+    Unexpected { cmd: String, reply: String },
+}
+
+/// A view as read from the switch, and when that switch started.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    pub value: Value,
+    pub start_time_ns: u64,
+}
+
+/// Read `view` through `query` (sends one telemetry command, returns the reply's data):
+/// the port names first, then each port on its own, merged. One port per reply keeps
+/// every reply under DPDK's 16 KB limit, so the result is complete for any number of ports.
+pub fn fetch<E: std::fmt::Display>(view: View, query: &mut dyn FnMut(&str) -> Result<Value, E>) -> Result<Reading, ShowError> {
+    let mut ask = |cmd: &str| -> Result<Map<String, Value>, ShowError> {
+        match query(cmd).map_err(|e| ShowError::Query(e.to_string()))? {
+            Value::Object(m) => match m.get("error") {
+                Some(e) => Err(ShowError::Switch { cmd: cmd.to_string(), msg: e.as_str().map_or_else(|| e.to_string(), String::from) }),
+                None => Ok(m),
+            },
+            other => Err(ShowError::Unexpected { cmd: cmd.to_string(), reply: other.to_string() }),
+        }
+    };
+    let ports = ask(PORTS_COMMAND)?;
+    let names: Vec<String> = match ports.get("ports") {
+        Some(Value::Array(a)) => a.iter().filter_map(|n| n.as_str().map(String::from)).collect(),
+        _ => return Err(ShowError::Unexpected { cmd: PORTS_COMMAND.to_string(), reply: Value::Object(ports).to_string() }),
+    };
+    let start_time_ns = ports.get("start_time_ns").and_then(Value::as_u64).unwrap_or(0);
+    let value = if view.per_port() {
+        let mut all = Map::new();
+        for n in &names {
+            all.extend(ask(&format!("{},{n}", view.command()))?);
+        }
+        all
+    } else {
+        ask(view.command())?
+    };
+    Ok(Reading { value: Value::Object(value), start_time_ns })
+}
+
+/// Which switch a reading came from: the pid (from the telemetry greeting) and the start
+/// time. A `clear` snapshot applies only to the instance it was taken of; a switch
+/// restarted under the same file prefix starts from zero and must show its raw counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Instance {
+    pub pid: u64,
+    pub start_time_ns: u64,
+}
+
+/// What `clear` stores.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Snapshot {
+    pub instance: Instance,
+    pub data: Value,
+}
+
+/// Where `clear` keeps the snapshot of `view` for the instance with file prefix `tag`.
+pub fn snapshot_path(dir: &Path, tag: &str, view: View) -> PathBuf {
+    dir.join(format!("pfcswitch-clear-{tag}{}.json", view.command().replace('/', "_")))
+}
+
+pub fn write_snapshot(path: &Path, s: &Snapshot) -> std::io::Result<()> {
+    std::fs::write(path, serde_json::to_string(s).map_err(std::io::Error::other)?)
+}
+
+/// The snapshot at `path`, if there is a readable one (an older format counts as none).
+pub fn read_snapshot(path: &Path) -> Option<Snapshot> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// What `show` displays: the reading less the snapshot, when the view is clearable and
+/// the snapshot was taken of this same instance.
+pub fn since_clear(view: View, cur: Value, snap: Option<&Snapshot>, now: &Instance) -> Value {
+    match snap {
+        Some(s) if view.clearable() && s.instance == *now => subtract(&cur, &s.data),
+        _ => cur,
+    }
+}
+
+/// Keys that are gauges or watermarks (or not counts at all): `clear` leaves them alone.
+fn is_gauge(key: &str) -> bool {
+    const SUFFIXES: [&str; 10] = ["_depth", "occupancy", "_watermark", "_off", "threshold", "_in_flight", "size", "_used", "_ns", "_status"];
+    SUFFIXES.iter().any(|s| key.ends_with(s))
+}
+
+/// `cur − snapshot` for every counter leaf; gauges as they are now (counters only go up;
+/// a counter below its snapshot shows raw).
 pub fn subtract(cur: &Value, snap: &Value) -> Value {
     match (cur, snap) {
-        (Value::Object(c), Value::Object(s)) => {
-            Value::Object(c.iter().map(|(k, v)| (k.clone(), s.get(k).map_or(v.clone(), |sv| subtract(v, sv)))).collect())
-        }
+        (Value::Object(c), Value::Object(s)) => Value::Object(
+            c.iter()
+                .map(|(k, v)| {
+                    let d = match s.get(k) {
+                        Some(sv) if !is_gauge(k) => subtract(v, sv),
+                        _ => v.clone(),
+                    };
+                    (k.clone(), d)
+                })
+                .collect(),
+        ),
         (Value::Number(c), Value::Number(s)) => match (c.as_u64(), s.as_u64()) {
             (Some(a), Some(b)) if a >= b => (a - b).into(),
             _ => cur.clone(),
@@ -203,25 +322,8 @@ pub fn render(view: View, v: &Value) -> String {
             }
             table(&h, &rows)
         }
-        View::PfcwdStats => {
-            let h: Vec<String> = ["Queue", "Status", "Storm detected/restored", "Tx OK/drop", "Rx OK/drop"].iter().map(|s| s.to_string()).collect();
-            let mut rows = Vec::new();
-            for (p, o) in &ps {
-                for prio in 0..8 {
-                    if !o.contains_key(&format!("prio{prio}_status")) {
-                        continue;
-                    }
-                    rows.push(vec![
-                        format!("{p}:{prio}"),
-                        get(o, &format!("prio{prio}_status")),
-                        format!("{}/{}", get(o, &format!("prio{prio}_storms_detected")), get(o, &format!("prio{prio}_storms_restored"))),
-                        format!("{}/{}", get(o, &format!("prio{prio}_tx_ok")), get(o, &format!("prio{prio}_tx_dropped"))),
-                        format!("{}/{}", get(o, &format!("prio{prio}_rx_ok")), get(o, &format!("prio{prio}_rx_dropped"))),
-                    ]);
-                }
-            }
-            table(&h, &rows)
-        }
+        View::PfcwdStats => render_pfcwd(&ps),
+        View::Conservation => render_conservation(&ps),
         View::PortCounters => {
             let h: Vec<String> = ["Iface", "RX_OK", "RX_BYTES", "TX_OK", "TX_BYTES", "DROPS", "IMISSED", "RX_NOMBUF"].iter().map(|s| s.to_string()).collect();
             let rows: Vec<Vec<String>> = ps
@@ -234,6 +336,73 @@ pub fn render(view: View, v: &Value) -> String {
             table(&h, &rows)
         }
     }
+}
+
+fn render_pfcwd(ps: &[(String, Map<String, Value>)]) -> String {
+    // Without [pfcwd] every port says "watchdog": "off"; an empty table would look like
+    // a watchdog with nothing to report.
+    if !ps.is_empty() && ps.iter().all(|(_, o)| o.get("watchdog").and_then(Value::as_str) == Some("off")) {
+        return "PFC watchdog is off (no [pfcwd] section in the configuration)\n".to_string();
+    }
+    let h: Vec<String> = ["Queue", "Status", "Storm detected/restored", "Tx OK/drop", "Rx OK/drop"].iter().map(|s| s.to_string()).collect();
+    let mut rows = Vec::new();
+    for (p, o) in ps {
+        for prio in 0..8 {
+            if !o.contains_key(&format!("prio{prio}_status")) {
+                continue;
+            }
+            rows.push(vec![
+                format!("{p}:{prio}"),
+                get(o, &format!("prio{prio}_status")),
+                format!("{}/{}", get(o, &format!("prio{prio}_storms_detected")), get(o, &format!("prio{prio}_storms_restored"))),
+                format!("{}/{}", get(o, &format!("prio{prio}_tx_ok")), get(o, &format!("prio{prio}_tx_dropped"))),
+                format!("{}/{}", get(o, &format!("prio{prio}_rx_ok")), get(o, &format!("prio{prio}_rx_dropped"))),
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        return "PFC watchdog is on, but no port has a lossless priority to watch\n".to_string();
+    }
+    table(&h, &rows)
+}
+
+/// Per (ingress port, TC) with traffic: the balance; then the drops by reason per port
+/// (as counted: MMU refusals on the ingress port, queue overflows and packets flushed at
+/// stop on the egress port).
+fn render_conservation(ps: &[(String, Map<String, Value>)]) -> String {
+    let n = |o: &Map<String, Value>, k: String| o.get(&k).and_then(Value::as_u64).unwrap_or(0);
+    let h: Vec<String> = ["Port", "TC", "RX", "Flood copies", "TX", "Dropped", "In flight", "Balance"].iter().map(|s| s.to_string()).collect();
+    let mut rows = Vec::new();
+    for (p, o) in ps {
+        for tc in 0..8 {
+            let (rx, cp, tx, dr, fl) = (
+                n(o, format!("TC{tc}_rx")),
+                n(o, format!("TC{tc}_flood_copies")),
+                n(o, format!("TC{tc}_tx")),
+                n(o, format!("TC{tc}_dropped")),
+                n(o, format!("TC{tc}_in_flight")),
+            );
+            if rx + cp + tx + dr + fl == 0 {
+                continue;
+            }
+            let ok = if rx + cp == tx + dr + fl { "ok" } else { "MISMATCH" };
+            rows.push(vec![p.clone(), tc.to_string(), rx.to_string(), cp.to_string(), tx.to_string(), dr.to_string(), fl.to_string(), ok.to_string()]);
+        }
+    }
+    let mut s = format!("Per ingress port and TC: RX + flood copies = TX + dropped + in flight\n{}", table(&h, &rows));
+    let mut drops = Vec::new();
+    for (p, o) in ps {
+        let mut reasons: Vec<(&String, u64)> = o.iter().filter(|(k, _)| k.starts_with("drop_")).filter_map(|(k, v)| Some((k, v.as_u64()?))).filter(|(_, v)| *v > 0).collect();
+        reasons.sort();
+        for (k, v) in reasons {
+            drops.push(vec![p.clone(), k.trim_start_matches("drop_").to_string(), v.to_string()]);
+        }
+    }
+    if !drops.is_empty() {
+        let h: Vec<String> = ["Port", "Drop reason", "Packets"].iter().map(|s| s.to_string()).collect();
+        s.push_str(&format!("\nDrops by reason (per port as counted)\n{}", table(&h, &drops)));
+    }
+    s
 }
 
 #[cfg(test)]
@@ -266,10 +435,85 @@ mod tests {
     }
 
     #[test]
+    fn clear_keeps_gauges() {
+        let cur = json!({"Ethernet0": {"UC3_packets": 10, "UC3_depth": 4, "PG3_occupancy": 900, "PG3_shared_watermark": 800, "PG3_off": 1}});
+        let snap = json!({"Ethernet0": {"UC3_packets": 7, "UC3_depth": 3, "PG3_occupancy": 100, "PG3_shared_watermark": 500, "PG3_off": 1}});
+        assert_eq!(
+            subtract(&cur, &snap),
+            json!({"Ethernet0": {"UC3_packets": 3, "UC3_depth": 4, "PG3_occupancy": 900, "PG3_shared_watermark": 800, "PG3_off": 1}})
+        );
+    }
+
+    #[test]
+    fn snapshot_of_another_instance_is_ignored() {
+        let a = Instance { pid: 42, start_time_ns: 1 };
+        let restarted = Instance { pid: 42, start_time_ns: 2 };
+        let snap = Snapshot { instance: a, data: json!({"Ethernet0": {"rx_pfc3": 7}}) };
+        let cur = json!({"Ethernet0": {"rx_pfc3": 10}});
+        assert_eq!(since_clear(View::PfcCounters, cur.clone(), Some(&snap), &a), json!({"Ethernet0": {"rx_pfc3": 3}}));
+        assert_eq!(since_clear(View::PfcCounters, cur.clone(), Some(&snap), &restarted), cur, "same pid, restarted");
+        assert_eq!(since_clear(View::PfcCounters, cur.clone(), Some(&snap), &Instance { pid: 43, start_time_ns: 1 }), cur);
+        // Round trip through the file, and a file in the old format (bare data) is no snapshot.
+        let dir = std::env::temp_dir().join(format!("pfcsw-show-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = snapshot_path(&dir, "pfx", View::PfcCounters);
+        write_snapshot(&p, &snap).unwrap();
+        assert_eq!(read_snapshot(&p), Some(snap));
+        std::fs::write(&p, json!({"Ethernet0": {"rx_pfc3": 7}}).to_string()).unwrap();
+        assert_eq!(read_snapshot(&p), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A fake switch: per-port replies only, the whole reply refused like a big switch's.
+    fn fake(cmd: &str) -> Result<Value, String> {
+        let names: Vec<String> = (0..16).map(|i| format!("Ethernet{}", 4 * i)).collect();
+        match cmd.split_once(',') {
+            None if cmd == PORTS_COMMAND => Ok(json!({"ports": names, "start_time_ns": 5})),
+            None if cmd == "/pfcswitch/buffer_pool" => Ok(json!({"ingress_lossless_pool": {"size": 1}})),
+            None => Ok(json!({"error": "too large: ask one port at a time"})),
+            Some((c, p)) if c == "/pfcswitch/pfc_counters" && names.iter().any(|n| n == p) => Ok(json!({ p: {"rx_pfc3": 1} })),
+            Some(_) => Ok(json!({"error": "unknown port"})),
+        }
+    }
+
+    #[test]
+    fn fetch_merges_one_port_at_a_time() {
+        let r = fetch(View::PfcCounters, &mut fake).unwrap();
+        assert_eq!(r.start_time_ns, 5);
+        assert_eq!(r.value.as_object().unwrap().len(), 16);
+        assert_eq!(r.value["Ethernet60"]["rx_pfc3"], 1);
+        let t = render(View::PfcCounters, &r.value);
+        assert!(t.contains("Ethernet0 ") && t.contains("Ethernet60 "), "{t}");
+        assert!(fetch(View::BufferPool, &mut fake).unwrap().value["ingress_lossless_pool"].is_object());
+        // An error object from the switch is an error, not an empty table.
+        match fetch(View::QueueCounters, &mut fake) {
+            Err(ShowError::Switch { cmd, msg }) => assert!(cmd.starts_with("/pfcswitch/queue_counters,") && msg.contains("unknown"), "{cmd} {msg}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn pfcwd_off_says_so() {
+        let v = json!({"Ethernet0": {"watchdog": "off"}, "Ethernet4": {"watchdog": "off"}});
+        assert!(render(View::PfcwdStats, &v).contains("PFC watchdog is off"));
+        let on = json!({"Ethernet0": {"watchdog": "on", "prio3_status": "operational", "prio3_storms_detected": 0}});
+        assert!(render(View::PfcwdStats, &on).contains("Ethernet0:3"));
+    }
+
+    #[test]
+    fn conservation_table() {
+        let v = json!({"Ethernet0": {"TC3_rx": 10, "TC3_flood_copies": 2, "TC3_tx": 8, "TC3_dropped": 1, "TC3_in_flight": 3, "drop_lossy_threshold": 1, "drop_runt": 0}});
+        let t = render(View::Conservation, &v);
+        assert!(t.contains("In flight") && t.contains(" ok"), "{t}");
+        assert!(t.contains("lossy_threshold") && !t.contains("runt"), "{t}");
+    }
+
+    #[test]
     fn parse_views() {
         let w = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
         assert_eq!(View::parse(&w("pfc counters")).unwrap(), View::PfcCounters);
         assert_eq!(View::parse(&w("priority-group watermark headroom")).unwrap(), View::PgWatermarkHeadroom);
+        assert_eq!(View::parse(&w("conservation")).unwrap(), View::Conservation);
         assert!(View::parse(&w("bogus")).is_err());
     }
 }

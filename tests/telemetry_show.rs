@@ -2,6 +2,7 @@
 //! `dpdk-telemetry.py` (`/pfcswitch/pfc_counters`) return the same numbers, and every
 //! `show` table renders. The counters are made non-zero and then stable: the peer's PFC
 //! frames arrive once (net_pcap), and the switch's own PAUSE has a 33 s refresh at 1 Mb/s.
+//! A `clear` snapshot does not apply to a switch restarted under the same file prefix.
 
 mod common;
 use common::*;
@@ -53,24 +54,7 @@ total_size = "200KiB"
     let cfg_path = d.join("t.toml");
     std::fs::write(&cfg_path, cfg).unwrap();
     let json = d.join("stats.json");
-    let mut child = Command::new(BIN)
-        .args(["run", "--config", cfg_path.to_str().unwrap(), "--duration", "20", "--stats-json", json.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            if line.contains("forwarding:") {
-                let _ = tx.send(());
-            }
-        }
-    });
-    assert!(rx.recv_timeout(Duration::from_secs(30)).is_ok(), "switch did not start");
-    std::thread::sleep(Duration::from_millis(1500));
+    let mut child = start(&cfg_path, &json);
 
     let sh = |args: &[&str]| {
         let mut a = vec!["show", "--prefix", prefix.as_str()];
@@ -111,12 +95,32 @@ total_size = "200KiB"
     assert!(bp.contains("ingress_lossless_pool") && bp.contains("Threshold"), "{bp}");
     assert!(sh(&["latency"]).contains("p99"));
     assert!(sh(&["counters"]).contains("RX_OK"));
+    assert!(sh(&["pfcwd", "stats"]).contains("PFC watchdog is off"), "no [pfcwd]: say so, not an empty table");
+    let cons: serde_json::Value = serde_json::from_str(&sh(&["--json", "conservation"])).unwrap();
+    let c3 = &cons["Ethernet0"];
+    assert_eq!(c3["TC3_rx"], 60, "{c3}");
+    // Ethernet4 sends nothing: what the MMU did not refuse (the pcap peer ignores PAUSE
+    // and overruns the headroom) is still buffered.
+    assert!(c3["TC3_dropped"].as_u64().unwrap() < 60, "{c3}");
+    assert_eq!(c3["TC3_dropped"], c3["drop_lossless_headroom_full"], "{c3}");
+    assert_eq!(c3["TC3_in_flight"].as_u64().unwrap() + c3["TC3_dropped"].as_u64().unwrap(), 60, "{c3}");
+    assert!(sh(&["conservation"]).contains("In flight"));
+    let pgw: serde_json::Value = serde_json::from_str(&sh(&["--json", "priority-group", "watermark", "shared"])).unwrap();
+    assert!(c3["drop_lossless_headroom_full"].as_u64().unwrap() > 0, "{c3}");
+    assert_eq!(pgw["Ethernet0"]["PG3_lossless_drops"], c3["drop_lossless_headroom_full"], "{}", pgw["Ethernet0"]);
+    // One port by name, through DPDK's own client.
+    let one = dpdk_telemetry(&prefix, "/pfcswitch/pfc_counters,Ethernet4");
+    assert_eq!(one["/pfcswitch/pfc_counters"], serde_json::json!({"Ethernet4": ours["Ethernet4"]}));
 
     // clear: show starts from zero, the live counters do not.
     let out = Command::new(BIN).args(["clear", "--prefix", &prefix, "pfc", "counters"]).output().unwrap();
     assert!(out.status.success(), "{}", show(&out));
     let after: serde_json::Value = serde_json::from_str(&sh(&["--json", "pfc", "counters"])).unwrap();
     assert_eq!(after["Ethernet0"]["rx_pfc4"], 0);
+    let out = Command::new(BIN).args(["clear", "--prefix", &prefix, "queue", "counters"]).output().unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    let q: serde_json::Value = serde_json::from_str(&sh(&["--json", "queue", "counters"])).unwrap();
+    assert!(q["Ethernet4"]["UC3_depth"].as_u64().unwrap() > 0, "a gauge is not cleared: {}", q["Ethernet4"]);
 
     let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
     let status = child.wait().unwrap();
@@ -124,4 +128,51 @@ total_size = "200KiB"
     let j = read_json(&json);
     assert_eq!(port(&j, "Ethernet0")["pfc"]["rx_pause"][4], 2, "live counters are not cleared");
     assert_conserved(&j);
+
+    // Restarted under the same prefix: the counters start from zero again, and the old
+    // instance's snapshot must not be subtracted from them.
+    let mut child = start(&cfg_path, &json);
+    let again: serde_json::Value = serde_json::from_str(&sh(&["--json", "pfc", "counters"])).unwrap();
+    assert_eq!(again["Ethernet0"]["rx_pfc4"], 2, "the old snapshot was applied to a new instance: {}", again["Ethernet0"]);
+    let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    assert!(child.wait().unwrap().success());
+}
+
+/// Start the switch and wait until it forwards and has read its pcap input.
+fn start(cfg: &std::path::Path, json: &std::path::Path) -> std::process::Child {
+    let mut child = Command::new(BIN)
+        .args(["run", "--config", cfg.to_str().unwrap(), "--duration", "20", "--stats-json", json.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("forwarding:") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    assert!(rx.recv_timeout(Duration::from_secs(30)).is_ok(), "switch did not start");
+    std::thread::sleep(Duration::from_millis(1500));
+    child
+}
+
+/// The reply of `dpdk-telemetry.py -f prefix` to one command.
+fn dpdk_telemetry(prefix: &str, cmd: &str) -> serde_json::Value {
+    let mut py = Command::new("dpdk-telemetry.py")
+        .args(["-f", prefix])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dpdk-telemetry.py (Debian package dpdk)");
+    writeln!(py.stdin.take().unwrap(), "{cmd}").unwrap();
+    let out = py.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().map(|l| l.trim_start_matches("--> ")).find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON from dpdk-telemetry.py: {text}"));
+    serde_json::from_str(line).unwrap()
 }

@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
             for w in &cfg.warnings {
                 assert!(!w.contains('\n'), "multi-line warning: {w:?}");
             }
-            match pfcswitch::plan::plan(&cfg, 10_000) {
+            match pfcswitch::plan::plan(&cfg, cfg.switch.sw_response_ns) {
                 Ok(p) => {
                     for w in &p.warnings {
                         assert!(!w.contains('\n'), "multi-line plan warning: {w:?}");

@@ -28,6 +28,11 @@
 //! rx_ring_size = 1024           # RX descriptors per queue, power of two, 32..=32768
 //! tx_ring_size = 1024           # TX descriptors (one TX queue per port), same range
 //! mbuf_count = 0                # 0 = computed (below); else explicit
+//! sw_response = "10us"          # this switch's PFC reaction delay (Xoff crossing → PFC
+//!                               # frame handed to tx_burst), the software-response term
+//!                               # of the headroom calculator; a duration with a unit
+//!                               # ("10us", "2.5µs", "800ns", "1ms"), 0..=1s. Measure it
+//!                               # with the `pfc_reaction` p99 of the stats JSON.
 //!
 //! [[port]]                      # at least one; [[port]] index i = position in the file
 //! name = "Ethernet0"            # required, unique, no whitespace, ':' or '|'
@@ -133,11 +138,13 @@
 //! Relative file names in devargs (`rx_pcap=in0.pcap`) are relative to the current
 //! directory of the pfcswitch process, as DPDK opens them.
 
+mod duration;
 mod error;
 mod raw;
 mod resolve;
 mod types;
 
+pub use duration::{parse_duration_ns, DurationError};
 pub use error::ConfigError;
 pub use resolve::{defaults, parse_bdf, parse_devargs, parse_lcore_set, parse_mac, VDEV_PREFIXES};
 pub use types::*;

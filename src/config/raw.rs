@@ -108,6 +108,7 @@ pub(crate) struct RawSwitch {
     pub rx_ring_size: Option<i64>,
     pub tx_ring_size: Option<i64>,
     pub mbuf_count: Option<i64>,
+    pub sw_response: Option<Human>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -1,5 +1,6 @@
 //! Validation and resolution: raw TOML → [`Config`]. Every error names its field.
 
+use super::duration::parse_duration_ns;
 use super::error::{join, FResult, FieldError};
 use super::raw::*;
 use super::types::*;
@@ -278,6 +279,10 @@ fn resolve_switch(sw: &RawSwitch) -> FResult<SwitchConfig> {
     if let Some(v) = sw.mbuf_count {
         in_range(v, 0, u32::MAX as i64, "switch.mbuf_count")?;
     }
+    let sw_response_ns = match &sw.sw_response {
+        Some(h) => parse_duration_ns(&h.text()).map_err(|e| FieldError::new("switch.sw_response", e.to_string()))?,
+        None => crate::headroom::DEFAULT_SW_RESPONSE_NS,
+    };
     Ok(SwitchConfig {
         fdb_aging_time,
         fdb_size,
@@ -286,6 +291,7 @@ fn resolve_switch(sw: &RawSwitch) -> FResult<SwitchConfig> {
         tx_ring_size,
         mbuf_count: 0,
         mbuf_count_computed: true,
+        sw_response_ns,
     })
 }
 

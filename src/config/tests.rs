@@ -574,3 +574,28 @@ fn buffer_errors() {
         "out of range",
     );
 }
+
+#[test]
+fn sw_response_default_explicit_and_refused() {
+    let c = from_str(MIN, "t.toml").unwrap();
+    assert_eq!(c.switch.sw_response_ns, crate::headroom::DEFAULT_SW_RESPONSE_NS);
+    let c = from_str(&format!("{MIN}\n[switch]\nsw_response = \"3.5us\"\n"), "t.toml").unwrap();
+    assert_eq!(c.switch.sw_response_ns, 3_500);
+    let c = from_str(&format!("{MIN}\n[switch]\nsw_response = \"800ns\"\n"), "t.toml").unwrap();
+    assert_eq!(c.switch.sw_response_ns, 800);
+    assert_err(
+        &format!("{MIN}\n[switch]\nsw_response = 10\n"),
+        "switch.sw_response",
+        "has no unit",
+    );
+    assert_err(
+        &format!("{MIN}\n[switch]\nsw_response = \"fast\"\n"),
+        "switch.sw_response",
+        "not a number",
+    );
+    assert_err(
+        &format!("{MIN}\n[switch]\nsw_response = \"5s\"\n"),
+        "switch.sw_response",
+        "out of range",
+    );
+}

@@ -56,6 +56,10 @@ pub struct SwitchConfig {
     pub mbuf_count: u32,
     /// True when `mbuf_count` was computed from the buffer and ring configuration.
     pub mbuf_count_computed: bool,
+    /// This switch's PFC reaction delay in ns, the software-response term of the
+    /// headroom calculator (`[switch] sw_response`, default
+    /// [`crate::headroom::DEFAULT_SW_RESPONSE_NS`]).
+    pub sw_response_ns: u64,
 }
 
 /// QoS trust mode of a port.

@@ -164,6 +164,7 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
             Port::configure(id, ps.nb_rx, 1, spec.rx_ring_size, spec.tx_ring_size, pool.clone(), mtu).map_err(perr)?;
         match port.flow_ctrl_off() {
             dpdk::FlowCtrlOutcome::Disabled => log::info!("port {}: NIC flow control off, MAC control frames to host", ps.name),
+            dpdk::FlowCtrlOutcome::DisabledNoForward => log::warn!("port {}: NIC flow control off without MAC-control forwarding (see above)", ps.name),
             dpdk::FlowCtrlOutcome::NotSupported => log::debug!("port {}: PMD {} has no flow control to turn off", ps.name, port.driver()),
             dpdk::FlowCtrlOutcome::Failed(e) => {
                 log::warn!("port {}: PMD {} refused to turn NIC flow control off ({e}); PFC frames may be consumed or answered by the NIC", ps.name, port.driver())

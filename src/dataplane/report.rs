@@ -31,6 +31,57 @@ pub struct PortReport {
     pub pfcwd: Value,
     /// Per lossless PG: (pg, shared watermark, headroom watermark, headroom size).
     pub pg_watermarks: Vec<(u8, u64, u64, u64)>,
+    /// RX → tx_burst latency of the packets this port sent, per TC with samples.
+    pub latency: Vec<TcLatency>,
+}
+
+/// Latency of one (egress port, TC), in ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcLatency {
+    pub tc: u8,
+    pub count: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+impl TcLatency {
+    fn to_json(self) -> Value {
+        json!({"count": self.count, "p50_ns": self.p50_ns, "p99_ns": self.p99_ns, "p999_ns": self.p999_ns, "max_ns": self.max_ns})
+    }
+}
+
+/// Packets of a lossless class lost, by where.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LosslessLoss {
+    /// Dropped by the switch: the MMU's headroom was full, or a lossless egress queue.
+    pub switch: u64,
+    /// Lost by the NIC before the switch saw them (`imissed` + `rx_nombuf`) on ports that
+    /// carry a lossless class.
+    pub nic: u64,
+}
+
+impl LosslessLoss {
+    pub fn total(&self) -> u64 {
+        self.switch + self.nic
+    }
+}
+
+impl PortReport {
+    /// RX ring overflow and an empty mempool on a port with PFC enabled lose the
+    /// lossless class before the MMU sees it.
+    pub fn lossless_nic_loss(&self) -> u64 {
+        if self.pfc_enable != 0 {
+            self.pmd.imissed + self.pmd.rx_nombuf
+        } else {
+            0
+        }
+    }
+
+    pub fn lossless_loss(&self) -> LosslessLoss {
+        LosslessLoss { switch: self.totals.lossless_drops(), nic: self.lossless_nic_loss() }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -87,8 +138,34 @@ impl RunReport {
         Some((v.len(), to_ns(p50), to_ns(p99), to_ns(max)))
     }
 
+    pub fn lossless_loss(&self) -> LosslessLoss {
+        self.ports.iter().map(|p| p.lossless_loss()).fold(LosslessLoss::default(), |a, b| LosslessLoss { switch: a.switch + b.switch, nic: a.nic + b.nic })
+    }
+
+    /// Packets of a lossless class lost anywhere (switch drops and NIC loss).
     pub fn lossless_drops(&self) -> u64 {
-        self.ports.iter().map(|p| p.totals.drop_count(DropReason::LosslessHeadroomFull)).sum()
+        self.lossless_loss().total()
+    }
+
+    /// `{"<port>": {"<tc>": {"count", "p50_ns", "p99_ns", "p999_ns", "max_ns"}}}`.
+    pub fn latency_json(&self) -> Value {
+        let per_port = |p: &PortReport| Value::Object(p.latency.iter().map(|l| (l.tc.to_string(), l.to_json())).collect());
+        Value::Object(self.ports.iter().map(|p| (p.name.clone(), per_port(p))).collect())
+    }
+
+    /// The latency table of the stop summary (empty when nothing was sent).
+    pub fn latency_table(&self) -> String {
+        let us = |ns: u64| format!("{:.2}", ns as f64 / 1000.0);
+        let mut s = String::new();
+        for p in &self.ports {
+            for l in &p.latency {
+                if s.is_empty() {
+                    s.push_str(&format!("{:<12} {:>3} {:>12} {:>10} {:>10} {:>10} {:>10}\n", "Port", "TC", "Packets", "p50(us)", "p99(us)", "p99.9(us)", "max(us)"));
+                }
+                s.push_str(&format!("{:<12} {:>3} {:>12} {:>10} {:>10} {:>10} {:>10}\n", p.name, l.tc, l.count, us(l.p50_ns), us(l.p99_ns), us(l.p999_ns), us(l.max_ns)));
+            }
+        }
+        s
     }
 
     /// The counters JSON of `run --stats-json`.
@@ -113,11 +190,13 @@ impl RunReport {
                     "control_tx": p.totals.control_tx,
                     "drops": drops,
                     "drops_total": p.totals.drops_total(),
-                    "lossless_drops": p.totals.drop_count(DropReason::LosslessHeadroomFull),
+                    // Lossless-class packets lost: dropped by the switch (headroom full, lossless
+                    // egress queue full; per PG in pg_lossless_drops) or by the NIC on a port
+                    // that carries a lossless class (lossless_nic_loss: imissed + rx_nombuf).
+                    "lossless_drops": p.lossless_loss().total(),
+                    "pg_lossless_drops": p.totals.pg_lossless_drops,
                     "pmd": p.pmd,
-                    // imissed / rx_nombuf on a port that carries a lossless class are loss of
-                    // that class the MMU never saw.
-                    "lossless_nic_loss": if p.pfc_enable != 0 { p.pmd.imissed + p.pmd.rx_nombuf } else { 0 },
+                    "lossless_nic_loss": p.lossless_nic_loss(),
                     "pfc_enable": (0..8).filter(|i| p.pfc_enable & (1 << i) != 0).collect::<Vec<u8>>(),
                     "pfc": {
                         "tx_pause": arr(&|s| s.tx_pause),
@@ -157,6 +236,7 @@ impl RunReport {
             },
             "mbufs": {"total": self.mbufs_total, "in_use_after_stop": self.mbufs_in_use_after_stop},
             "pfc_reaction": reaction,
+            "latency": self.latency_json(),
             "buffer_pool": self.pool,
             "edge_overflow": self.edge_overflow,
             "control_frame_failures": self.ctl_failures,
@@ -208,6 +288,12 @@ pub(super) fn build(
                 Value::Object(o)
             },
             pg_watermarks,
+            latency: rt
+                .latency
+                .summary()
+                .into_iter()
+                .map(|(tc, count, p50_ns, p99_ns, p999_ns, max_ns)| TcLatency { tc, count, p50_ns, p99_ns, p999_ns, max_ns })
+                .collect(),
         });
     }
     let ps = shared.mmu.pool_stats();

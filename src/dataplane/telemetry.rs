@@ -1,8 +1,14 @@
 //! The `/pfcswitch/...` DPDK telemetry commands: read-only views of the live counters,
 //! watermarks and histograms, safe to run on DPDK's telemetry thread (they read atomics
 //! and the latency histograms' mutexes, never the fast path's own state).
+//!
+//! DPDK 22.11 sends at most 16 KB per reply and silently leaves out what does not fit,
+//! which a dozen ports of PFC counters already exceed. So every per-port command takes an
+//! optional port name (`/pfcswitch/pfc_counters,Ethernet0`) and answers for that port
+//! only; `/pfcswitch/ports` lists the names; and a reply that would not fit whole is
+//! replaced by an error object saying how to ask, never sent truncated.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{json, Map, Value};
 
@@ -21,68 +27,108 @@ pub struct Views {
     pub tsc_hz: u64,
 }
 
+/// One port's object in a per-port reply.
+type PortView = fn(&Views, &Totals, usize) -> Map<String, Value>;
+
+/// When this instance registered its commands (ns since the Unix epoch): with the pid, it
+/// tells `show` a restarted switch from the one a `clear` snapshot was taken of.
+fn start_time_ns() -> u64 {
+    static START: OnceLock<u64> = OnceLock::new();
+    *START.get_or_init(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64))
+}
+
+fn error(msg: String) -> Value {
+    json!({ "error": msg })
+}
+
+/// Short: DPDK cuts string values at 127 bytes (`RTE_TEL_MAX_STRING_LEN`).
+fn too_large(cmd: &str, e: &telemetry::ReplyTooLarge) -> String {
+    let what = match e {
+        telemetry::ReplyTooLarge::Bytes { len } => format!("{len} B > {} B", telemetry::MAX_REPLY_LEN),
+        telemetry::ReplyTooLarge::Entries { entries } => format!("{entries} > {} entries", telemetry::MAX_DICT_ENTRIES),
+    };
+    format!("reply too large ({what}): ask {cmd},<port> (names: /pfcswitch/ports)")
+}
+
 impl Views {
     fn totals(&self) -> Totals {
         Totals::collect(self.shared.counters.iter().map(|c| &**c), self.shared.ports.len())
     }
 
-    pub fn pfc_counters(&self) -> Value {
-        let mut m = Map::new();
-        for (i, p) in self.shared.ports.iter().enumerate() {
-            let s = PfcPrioStats::snapshot(&self.pfc_tx[i], &p.pfc_rx_counters, self.tsc_hz);
-            let mut o = Map::new();
-            for (n, x) in s.iter().enumerate() {
-                o.insert(format!("rx_pfc{n}"), x.rx_pkts().into());
-            }
-            for (n, x) in s.iter().enumerate() {
-                o.insert(format!("tx_pfc{n}"), x.tx_pkts().into());
-            }
-            for (n, x) in s.iter().enumerate() {
-                o.insert(format!("rx_pause{n}"), x.rx_pause.into());
-                o.insert(format!("rx_resume{n}"), x.rx_resume.into());
-                o.insert(format!("tx_pause{n}"), x.tx_pause.into());
-                o.insert(format!("tx_resume{n}"), x.tx_resume.into());
-                o.insert(format!("rx_pause_duration_us{n}"), x.rx_pause_duration_us.into());
-                o.insert(format!("tx_pause_duration_us{n}"), x.tx_pause_duration_us.into());
-                o.insert(format!("tx_on2off{n}"), x.tx_on2off.into());
-            }
-            m.insert(p.name.clone(), Value::Object(o));
+    /// The ports a parameter selects: every port when empty, else the one it names.
+    fn select(&self, params: &str) -> Result<Vec<usize>, String> {
+        let name = params.trim();
+        if name.is_empty() {
+            return Ok((0..self.shared.ports.len()).collect());
         }
-        Value::Object(m)
+        match self.shared.ports.iter().position(|p| p.name == name) {
+            Some(i) => Ok(vec![i]),
+            None => Err(format!("unknown port '{}' (names: /pfcswitch/ports)", name.chars().take(64).collect::<String>())),
+        }
     }
 
-    pub fn queue_counters(&self) -> Value {
+    /// `{"<port>": {...}}` for the selected ports.
+    fn per_port(&self, ports: &[usize], f: PortView) -> Value {
         let t = self.totals();
-        let mut m = Map::new();
-        for (i, p) in self.shared.ports.iter().enumerate() {
-            let pt = &t.ports[i];
-            let mut o = Map::new();
-            for q in 0..8 {
-                o.insert(format!("UC{q}_packets"), pt.queue_tx_packets[q].into());
-                o.insert(format!("UC{q}_bytes"), pt.queue_tx_bytes[q].into());
-                o.insert(format!("UC{q}_drops"), pt.queue_drops[q].into());
-                o.insert(format!("UC{q}_depth"), (self.shared.egress[i].depth(q) as u64).into());
-            }
-            m.insert(p.name.clone(), Value::Object(o));
-        }
-        Value::Object(m)
+        Value::Object(ports.iter().map(|&i| (self.shared.ports[i].name.clone(), Value::Object(f(self, &t, i)))).collect())
     }
 
-    pub fn pg_watermark(&self) -> Value {
-        let mut m = Map::new();
-        for (i, p) in self.shared.ports.iter().enumerate() {
-            let mut o = Map::new();
-            for pg in 0..8u8 {
-                let w = self.shared.mmu.pg_watermarks(i as u16, pg);
-                let occ = self.shared.mmu.pg_occupancy(i as u16, pg);
-                o.insert(format!("PG{pg}_shared_watermark"), w.shared.into());
-                o.insert(format!("PG{pg}_headroom_watermark"), w.headroom.into());
-                o.insert(format!("PG{pg}_occupancy"), occ.total.into());
-                o.insert(format!("PG{pg}_off"), (self.shared.mmu.is_off(i as u16, pg) as u64).into());
-            }
-            m.insert(p.name.clone(), Value::Object(o));
+    pub fn ports(&self) -> Value {
+        json!({
+            "ports": self.shared.ports.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
+            "pid": std::process::id(),
+            "start_time_ns": start_time_ns(),
+        })
+    }
+
+    pub fn pfc_counters(&self, _t: &Totals, i: usize) -> Map<String, Value> {
+        let p = &self.shared.ports[i];
+        let s = PfcPrioStats::snapshot(&self.pfc_tx[i], &p.pfc_rx_counters, self.tsc_hz);
+        let mut o = Map::new();
+        for (n, x) in s.iter().enumerate() {
+            o.insert(format!("rx_pfc{n}"), x.rx_pkts().into());
         }
-        Value::Object(m)
+        for (n, x) in s.iter().enumerate() {
+            o.insert(format!("tx_pfc{n}"), x.tx_pkts().into());
+        }
+        for (n, x) in s.iter().enumerate() {
+            o.insert(format!("rx_pause{n}"), x.rx_pause.into());
+            o.insert(format!("rx_resume{n}"), x.rx_resume.into());
+            o.insert(format!("tx_pause{n}"), x.tx_pause.into());
+            o.insert(format!("tx_resume{n}"), x.tx_resume.into());
+            o.insert(format!("rx_pause_duration_us{n}"), x.rx_pause_duration_us.into());
+            o.insert(format!("tx_pause_duration_us{n}"), x.tx_pause_duration_us.into());
+            o.insert(format!("rx_on2off{n}"), x.rx_on2off.into());
+            o.insert(format!("tx_on2off{n}"), x.tx_on2off.into());
+        }
+        o
+    }
+
+    pub fn queue_counters(&self, t: &Totals, i: usize) -> Map<String, Value> {
+        let pt = &t.ports[i];
+        let mut o = Map::new();
+        for q in 0..8 {
+            o.insert(format!("UC{q}_packets"), pt.queue_tx_packets[q].into());
+            o.insert(format!("UC{q}_bytes"), pt.queue_tx_bytes[q].into());
+            o.insert(format!("UC{q}_drops"), pt.queue_drops[q].into());
+            o.insert(format!("UC{q}_depth"), (self.shared.egress[i].depth(q) as u64).into());
+        }
+        o
+    }
+
+    pub fn pg_watermark(&self, t: &Totals, i: usize) -> Map<String, Value> {
+        let mut o = Map::new();
+        let port = i as u16;
+        for pg in 0..8u8 {
+            let w = self.shared.mmu.pg_watermarks(port, pg);
+            let occ = self.shared.mmu.pg_occupancy(port, pg);
+            o.insert(format!("PG{pg}_shared_watermark"), w.shared.into());
+            o.insert(format!("PG{pg}_headroom_watermark"), w.headroom.into());
+            o.insert(format!("PG{pg}_occupancy"), occ.total.into());
+            o.insert(format!("PG{pg}_off"), (self.shared.mmu.is_off(port, pg) as u64).into());
+            o.insert(format!("PG{pg}_lossless_drops"), t.ports[i].pg_lossless_drops[pg as usize].into());
+        }
+        o
     }
 
     pub fn buffer_pool(&self) -> Value {
@@ -108,53 +154,73 @@ impl Views {
         })
     }
 
-    pub fn latency(&self) -> Value {
-        let mut m = Map::new();
-        for p in &self.shared.ports {
-            let mut o = Map::new();
-            for (tc, n, p50, p99, p999, max) in p.latency.summary() {
-                o.insert(format!("TC{tc}_count"), n.into());
-                o.insert(format!("TC{tc}_p50_ns"), p50.into());
-                o.insert(format!("TC{tc}_p99_ns"), p99.into());
-                o.insert(format!("TC{tc}_p999_ns"), p999.into());
-                o.insert(format!("TC{tc}_max_ns"), max.into());
-            }
-            m.insert(p.name.clone(), Value::Object(o));
+    pub fn latency(&self, _t: &Totals, i: usize) -> Map<String, Value> {
+        let mut o = Map::new();
+        for (tc, n, p50, p99, p999, max) in self.shared.ports[i].latency.summary() {
+            o.insert(format!("TC{tc}_count"), n.into());
+            o.insert(format!("TC{tc}_p50_ns"), p50.into());
+            o.insert(format!("TC{tc}_p99_ns"), p99.into());
+            o.insert(format!("TC{tc}_p999_ns"), p999.into());
+            o.insert(format!("TC{tc}_max_ns"), max.into());
         }
-        Value::Object(m)
+        o
     }
 
-    pub fn port_counters(&self) -> Value {
-        let t = self.totals();
-        let mut m = Map::new();
-        for (i, p) in self.shared.ports.iter().enumerate() {
-            let pt = &t.ports[i];
-            let pmd = stats_of(self.port_ids[i]);
-            let mut o = Map::new();
-            o.insert("rx_packets".into(), pt.rx_packets.into());
-            o.insert("tx_packets".into(), pt.tx_packets.into());
-            o.insert("rx_bytes".into(), pt.rx_bytes.into());
-            o.insert("tx_bytes".into(), pt.tx_bytes.into());
-            o.insert("imissed".into(), pmd.imissed.into());
-            o.insert("rx_nombuf".into(), pmd.rx_nombuf.into());
-            for r in DropReason::ALL {
-                o.insert(format!("drop_{}", r.as_str()), pt.drop_count(r).into());
-            }
-            m.insert(p.name.clone(), Value::Object(o));
+    pub fn port_counters(&self, t: &Totals, i: usize) -> Map<String, Value> {
+        let pt = &t.ports[i];
+        let pmd = stats_of(self.port_ids[i]);
+        // RX ring overflow and an empty mempool on a port that carries a lossless class
+        // lose that class before the MMU sees it.
+        let nic_loss = if self.shared.ports[i].plan.pfc_mask != 0 { pmd.imissed + pmd.rx_nombuf } else { 0 };
+        let mut o = Map::new();
+        o.insert("rx_packets".into(), pt.rx_packets.into());
+        o.insert("tx_packets".into(), pt.tx_packets.into());
+        o.insert("rx_bytes".into(), pt.rx_bytes.into());
+        o.insert("tx_bytes".into(), pt.tx_bytes.into());
+        o.insert("imissed".into(), pmd.imissed.into());
+        o.insert("rx_nombuf".into(), pmd.rx_nombuf.into());
+        o.insert("lossless_drops".into(), (pt.lossless_drops() + nic_loss).into());
+        o.insert("lossless_nic_loss".into(), nic_loss.into());
+        for r in DropReason::ALL {
+            o.insert(format!("drop_{}", r.as_str()), pt.drop_count(r).into());
         }
-        Value::Object(m)
+        o
     }
 
-    pub fn pfcwd(&self) -> Value {
-        let mut m = Map::new();
-        for p in &self.shared.ports {
-            let mut o = Map::new();
-            if let Some(st) = &p.pfcwd {
+    /// Per ingress (port, TC): received + flood copies = transmitted + dropped + still in
+    /// flight, from the live counters; and the port's drops by reason.
+    pub fn conservation(&self, t: &Totals, i: usize) -> Map<String, Value> {
+        let pt = &t.ports[i];
+        let mut o = Map::new();
+        for tc in 0..8 {
+            let (rx, copies, tx, dropped) = (pt.tc_rx[tc], pt.tc_copies[tc], pt.tc_tx[tc], pt.tc_dropped[tc]);
+            o.insert(format!("TC{tc}_rx"), rx.into());
+            o.insert(format!("TC{tc}_flood_copies"), copies.into());
+            o.insert(format!("TC{tc}_tx"), tx.into());
+            o.insert(format!("TC{tc}_dropped"), dropped.into());
+            // The counters are read one after another while packets move: one sent
+            // between the reads of rx and tx could make the rest negative for a moment.
+            o.insert(format!("TC{tc}_in_flight"), (rx + copies).saturating_sub(tx + dropped).into());
+        }
+        o.insert("mac_control_rx".into(), pt.mac_control_rx.into());
+        for r in DropReason::ALL {
+            o.insert(format!("drop_{}", r.as_str()), pt.drop_count(r).into());
+        }
+        o
+    }
+
+    pub fn pfcwd(&self, _t: &Totals, i: usize) -> Map<String, Value> {
+        let mut o = Map::new();
+        match &self.shared.ports[i].pfcwd {
+            Some(st) => {
+                o.insert("watchdog".into(), "on".into());
                 st.write_telemetry(&mut o);
             }
-            m.insert(p.name.clone(), Value::Object(o));
+            None => {
+                o.insert("watchdog".into(), "off".into());
+            }
         }
-        Value::Object(m)
+        o
     }
 
     pub fn fdb(&self) -> Value {
@@ -164,25 +230,59 @@ impl Views {
         }
         Value::Object(m)
     }
+
+    /// The reply to `cmd` with `params`; an error object when the parameter is wrong or
+    /// the whole reply would not fit DPDK's limit.
+    fn reply(&self, cmd: &'static str, scope: Scope, params: &str) -> Value {
+        let v = match scope {
+            Scope::PerPort(f) => match self.select(params) {
+                Ok(ports) => self.per_port(&ports, f),
+                Err(e) => return error(e),
+            },
+            Scope::Switch(f) => {
+                if !params.trim().is_empty() {
+                    return error(format!("{cmd} is switch-wide and takes no parameter"));
+                }
+                f(self)
+            }
+        };
+        match telemetry::check_reply(cmd, &v) {
+            Ok(()) => v,
+            Err(e) => error(too_large(cmd, &e)),
+        }
+    }
 }
+
+/// What a command answers for.
+#[derive(Clone, Copy)]
+enum Scope {
+    /// One object per port; the optional parameter names one port.
+    PerPort(PortView),
+    /// The whole switch.
+    Switch(fn(&Views) -> Value),
+}
+
+/// The commands, their help, and what they answer for.
+const COMMANDS: [(&str, &str, Scope); 10] = [
+    ("/pfcswitch/ports", "Port names (for the per-port commands' parameter), pid and start time", Scope::Switch(Views::ports)),
+    ("/pfcswitch/pfcwd", "PFC watchdog per port and priority: status, storms detected/restored, drops. Param: port", Scope::PerPort(Views::pfcwd)),
+    ("/pfcswitch/pfc_counters", "PFC frames per port and priority (SAI PFC_n_RX/TX_PKTS, durations, ON2OFF). Param: port", Scope::PerPort(Views::pfc_counters)),
+    ("/pfcswitch/queue_counters", "Per egress queue packets, bytes, drops, depth. Param: port", Scope::PerPort(Views::queue_counters)),
+    ("/pfcswitch/pg_watermark", "Per ingress PG shared/headroom watermarks, occupancy, lossless drops. Param: port", Scope::PerPort(Views::pg_watermark)),
+    ("/pfcswitch/buffer_pool", "Buffer pools: occupancy, watermarks, current DT threshold", Scope::Switch(Views::buffer_pool)),
+    ("/pfcswitch/latency", "RX to tx_burst latency per port and TC (ns). Param: port", Scope::PerPort(Views::latency)),
+    ("/pfcswitch/port_counters", "Per port packets, bytes, drops by reason, lossless loss. Param: port", Scope::PerPort(Views::port_counters)),
+    ("/pfcswitch/conservation", "Per ingress port and TC: rx + flood copies = tx + dropped + in flight. Param: port", Scope::PerPort(Views::conservation)),
+    ("/pfcswitch/fdb", "FDB entries per worker lcore", Scope::Switch(Views::fdb)),
+];
 
 /// Register every command. Failures are logged, not fatal (telemetry may be disabled
 /// with `--no-telemetry`).
 pub fn register(v: Views) {
-    type F = fn(&Views) -> Value;
-    let cmds: [(&str, &str, F); 8] = [
-        ("/pfcswitch/pfcwd", "PFC watchdog per port and priority: status, storms detected/restored, drops", Views::pfcwd),
-        ("/pfcswitch/pfc_counters", "PFC frames per port and priority (SAI PFC_n_RX/TX_PKTS, durations)", Views::pfc_counters),
-        ("/pfcswitch/queue_counters", "Per egress queue packets, bytes, drops, depth", Views::queue_counters),
-        ("/pfcswitch/pg_watermark", "Per ingress PG shared/headroom watermarks and occupancy", Views::pg_watermark),
-        ("/pfcswitch/buffer_pool", "Buffer pools: occupancy, watermarks, current DT threshold", Views::buffer_pool),
-        ("/pfcswitch/latency", "RX to tx_burst latency per port and TC (ns)", Views::latency),
-        ("/pfcswitch/port_counters", "Per port packets, bytes and drops by reason", Views::port_counters),
-        ("/pfcswitch/fdb", "FDB entries per worker lcore", Views::fdb),
-    ];
-    for (cmd, help, f) in cmds {
+    start_time_ns();
+    for (cmd, help, scope) in COMMANDS {
         let v = v.clone();
-        if let Err(e) = telemetry::register(cmd, help, move |_params| f(&v)) {
+        if let Err(e) = telemetry::register(cmd, help, move |params| v.reply(cmd, scope, params)) {
             log::warn!("telemetry: {e}");
         }
     }

@@ -1,7 +1,14 @@
-//! `run --timeline FILE.csv`: the control lcore samples, every interval, each lossless
-//! (port, PG): occupancy, shared and headroom bytes, OFF/ON, the PG's current Dynamic
-//! Threshold T, the egress queue depth of the same TC on that port, and the PFC frames
-//! the port has sent for the PG's priorities. Rows are buffered and written in large
+//! `run --timeline FILE.csv`: the control lcore samples, every interval, two kinds of
+//! series into one CSV (long format, `series` column):
+//! * `pg`: each lossless ingress (port, PG): occupancy, shared and headroom bytes,
+//!   OFF/ON, the PG's current Dynamic Threshold T, and the PFC frames the port has sent
+//!   for the PG's priorities;
+//! * `queue`: each egress (port, queue) depth in packets — where an incast builds up,
+//!   which is the egress port, not the ingress PG's port. A queue is written while it is
+//!   non-empty and once more when it empties (so a plot steps back to 0); never-used
+//!   queues add no rows.
+//!
+//! Columns a series does not have are empty. Rows are buffered and written in large
 //! chunks; the fast path is not involved. `scripts/plot_timeline.py` draws it.
 
 use std::fs::File;
@@ -13,9 +20,9 @@ use std::time::Duration;
 
 use crate::pfc::PfcTxCounters;
 
-use super::Shared;
+use super::{Shared, NUM_TC};
 
-pub const HEADER: &str = "t_us,port,pg,occupancy_bytes,shared_bytes,headroom_bytes,off,threshold_bytes,queue_depth_pkts,pfc_tx_frames";
+pub const HEADER: &str = "t_us,port,series,index,occupancy_bytes,shared_bytes,headroom_bytes,off,threshold_bytes,pfc_tx_frames,depth_pkts";
 
 pub struct Timeline {
     out: BufWriter<File>,
@@ -23,14 +30,16 @@ pub struct Timeline {
     next: u64,
     start: u64,
     tsc_hz: u64,
+    /// Per port, the egress queues that were non-empty at the last sample.
+    busy: Vec<u8>,
 }
 
 impl Timeline {
     pub fn create(path: &Path, every: Duration, tsc_hz: u64, now: u64) -> std::io::Result<Timeline> {
         let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
         writeln!(out, "{HEADER}")?;
-        let every = ((every.as_nanos() as u128 * tsc_hz as u128) / 1_000_000_000).max(1) as u64;
-        Ok(Timeline { out, every, next: now, start: now, tsc_hz })
+        let every = ((every.as_nanos() * tsc_hz as u128) / 1_000_000_000).max(1) as u64;
+        Ok(Timeline { out, every, next: now, start: now, tsc_hz, busy: Vec::new() })
     }
 
     #[inline]
@@ -40,6 +49,11 @@ impl Timeline {
         }
         self.next = now + self.every;
         let t_us = (now - self.start) as u128 * 1_000_000 / self.tsc_hz as u128;
+        self.sample_pgs(shared, pfc_tx, t_us);
+        self.sample_queues(shared, t_us);
+    }
+
+    fn sample_pgs(&mut self, shared: &Shared, pfc_tx: &[Arc<PfcTxCounters>], t_us: u128) {
         for (p, rt) in shared.ports.iter().enumerate() {
             let mut pgs = rt.plan.lossless_pgs;
             while pgs != 0 {
@@ -48,18 +62,30 @@ impl Timeline {
                 let occ = shared.mmu.pg_occupancy(p as u16, pg);
                 let off = shared.mmu.is_off(p as u16, pg) as u8;
                 let th = shared.mmu.pg_threshold(p as u16, pg);
-                let depth = shared.egress[p].depth(pg as usize & 7);
                 let prios = rt.plan.pg_priorities[pg as usize];
                 let frames: u64 = (0..8)
                     .filter(|i| prios & (1 << i) != 0)
                     .map(|i| pfc_tx[p].prio[i].pause_frames.load(Relaxed) + pfc_tx[p].prio[i].resume_frames.load(Relaxed))
                     .sum();
-                let _ = writeln!(
-                    self.out,
-                    "{t_us},{},{pg},{},{},{},{off},{th},{depth},{frames}",
-                    rt.name, occ.total, occ.shared, occ.headroom
-                );
+                let _ = writeln!(self.out, "{t_us},{},pg,{pg},{},{},{},{off},{th},{frames},", rt.name, occ.total, occ.shared, occ.headroom);
             }
+        }
+    }
+
+    fn sample_queues(&mut self, shared: &Shared, t_us: u128) {
+        self.busy.resize(shared.ports.len(), 0);
+        for (p, rt) in shared.ports.iter().enumerate() {
+            let mut busy = 0u8;
+            for q in 0..NUM_TC {
+                let depth = shared.egress[p].depth(q);
+                if depth > 0 {
+                    busy |= 1 << q;
+                }
+                if depth > 0 || self.busy[p] & (1 << q) != 0 {
+                    let _ = writeln!(self.out, "{t_us},{},queue,{q},,,,,,,{depth}", rt.name);
+                }
+            }
+            self.busy[p] = busy;
         }
     }
 

@@ -370,4 +370,8 @@ pub(super) fn drop_admitted(shared: &Shared, ring: usize, q: Queued, why: DropRe
     c.ports[out].drop(why);
     c.ports[out].queue_drops[q.queue as usize & 7].inc();
     c.ports[q.in_port as usize].tc_dropped[q.tc as usize & 7].inc();
+    // A lossless packet that found its egress queue full is lossless loss too.
+    if why == DropReason::EgressQueueFull && q.charge.is_lossless() {
+        c.ports[q.in_port as usize].pg_lossless_drops[q.charge.pg() as usize & 7].inc();
+    }
 }

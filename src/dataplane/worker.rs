@@ -340,6 +340,9 @@ impl Worker {
                 let ic = &c.ports[in_port as usize];
                 ic.drop(mmu_drop_reason(r));
                 ic.tc_dropped[tc as usize].inc();
+                if r == mmu::DropReason::LosslessHeadroomFull {
+                    ic.pg_lossless_drops[class.pg as usize & 7].inc();
+                }
                 c.ports[out].queue_drops[queue as usize].inc();
             }
             Verdict::Admit { charge, edge } => {

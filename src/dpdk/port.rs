@@ -30,6 +30,9 @@ pub struct LinkStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FlowCtrlOutcome {
     Disabled,
+    /// Off, but only with `mac_ctrl_frame_fwd = 0` (the PMD refused forwarding): the NIC
+    /// may drop received MAC-control frames (already logged as a warning).
+    DisabledNoForward,
     /// The PMD has no flow-control knob (typical for virtual devices).
     NotSupported,
     Failed(String),
@@ -207,26 +210,62 @@ impl Port {
         stats_of(self.id)
     }
 
-    /// Turn the NIC's own 802.3x/PFC handling off so MAC-control frames reach the
-    /// software (and the NIC never answers them behind the switch's back).
+    /// Turn the NIC's own 802.3x link flow control off (mode none) and ask it to pass
+    /// MAC-control frames (EtherType 0x8808) to the host, so that PFC frames reach the
+    /// software and the NIC never answers them behind the switch's back.
+    ///
+    /// Some PMDs (octeontx, octeontx2/cnxk) refuse the whole call with -EINVAL when
+    /// `mac_ctrl_frame_fwd != 0`; the NIC's flow control would then stay on. So a refusal
+    /// is retried with `mac_ctrl_frame_fwd = 0`: flow control goes off, but the NIC may
+    /// drop PFC frames instead of passing them up, which is logged as a warning here.
+    /// What each PMD does is documented in `dpdk-config/nic-example.toml`.
     pub fn flow_ctrl_off(&self) -> FlowCtrlOutcome {
+        // SAFETY: a plain C struct of integers and an enum whose 0 is RTE_ETH_FC_NONE.
         let mut fc: sys::rte_eth_fc_conf = unsafe { std::mem::zeroed() };
         // SAFETY: out-pointer.
         let ret = unsafe { sys::rte_eth_dev_flow_ctrl_get(self.id, &mut fc) };
-        if ret == -(libc_enotsup()) || ret == -95 {
+        if is_enotsup(ret) {
             return FlowCtrlOutcome::NotSupported;
         }
         fc.mode = sys::rte_eth_fc_mode_RTE_ETH_FC_NONE;
-        fc.mac_ctrl_frame_fwd = 1;
         fc.autoneg = 0;
-        // SAFETY: valid conf.
-        let ret = unsafe { sys::rte_eth_dev_flow_ctrl_set(self.id, &mut fc) };
-        match ret {
-            0 => FlowCtrlOutcome::Disabled,
-            r if r == -95 || r == -(libc_enotsup()) => FlowCtrlOutcome::NotSupported,
-            r => FlowCtrlOutcome::Failed(DpdkError::from_ret("rte_eth_dev_flow_ctrl_set", r).to_string()),
+        let with_fwd = self.flow_ctrl_set(&mut fc, 1);
+        if with_fwd == 0 {
+            return FlowCtrlOutcome::Disabled;
+        }
+        if is_enotsup(with_fwd) {
+            return FlowCtrlOutcome::NotSupported;
+        }
+        let refused = DpdkError::from_ret("rte_eth_dev_flow_ctrl_set(mac_ctrl_frame_fwd=1)", with_fwd);
+        match self.flow_ctrl_set(&mut fc, 0) {
+            0 => {
+                log::warn!(
+                    "port {} ({}): {refused}; retried with mac_ctrl_frame_fwd=0 and NIC flow control is off, \
+                     but the NIC may drop MAC-control frames: PFC frames from the peer may not reach the switch",
+                    self.id,
+                    self.driver
+                );
+                FlowCtrlOutcome::DisabledNoForward
+            }
+            r if is_enotsup(r) => FlowCtrlOutcome::NotSupported,
+            r => FlowCtrlOutcome::Failed(format!(
+                "{refused}; {}",
+                DpdkError::from_ret("rte_eth_dev_flow_ctrl_set(mac_ctrl_frame_fwd=0)", r)
+            )),
         }
     }
+
+    /// One `rte_eth_dev_flow_ctrl_set` with `mac_ctrl_frame_fwd = fwd`; the PMD's return.
+    fn flow_ctrl_set(&self, fc: &mut sys::rte_eth_fc_conf, fwd: u8) -> i32 {
+        fc.mac_ctrl_frame_fwd = fwd;
+        // SAFETY: valid port id and conf.
+        unsafe { sys::rte_eth_dev_flow_ctrl_set(self.id, fc) }
+    }
+}
+
+/// -ENOTSUP (== -EOPNOTSUPP on Linux): the PMD has no flow-control op.
+fn is_enotsup(ret: i32) -> bool {
+    ret == -libc_enotsup()
 }
 
 fn libc_enotsup() -> i32 {

@@ -177,27 +177,144 @@ fn xdg_runtime() -> PathBuf {
     std::env::var_os("XDG_RUNTIME_DIR").map(|p| PathBuf::from(p).join("dpdk")).unwrap_or_else(|| PathBuf::from("/tmp/dpdk"))
 }
 
+/// The largest reply DPDK 22.11's telemetry sends (`MAX_OUTPUT_LEN` in telemetry.c):
+/// entries that do not fit are left out without an error, so a handler must not build more.
+pub const MAX_REPLY_LEN: usize = 16 * 1024;
+/// Entries per dictionary (`RTE_TEL_MAX_DICT_ENTRIES`); more are refused one by one.
+pub const MAX_DICT_ENTRIES: usize = 256;
+
+/// A reply DPDK would truncate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyTooLarge {
+    #[error("{len} bytes, over DPDK's {MAX_REPLY_LEN}-byte telemetry limit")]
+    Bytes { len: usize },
+    #[error("{entries} entries in one dictionary, over DPDK's limit of {MAX_DICT_ENTRIES}")]
+    Entries { entries: usize },
+}
+
+/// `v` as [`fill`] lays it out: top-level dict, one level of containers, deeper objects
+/// flattened to "a.b" keys, nulls left out. Returns it and its largest dictionary's size.
+fn as_sent(v: &Value) -> (Value, usize) {
+    let Value::Object(map) = v else { return (v.clone(), 0) };
+    let mut widest = map.len();
+    let mut top = serde_json::Map::new();
+    for (k, val) in map {
+        let shown = match val {
+            Value::Object(_) => {
+                let mut flat = Vec::new();
+                flatten("", val, &mut flat);
+                flat.retain(|(_, x)| !x.is_null());
+                widest = widest.max(flat.len());
+                Value::Object(flat.into_iter().collect())
+            }
+            Value::Null => continue,
+            x => x.clone(),
+        };
+        top.insert(k.clone(), shown);
+    }
+    (Value::Object(top), widest)
+}
+
+/// Bytes of the reply DPDK prints for `v`: compact JSON under `{"<cmd>": ...}`.
+pub fn reply_len(cmd: &str, v: &Value) -> usize {
+    cmd.len() + 5 + as_sent(v).0.to_string().len()
+}
+
+/// Whether DPDK can send `v` as the reply to `cmd` whole.
+pub fn check_reply(cmd: &str, v: &Value) -> Result<(), ReplyTooLarge> {
+    let (sent, entries) = as_sent(v);
+    if entries > MAX_DICT_ENTRIES {
+        return Err(ReplyTooLarge::Entries { entries });
+    }
+    let len = cmd.len() + 5 + sent.to_string().len();
+    if len > MAX_REPLY_LEN {
+        return Err(ReplyTooLarge::Bytes { len });
+    }
+    Ok(())
+}
+
+/// Talking to a running instance's telemetry socket failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot connect to {path} (is the switch running with that file prefix?): {source}")]
+    Connect { path: String, source: std::io::Error },
+    #[error("telemetry socket {path}: {op}: {source}")]
+    Io { path: String, op: &'static str, source: std::io::Error },
+    #[error("telemetry socket {path}: bad reply to {cmd}: {source}")]
+    BadReply { path: String, cmd: String, source: serde_json::Error },
+}
+
+/// A connection to a running instance's telemetry socket (the protocol
+/// `dpdk-telemetry.py` speaks): several commands over one connection.
+pub struct Client {
+    sock: socket2::Socket,
+    path: String,
+    buf: Vec<std::mem::MaybeUninit<u8>>,
+    /// The instance's process id, from the server's greeting.
+    pub pid: u64,
+    /// The largest reply the server sends, from the greeting.
+    pub max_output_len: usize,
+}
+
+impl Client {
+    pub fn connect(socket: &Path) -> Result<Client, ClientError> {
+        use socket2::{Domain, SockAddr, Socket, Type};
+        let path = socket.display().to_string();
+        let io = |op, source| ClientError::Io { path: path.clone(), op, source };
+        let s = Socket::new(Domain::UNIX, Type::SEQPACKET, None).map_err(|e| io("socket", e))?;
+        let addr = SockAddr::unix(socket).map_err(|e| io("address", e))?;
+        s.connect(&addr).map_err(|source| ClientError::Connect { path: path.clone(), source })?;
+        s.set_read_timeout(Some(std::time::Duration::from_secs(5))).ok();
+        let mut c = Client { sock: s, path, buf: vec![std::mem::MaybeUninit::<u8>::uninit(); 65536], pid: 0, max_output_len: MAX_REPLY_LEN };
+        // The server greets with {"version":..,"pid":..,"max_output_len":..}.
+        let greeting = c.recv_json("greeting")?;
+        c.pid = greeting.get("pid").and_then(Value::as_u64).unwrap_or(0);
+        c.max_output_len = greeting.get("max_output_len").and_then(Value::as_u64).map_or(MAX_REPLY_LEN, |n| n as usize);
+        Ok(c)
+    }
+
+    /// Send one command (`/cmd` or `/cmd,param`) and return the data of the reply (DPDK
+    /// wraps it as `{"<cmd>": <data>}`; an unknown command's data is null).
+    pub fn query(&mut self, cmd: &str) -> Result<Value, ClientError> {
+        self.sock.send(cmd.as_bytes()).map_err(|source| ClientError::Io { path: self.path.clone(), op: "send", source })?;
+        let v = self.recv_json(cmd)?;
+        let cmd_key = cmd.split(',').next().unwrap_or(cmd);
+        Ok(v.get(cmd_key).cloned().unwrap_or(v))
+    }
+
+    fn recv_json(&mut self, what: &str) -> Result<Value, ClientError> {
+        let n = self.sock.recv(&mut self.buf).map_err(|source| ClientError::Io { path: self.path.clone(), op: "recv", source })?;
+        serde_json::from_slice(&bytes(&self.buf, n)).map_err(|source| ClientError::BadReply { path: self.path.clone(), cmd: what.to_string(), source })
+    }
+}
+
 /// Send one command to a telemetry socket and return the JSON value of the reply.
-pub fn query(socket: &Path, cmd: &str) -> Result<Value, String> {
-    use socket2::{Domain, SockAddr, Socket, Type};
-    let s = Socket::new(Domain::UNIX, Type::SEQPACKET, None).map_err(|e| format!("socket: {e}"))?;
-    let addr = SockAddr::unix(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
-    s.connect(&addr).map_err(|e| format!("cannot connect to {} (is the switch running with that file prefix?): {e}", socket.display()))?;
-    s.set_read_timeout(Some(std::time::Duration::from_secs(5))).ok();
-    let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); 65536];
-    // The server greets with {"version":..,"pid":..,"max_output_len":..}.
-    let n = s.recv(&mut buf).map_err(|e| format!("recv: {e}"))?;
-    let _greeting = bytes(&buf, n);
-    s.send(cmd.as_bytes()).map_err(|e| format!("send: {e}"))?;
-    let n = s.recv(&mut buf).map_err(|e| format!("recv: {e}"))?;
-    let text = bytes(&buf, n);
-    let v: Value = serde_json::from_slice(&text).map_err(|e| format!("bad reply: {e}"))?;
-    // The reply is {"<cmd>": <data>}.
-    let cmd_key = cmd.split(',').next().unwrap_or(cmd);
-    Ok(v.get(cmd_key).cloned().unwrap_or(v))
+pub fn query(socket: &Path, cmd: &str) -> Result<Value, ClientError> {
+    Client::connect(socket)?.query(cmd)
 }
 
 fn bytes(buf: &[std::mem::MaybeUninit<u8>], n: usize) -> Vec<u8> {
     // SAFETY: recv initialised the first n bytes.
     buf[..n].iter().map(|b| unsafe { b.assume_init() }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reply_size_is_dpdks_compact_json() {
+        // {"/x":{"Ethernet0":{"a":1,"b.c":"x"},"n":5}}
+        let v = json!({"Ethernet0": {"a": 1, "b": {"c": "x"}}, "n": 5});
+        assert_eq!(reply_len("/x", &v), r#"{"/x":{"Ethernet0":{"a":1,"b.c":"x"},"n":5}}"#.len());
+        assert_eq!(check_reply("/x", &v), Ok(()));
+        let big: serde_json::Map<String, Value> = (0..200).map(|i| (format!("Ethernet{i}"), json!({"a_counter_with_a_long_name": 1u64 << 40, "another_counter": 1u64 << 40}))).collect();
+        match check_reply("/x", &Value::Object(big)) {
+            Err(ReplyTooLarge::Bytes { len }) => assert!(len > MAX_REPLY_LEN),
+            other => panic!("{other:?}"),
+        }
+        let wide: serde_json::Map<String, Value> = (0..300).map(|i| (format!("k{i}"), json!(1))).collect();
+        assert_eq!(check_reply("/x", &json!({ "p": wide })), Err(ReplyTooLarge::Entries { entries: 300 }));
+    }
 }

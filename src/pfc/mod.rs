@@ -5,15 +5,19 @@
 //! * [`tx`]: what to send when (PAUSE on an Xoff edge, refresh before expiry, one
 //!   RESUME on the Xon edge), owned by the control lcore.
 //! * [`rx`]: received PAUSE/PFC → per-priority pause deadlines readable by the TX lcore.
+//! * [`settle`]: which frames a port's pending PGs need, from the MMU's PG states, and
+//!   retrying those that could not be queued.
 //! * [`counters`]: SAI-style per-priority counters, single writer, readable anywhere.
 
 pub mod counters;
 pub mod rx;
+pub mod settle;
 pub mod tx;
 
 pub use counters::{PfcPrioStats, PfcRxCounters, PfcTxCounters};
 pub use rx::{PauseDeadlines, PfcRx, RxOutcome};
-pub use tx::{PfcPortTx, PfcTx, PfcTxConfig, Send};
+pub use settle::{send_refresh, PendingPgs, Unsent};
+pub use tx::{PfcAttempt, PfcPortTx, PfcTx, PfcTxConfig, Send};
 
 /// Bit-times per quantum.
 pub const QUANTUM_BITS: u128 = 512;

@@ -161,6 +161,143 @@ impl PfcTx {
     }
 }
 
+/// Counter increments a decision implies; applied only when the frame is committed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Delta {
+    pause_frames: u64,
+    resume_frames: u64,
+    pause_ticks: u64,
+    on2off: u64,
+}
+
+/// A decision worked out on a copy of the eight senders, so that nothing changes until
+/// the caller knows the frame was queued.
+#[derive(Debug, Clone)]
+struct Draft {
+    prio: [PfcTx; 8],
+    delta: [Delta; 8],
+}
+
+impl Draft {
+    fn new(prio: &[PfcTx; 8]) -> Draft {
+        Draft {
+            prio: prio.clone(),
+            delta: [Delta::default(); 8],
+        }
+    }
+
+    /// See [`PfcPortTx::prepare_edge`].
+    fn edge(&mut self, cfg: &PfcTxConfig, priorities: u8, kind: EdgeKind, now: u64) -> Option<MacControl> {
+        let mut class_enable = 0u8;
+        let mut quanta = [0u16; 8];
+        for (i, p) in self.prio.iter_mut().enumerate() {
+            if priorities & (1 << i) == 0 {
+                continue;
+            }
+            let since = p.accrued_to();
+            if let Some(s) = p.on_edge(kind, now) {
+                let d = &mut self.delta[i];
+                if s.is_resume() {
+                    d.pause_ticks += p.take_off_ticks(now, since);
+                    d.resume_frames += 1;
+                } else {
+                    d.on2off += 1;
+                    d.pause_frames += 1;
+                }
+                class_enable |= 1 << i;
+                quanta[i] = s.quanta;
+            }
+        }
+        if class_enable == 0 {
+            return None;
+        }
+        let (more, q) = self.refreshes(now, now.saturating_add(cfg.coalesce_ticks), !class_enable);
+        for (i, slot) in quanta.iter_mut().enumerate() {
+            if more & (1 << i) != 0 {
+                *slot = q;
+            }
+        }
+        Some(MacControl::Pfc {
+            class_enable: class_enable | more,
+            quanta,
+        })
+    }
+
+    /// See [`PfcPortTx::prepare_poll`].
+    fn poll(&mut self, cfg: &PfcTxConfig, now: u64) -> Option<MacControl> {
+        let due = self
+            .prio
+            .iter()
+            .filter_map(PfcTx::next_deadline)
+            .any(|d| d <= now);
+        if !due {
+            return None;
+        }
+        let (mask, q) = self.refreshes(now, now.saturating_add(cfg.coalesce_ticks), 0xff);
+        (mask != 0).then(|| MacControl::pfc_pause(mask, q))
+    }
+
+    /// Refreshes every OFF priority in `among` whose deadline is ≤ `horizon`.
+    fn refreshes(&mut self, now: u64, horizon: u64, among: u8) -> (u8, u16) {
+        let mut mask = 0u8;
+        let mut q = 0;
+        for (i, p) in self.prio.iter_mut().enumerate() {
+            if among & (1 << i) == 0 || p.next_deadline().is_none_or(|d| d > horizon) {
+                continue;
+            }
+            // Due (or nearly): refresh now, early rather than late.
+            if let State::Off { accrued_to, .. } = p.state {
+                p.state = State::Off {
+                    next_refresh: now,
+                    accrued_to,
+                };
+            }
+            if let Some(s) = p.poll(now) {
+                let d = &mut self.delta[i];
+                d.pause_ticks += p.take_off_ticks(now, None);
+                d.pause_frames += 1;
+                mask |= 1 << i;
+                q = s.quanta;
+            }
+        }
+        (mask, q)
+    }
+}
+
+/// A PFC frame [`PfcPortTx`] wants sent, not yet taken into account.
+///
+/// [`commit`](Self::commit) it once the frame is queued: only then do the senders change
+/// state and the counters move. Dropping it (no mbuf, control queue full) leaves the port
+/// exactly as it was, so the same need shows up again at the next edge, poll or
+/// reconciliation and the frame is retried instead of being counted as sent and lost.
+#[must_use = "commit once the frame is queued; drop to retry later"]
+#[derive(Debug)]
+pub struct PfcAttempt<'a> {
+    port: &'a mut PfcPortTx,
+    draft: Draft,
+    frame: MacControl,
+}
+
+impl PfcAttempt<'_> {
+    /// The frame to queue.
+    pub fn frame(&self) -> &MacControl {
+        &self.frame
+    }
+
+    /// The frame was queued: apply the new sender states and counters.
+    pub fn commit(self) -> MacControl {
+        let PfcAttempt { port, draft, frame } = self;
+        port.prio = draft.prio;
+        for (c, d) in port.counters.prio.iter().zip(draft.delta) {
+            bump(&c.pause_frames, d.pause_frames);
+            bump(&c.resume_frames, d.resume_frames);
+            bump(&c.pause_ticks, d.pause_ticks);
+            bump(&c.on2off, d.on2off);
+        }
+        frame
+    }
+}
+
 /// The eight senders of one port, producing one PFC frame for all priorities that
 /// need one at the same time, and keeping that port's TX counters.
 #[derive(Debug)]
@@ -193,7 +330,7 @@ impl PfcPortTx {
         }
     }
 
-    /// Priorities currently asserted OFF.
+    /// Priorities currently asserted OFF (as far as committed frames go).
     pub fn off_mask(&self) -> u8 {
         self.prio
             .iter()
@@ -202,88 +339,36 @@ impl PfcPortTx {
             .fold(0, |m, (i, _)| m | 1 << i)
     }
 
-    /// An edge for the priorities in `priorities` (the PG's PFC priorities). Returns the
-    /// frame to send now, which also carries refreshes due within `coalesce_ticks`.
+    /// The frame an edge for the priorities in `priorities` (the PG's PFC priorities)
+    /// calls for, also carrying refreshes due within `coalesce_ticks`; nothing changes
+    /// until it is committed. None if the edge changes nothing (duplicate).
+    pub fn prepare_edge(&mut self, priorities: u8, kind: EdgeKind, now: u64) -> Option<PfcAttempt<'_>> {
+        let mut draft = Draft::new(&self.prio);
+        let frame = draft.edge(&self.cfg, priorities, kind, now)?;
+        Some(PfcAttempt { port: self, draft, frame })
+    }
+
+    /// The refresh frame due at `now` (with those due within `coalesce_ticks`), to be
+    /// committed once queued. An uncommitted refresh stays due.
+    pub fn prepare_poll(&mut self, now: u64) -> Option<PfcAttempt<'_>> {
+        // Cheap test first: this runs on every control-loop pass.
+        if self.next_deadline().is_none_or(|d| d > now) {
+            return None;
+        }
+        let mut draft = Draft::new(&self.prio);
+        let frame = draft.poll(&self.cfg, now)?;
+        Some(PfcAttempt { port: self, draft, frame })
+    }
+
+    /// [`prepare_edge`](Self::prepare_edge) and commit at once: for callers whose
+    /// sending cannot fail.
     pub fn on_edge(&mut self, priorities: u8, kind: EdgeKind, now: u64) -> Option<MacControl> {
-        let mut class_enable = 0u8;
-        let mut quanta = [0u16; 8];
-        for (i, p) in self.prio.iter_mut().enumerate() {
-            if priorities & (1 << i) == 0 {
-                continue;
-            }
-            let since = p.accrued_to();
-            if let Some(s) = p.on_edge(kind, now) {
-                let c = &self.counters.prio[i];
-                if s.is_resume() {
-                    bump(&c.pause_ticks, p.take_off_ticks(now, since));
-                    bump(&c.resume_frames, 1);
-                } else {
-                    bump(&c.on2off, 1);
-                    bump(&c.pause_frames, 1);
-                }
-                class_enable |= 1 << i;
-                quanta[i] = s.quanta;
-            }
-        }
-        if class_enable == 0 {
-            return None;
-        }
-        let (more, q) = self.collect_refreshes(
-            now,
-            now.saturating_add(self.cfg.coalesce_ticks),
-            !class_enable,
-        );
-        for (i, slot) in quanta.iter_mut().enumerate() {
-            if more & (1 << i) != 0 {
-                *slot = q;
-            }
-        }
-        Some(MacControl::Pfc {
-            class_enable: class_enable | more,
-            quanta,
-        })
+        self.prepare_edge(priorities, kind, now).map(PfcAttempt::commit)
     }
 
-    /// Refreshes due at `now` (and, once one is due, those due within `coalesce_ticks`)
-    /// as one frame.
+    /// [`prepare_poll`](Self::prepare_poll) and commit at once.
     pub fn poll(&mut self, now: u64) -> Option<MacControl> {
-        let due = self
-            .prio
-            .iter()
-            .filter_map(PfcTx::next_deadline)
-            .any(|d| d <= now);
-        if !due {
-            return None;
-        }
-        let (mask, q) =
-            self.collect_refreshes(now, now.saturating_add(self.cfg.coalesce_ticks), 0xff);
-        (mask != 0).then(|| MacControl::pfc_pause(mask, q))
-    }
-
-    /// Refreshes every OFF priority in `among` whose deadline is ≤ `horizon`.
-    fn collect_refreshes(&mut self, now: u64, horizon: u64, among: u8) -> (u8, u16) {
-        let mut mask = 0u8;
-        let mut q = 0;
-        for (i, p) in self.prio.iter_mut().enumerate() {
-            if among & (1 << i) == 0 || p.next_deadline().is_none_or(|d| d > horizon) {
-                continue;
-            }
-            // Due (or nearly): refresh now, early rather than late.
-            if let State::Off { accrued_to, .. } = p.state {
-                p.state = State::Off {
-                    next_refresh: now,
-                    accrued_to,
-                };
-            }
-            if let Some(s) = p.poll(now) {
-                let c = &self.counters.prio[i];
-                bump(&c.pause_ticks, p.take_off_ticks(now, None));
-                bump(&c.pause_frames, 1);
-                mask |= 1 << i;
-                q = s.quanta;
-            }
-        }
-        (mask, q)
+        self.prepare_poll(now).map(PfcAttempt::commit)
     }
 
     /// Earliest refresh deadline over all priorities.
