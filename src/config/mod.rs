@@ -57,6 +57,8 @@
 //! [lcores]                      # optional: default control 0, one worker on lcore 1 polling
 //!                               # queue 0 of every port and owning every TX
 //! control = 0                   # control lcore = DPDK main lcore (default 0)
+//! control_idle = "sleep"        # "sleep" (default): µs naps while no PG is paused;
+//!                               # "poll": busy-poll (a dedicated, isolated CPU)
 //! [[lcores.worker]]             # at least one when [lcores] is written
 //! lcore = 1                     # < 128, not the control lcore, unique
 //! rx = ["Ethernet0:0", "Ethernet4:0"]   # "<port>:<queue>": each polled by exactly one worker;

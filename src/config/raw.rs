@@ -147,6 +147,7 @@ pub(crate) struct RawPort {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawLcores {
     pub control: Option<i64>,
+    pub control_idle: Option<String>,
     /// `[[lcores.worker]]`, deserialized one by one as [`RawWorker`].
     pub worker: Option<Vec<Value>>,
 }

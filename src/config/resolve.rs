@@ -485,6 +485,7 @@ fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FResult<LcoreC
         // Default: control lcore 0, one worker on lcore 1 doing everything.
         let lc = LcoreConfig {
             control: 0,
+            control_idle: ControlIdle::Sleep,
             workers: vec![WorkerConfig {
                 lcore: 1,
                 rx: (0..ports.len())
@@ -502,6 +503,16 @@ fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FResult<LcoreC
     expect_table(v, "lcores")?;
     let raw: RawLcores = de(v, "lcores")?;
     let control = lcore_id(raw.control.unwrap_or(0), "lcores.control")?;
+    let control_idle = match raw.control_idle.as_deref() {
+        None | Some("sleep") => ControlIdle::Sleep,
+        Some("poll") => ControlIdle::Poll,
+        Some(o) => {
+            return Err(FieldError::new(
+                "lcores.control_idle",
+                format!("'{o}' is not one of \"sleep\", \"poll\""),
+            ))
+        }
+    };
     let wv = raw.worker.unwrap_or_default();
     if wv.is_empty() {
         return Err(FieldError::new(
@@ -620,7 +631,11 @@ fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FResult<LcoreC
             }
         }
     }
-    Ok(LcoreConfig { control, workers })
+    Ok(LcoreConfig {
+        control,
+        control_idle,
+        workers,
+    })
 }
 
 fn qos_map<const N: usize>(

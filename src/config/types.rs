@@ -158,7 +158,22 @@ pub struct WorkerConfig {
 pub struct LcoreConfig {
     /// Control lcore = DPDK main lcore.
     pub control: u32,
+    /// What the control lcore does when it has nothing to do.
+    pub control_idle: ControlIdle,
     pub workers: Vec<WorkerConfig>,
+}
+
+/// `lcores.control_idle`: how the control lcore waits while no PG is paused and no PFC
+/// work is pending. PAUSE frames are sent by the worker that sees the Xoff crossing, so
+/// sleeping does not slow the reaction; it only gives the CPU back (a small machine, or
+/// a generator sharing the control lcore's CPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ControlIdle {
+    /// Sleep a few microseconds between polls (the default).
+    Sleep,
+    /// Busy-poll like a DPDK lcore (for a dedicated, isolated CPU).
+    Poll,
 }
 
 /// `headroom_policy`.

@@ -3,11 +3,17 @@
 //! RESUME), reconciles with the MMU's PG states so no edge is ever lost, and keeps the
 //! PFC transmit counters. It never touches a data packet.
 //!
+//! One shortcut: the worker whose admission crosses Xoff queues that PAUSE itself (one
+//! lcore hop less: the reaction time is the worker's, whatever the control lcore is
+//! doing) and leaves a note in [`super::PortRt::worker_pause`]; this lcore commits it
+//! to the PG's PFC state as if it had sent it, and carries on with refresh and RESUME.
+//!
 //! Edges only mark a PG as pending; the frame is chosen from the MMU's PG state when the
 //! PG is settled (so a backlog of stale edges costs one frame), and PFC state and
 //! counters change only once the frame is on the control queue (so a frame that found no
 //! mbuf or no room is retried, not counted as sent and lost).
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::dpdk::{rdtsc, Mempool};
@@ -15,7 +21,7 @@ use crate::pfc::{send_refresh, PendingPgs, PfcPortTx, PfcTxConfig};
 use crate::wire::{MacAddr, MacControl};
 
 use super::egress::Ctl;
-use super::Shared;
+use super::{Shared, PAUSE_CLAIMED};
 
 /// Where the control lcore's frames go: the ports' control queues.
 struct CtlOut {
@@ -29,8 +35,8 @@ impl CtlOut {
     /// in which case nothing was queued and the caller keeps its state.
     fn queue(&self, port: usize, f: &MacControl, edge_tsc: u64) -> bool {
         let q = &self.shared.egress[port].control;
-        // This lcore is the only producer: room now is room at push time. Checking first
-        // spares an mbuf round trip while the TX lcore is behind.
+        // Checking first spares an mbuf round trip while the TX lcore is behind (a worker
+        // may take the last place meanwhile: then the push fails and we retry).
         if q.is_full() {
             return false;
         }
@@ -87,7 +93,8 @@ impl Control {
     /// send due refreshes. Returns true if it did anything.
     pub fn poll(&mut self) -> bool {
         let shared = self.shared.clone();
-        let mut did = self.drain_edges(&shared);
+        let mut did = self.take_worker_pauses(&shared);
+        did |= self.drain_edges(&shared);
         let now = rdtsc();
         if now >= self.next_reconcile {
             self.next_reconcile = now + self.reconcile_every;
@@ -97,6 +104,34 @@ impl Control {
             did |= self.serve_port(&shared, port, &rt.plan.pg_priorities, now);
         }
         did
+    }
+
+    /// Commits the PAUSE frames workers queued themselves since the last pass.
+    fn take_worker_pauses(&mut self, shared: &Shared) -> bool {
+        let mut did = false;
+        for (port, rt) in shared.ports.iter().enumerate() {
+            let mut pgs = rt.plan.lossless_pgs;
+            while pgs != 0 {
+                let pg = pgs.trailing_zeros() as usize;
+                pgs &= pgs - 1;
+                let slot = &rt.worker_pause[pg];
+                let t = slot.load(Ordering::Acquire);
+                if t == 0 || t == PAUSE_CLAIMED {
+                    continue;
+                }
+                // Only this lcore clears a note; a worker only writes into an empty slot.
+                slot.store(0, Ordering::Release);
+                self.pfc_tx[port].note_sent_pause(rt.plan.pg_priorities[pg], t);
+                did = true;
+            }
+        }
+        did
+    }
+
+    /// Nothing to do until an edge or a worker's note arrives: every PFC sender ON,
+    /// nothing pending, no retry waiting. (The caller may then nap.)
+    pub fn idle(&self) -> bool {
+        self.pfc_tx.iter().all(|t| t.off_mask() == 0) && self.pending.iter().all(|p| p.dirty() == 0)
     }
 
     /// Marks the PG of every queued edge as pending. Bounded by what was queued on entry
@@ -155,7 +190,9 @@ impl Control {
                 }
                 let prios = rt.plan.pg_priorities[pg as usize];
                 let tx_off = self.pfc_tx[port].off_mask() & prios != 0;
-                if shared.mmu.is_off(port as u16, pg) != tx_off {
+                // A worker is queueing this PG's PAUSE: its note will settle it.
+                let claimed = rt.worker_pause[pg as usize].load(Ordering::Acquire) != 0;
+                if !claimed && shared.mmu.is_off(port as u16, pg) != tx_off {
                     self.pending[port].mark(pg, None, 0);
                 }
             }

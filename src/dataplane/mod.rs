@@ -51,7 +51,15 @@ pub struct PortRt {
     pub name: String,
     /// PFC watchdog state of this port's priorities (None = watchdog off).
     pub pfcwd: Option<Arc<crate::pfcwd::PfcwdPortState>>,
+    /// The port's MAC (source of its PFC frames).
+    pub mac: [u8; 6],
+    /// Per PG: a PAUSE a worker queued itself on an Xoff crossing, for the control lcore
+    /// to take into account: 0 = none, [`PAUSE_CLAIMED`] = being queued, else its TSC.
+    pub worker_pause: [std::sync::atomic::AtomicU64; 8],
 }
+
+/// [`PortRt::worker_pause`]: a worker saw the Xoff crossing and is queueing the PAUSE.
+pub const PAUSE_CLAIMED: u64 = u64::MAX;
 
 /// State every lcore sees.
 pub struct Shared {
@@ -65,6 +73,10 @@ pub struct Shared {
     pub ports: Vec<PortRt>,
     /// One single-producer ring per worker lcore to the control lcore.
     pub edges: Vec<ArrayQueue<EdgeMsg>>,
+    /// Mbufs for PFC frames (workers send the PAUSE of an Xoff crossing themselves).
+    pub ctl_pool: Arc<Mempool>,
+    /// Time carried by PAUSE frames.
+    pub pause_quanta: u16,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +111,12 @@ pub(crate) fn mac_str(m: [u8; 6]) -> String {
 }
 
 const MEMPOOL_CACHE: u32 = 256;
+
+/// The control lcore's nap once PFC has been quiet for a millisecond
+/// (`lcores.control_idle = "sleep"`); with 1 µs timer slack, Linux wakes it some
+/// 10–60 µs later. The first PAUSE after a quiet spell is the worker's; the control lcore
+/// takes it over (refresh due after half the pause time) when it wakes.
+const CONTROL_NAP: Duration = Duration::from_micros(5);
 
 /// Start the switch described by `spec`, run until `opts` says stop, stop cleanly.
 pub fn run(spec: &SwitchSpec, opts: &RunOptions) -> Result<RunReport, DataplaneError> {
@@ -197,7 +215,8 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
             .zip(&spec.plan.ports)
             .zip(&pfc_rx)
             .zip(&wds)
-            .map(|(((ps, pp), rx), wd)| {
+            .enumerate()
+            .map(|(i, (((ps, pp), rx), wd))| {
                 let rx = rx.as_ref().expect("pfc rx");
                 PortRt {
                     plan: pp.clone(),
@@ -209,10 +228,14 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
                     latency: latency::PortLatency::new(hz),
                     name: ps.name.clone(),
                     pfcwd: wd.as_ref().map(|w| w.state()),
+                    mac: macs[i],
+                    worker_pause: Default::default(),
                 }
             })
             .collect(),
         edges: (0..spec.workers.len()).map(|_| ArrayQueue::new(4096)).collect(),
+        ctl_pool: ctl_pool.clone(),
+        pause_quanta: crate::pfc::PfcTxConfig::default().pause_quanta,
     });
     let mut control = control::Control::new(shared.clone(), ctl_pool.clone(), macs.clone(), hz);
     telemetry::register(telemetry::Views { shared: shared.clone(), pfc_tx: control.tx_counters(), port_ids: ids.clone(), tsc_hz: hz });
@@ -281,14 +304,30 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
         None => None,
     };
     let pfc_tx_counters = control.tx_counters();
+    let nap = spec.control_idle == crate::config::ControlIdle::Sleep;
+    if nap {
+        dpdk::set_timer_slack_ns(1_000);
+    }
+    // TSC of the last pass with PFC activity: naps start only after a quiet millisecond,
+    // so a PG that pauses again and again keeps the control lcore polling.
+    let mut last_busy = rdtsc();
     loop {
-        control.poll();
+        let did = control.poll();
+        if did || !control.idle() {
+            last_busy = rdtsc();
+        }
         if let Some(tl) = timeline.as_mut() {
             tl.maybe_sample(&shared, &pfc_tx_counters, rdtsc());
         }
         let t = rdtsc();
         if t < next_check {
-            std::hint::spin_loop();
+            // Nothing paused, nothing pending: give the CPU back for a few µs (workers
+            // send PAUSE themselves, so this does not delay the reaction).
+            if nap && t.wrapping_sub(last_busy) > check_every {
+                std::thread::sleep(CONTROL_NAP);
+            } else {
+                std::hint::spin_loop();
+            }
             continue;
         }
         next_check = t + check_every;

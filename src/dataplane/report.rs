@@ -98,6 +98,7 @@ pub struct RunReport {
     /// PFC reaction samples in TSC ticks (Xoff crossing → PAUSE handed to tx_burst).
     pub pfc_reaction_ticks: Vec<u64>,
     pub edge_overflow: u64,
+    pub rx_flushed_at_stop: u64,
     pub ctl_failures: u64,
     pub pool: Value,
 }
@@ -239,6 +240,7 @@ impl RunReport {
             "latency": self.latency_json(),
             "buffer_pool": self.pool,
             "edge_overflow": self.edge_overflow,
+            "rx_flushed_at_stop": self.rx_flushed_at_stop,
             "control_frame_failures": self.ctl_failures,
         })
     }
@@ -309,6 +311,7 @@ pub(super) fn build(
         mmu_bytes_after_stop: mmu_bytes,
         pfc_reaction_ticks: reaction,
         edge_overflow: shared.counters.iter().map(|c| c.edge_overflow.get()).sum(),
+        rx_flushed_at_stop: shared.counters.iter().map(|c| c.rx_flushed_at_stop.get()).sum(),
         ctl_failures: control.ctl_failures,
         pool: json!({
             "ingress_lossless_pool": {

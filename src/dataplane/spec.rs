@@ -39,6 +39,7 @@ pub struct SwitchSpec {
     pub ports: Vec<PortSpec>,
     pub workers: Vec<WorkerSpec>,
     pub control_lcore: u32,
+    pub control_idle: crate::config::ControlIdle,
     pub burst_size: usize,
     pub rx_ring_size: u16,
     pub tx_ring_size: u16,
@@ -99,6 +100,7 @@ impl SwitchSpec {
                 .map(|w| WorkerSpec { lcore: w.lcore, rx: w.rx.iter().map(|r| (r.port, r.queue)).collect(), tx: w.tx.clone() })
                 .collect(),
             control_lcore: cfg.lcores.control,
+            control_idle: cfg.lcores.control_idle,
             burst_size: burst,
             rx_ring_size: cfg.switch.rx_ring_size,
             tx_ring_size: cfg.switch.tx_ring_size,

@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::counters::{DropReason, LcoreCounters};
-use crate::dpdk::{MbufBurst, TxQueue, BURST_CAP};
+use crate::dpdk::{rdtsc, MbufBurst, TxQueue, BURST_CAP};
 use crate::mmu::Charge;
 use crate::pfc::PauseDeadlines;
 use crate::pfcwd::{prio_mask_from_queues, Pfcwd};
@@ -255,7 +255,8 @@ impl TxPort {
             let Some(charge) = m.charge else {
                 ctl += 1;
                 if m.tsc != 0 {
-                    c.pfc_reaction.record(now.saturating_sub(m.tsc));
+                    // A fresh reading: `now` may be the RX burst's, the crossing's own.
+                    c.pfc_reaction.record(rdtsc().saturating_sub(m.tsc));
                 }
                 i += 1;
                 continue;

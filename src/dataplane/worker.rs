@@ -16,11 +16,11 @@ use crate::classify::Class;
 use crate::fdb::Fdb;
 use crate::mmu::{self, Edge, Verdict};
 use crate::pfc::PfcRx;
-use crate::wire::{self, MacControl, MIN_FRAME_LEN};
+use crate::wire::{self, MacAddr, MacControl, MIN_FRAME_LEN};
 
-use super::egress::Queued;
+use super::egress::{Ctl, Queued};
 use super::tx::{drop_admitted, TxPort};
-use super::{EdgeMsg, Shared};
+use super::{EdgeMsg, Shared, PAUSE_CLAIMED};
 
 pub struct Worker {
     pub index: usize,
@@ -81,6 +81,31 @@ pub(super) fn push_edge(shared: &Shared, ring: usize, edge: Option<Edge>, now: u
             c.edge_overflow.inc();
         }
     }
+}
+
+/// The Xoff crossing of `e` just happened here: queue the PFC PAUSE on the port's control
+/// queue now (its TX lcore sends control frames ahead of data, between RX bursts) and
+/// leave a note for the control lcore, which commits it and takes over refresh and
+/// RESUME. False if the frame could not be queued (the slot holds an earlier note, no
+/// mbuf, queue full): then the edge goes to the control lcore as usual.
+fn pause_now(shared: &Shared, e: Edge, now: u64) -> bool {
+    let (port, pg) = (e.port as usize, e.pg as usize & 7);
+    let Some(rt) = shared.ports.get(port) else { return false };
+    let prios = rt.plan.pg_priorities[pg];
+    let slot = &rt.worker_pause[pg];
+    if prios == 0 || slot.compare_exchange(0, PAUSE_CLAIMED, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+        return false;
+    }
+    let queued = shared.ctl_pool.alloc().and_then(|mut m| {
+        let buf = m.append(MIN_FRAME_LEN as u16)?;
+        let mut frame = [0u8; MIN_FRAME_LEN];
+        MacControl::pfc_pause(prios, shared.pause_quanta).emit(MacAddr(rt.mac), &mut frame);
+        buf.copy_from_slice(&frame);
+        shared.egress[port].control.push(Ctl { m, edge_tsc: now }).ok()
+    });
+    // The note's TSC must not be 0 (no note) or the claim marker.
+    slot.store(if queued.is_some() { now.clamp(1, PAUSE_CLAIMED - 1) } else { 0 }, Ordering::Release);
+    queued.is_some()
 }
 
 fn mmu_drop_reason(r: mmu::DropReason) -> DropReason {
@@ -149,6 +174,17 @@ impl Worker {
         }
         for t in &mut self.txs {
             t.flush(&shared, self.index, counters);
+        }
+        // Empty the RX rings (bounded: a peer may still be sending).
+        for (_, rxq) in self.rxqs.iter_mut() {
+            for _ in 0..1024 {
+                let n = rxq.rx_burst(&mut self.burst, self.burst_size);
+                if n == 0 {
+                    break;
+                }
+                counters.rx_flushed_at_stop.add(n as u64);
+                self.burst.clear();
+            }
         }
     }
 
@@ -346,7 +382,10 @@ impl Worker {
                 c.ports[out].queue_drops[queue as usize].inc();
             }
             Verdict::Admit { charge, edge } => {
-                push_edge(shared, self.index, edge, now, c);
+                match edge {
+                    Some(e) if e.kind == mmu::EdgeKind::Pause && pause_now(shared, e, now) => {}
+                    _ => push_edge(shared, self.index, edge, now, c),
+                }
                 let q = Queued { m, charge, rx_tsc: now, in_port, tc, queue };
                 enqueue(shared, &mut self.txs, &self.local_tx, self.index, q, now, c);
             }

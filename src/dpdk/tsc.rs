@@ -1,11 +1,20 @@
 use super::sys;
 
 /// The CPU time-stamp counter (the clock of the whole dataplane; pure code takes it as
-/// `now_tsc`).
+/// `now_tsc`). Inlined: DPDK's `rte_rdtsc` is `static inline`, reachable from Rust only
+/// through a wrapper call.
 #[inline(always)]
 pub fn rdtsc() -> u64 {
-    // SAFETY: reads the TSC; no memory is touched.
-    unsafe { sys::rte_rdtsc() }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: RDTSC reads a register; no memory is touched.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        // SAFETY: reads the CPU cycle counter; no memory is touched.
+        unsafe { sys::rte_rdtsc() }
+    }
 }
 
 /// TSC ticks per second as calibrated by EAL (valid after `Eal::init`).

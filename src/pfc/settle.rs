@@ -207,6 +207,32 @@ mod tests {
     }
 
     #[test]
+    fn pause_sent_by_a_worker_is_taken_into_account() {
+        let mut tx = port();
+        let half = quanta_to_ticks(0xffff, SPEED, HZ) / 2;
+        tx.note_sent_pause(1 << 3, 500);
+        assert_eq!(tx.off_mask(), 1 << 3);
+        assert_eq!(tx.next_deadline(), Some(500 + half), "refresh from the worker's send time");
+        let s = stats(&tx)[3];
+        assert_eq!((s.tx_pause, s.tx_on2off, s.tx_resume), (1, 1, 0));
+        // The MMU is OFF and so is the sender: settling sends nothing more.
+        let mut p = PendingPgs::default();
+        let mut q = Queue::default();
+        p.mark(3, None, 0);
+        assert_eq!(p.settle(&mut tx, &PG_PRIOS, |pg| pg == 3, 600, q.send()), Ok(()));
+        assert!(q.sent.is_empty(), "{:?}", q.sent);
+        // A second worker PAUSE while OFF was on the wire too: counted, no new ON→OFF.
+        tx.note_sent_pause(1 << 3, 700);
+        let s = stats(&tx)[3];
+        assert_eq!((s.tx_pause, s.tx_on2off), (2, 1));
+        // Xon: one RESUME from the control lcore.
+        p.mark(3, Some(EdgeKind::Resume), 0);
+        assert_eq!(p.settle(&mut tx, &PG_PRIOS, |_| false, 800, q.send()), Ok(()));
+        assert_eq!(q.sent, vec![(MacControl::pfc_resume(1 << 3), 0)]);
+        assert_eq!(tx.off_mask(), 0);
+    }
+
+    #[test]
     fn pause_not_queued_is_retried_and_counted_once() {
         let mut tx = port();
         let mut p = PendingPgs::default();

@@ -360,6 +360,31 @@ impl PfcPortTx {
         Some(PfcAttempt { port: self, draft, frame })
     }
 
+    /// A PAUSE (`pause_quanta`) for `priorities` was put on the wire at `at` by another
+    /// lcore (the worker that saw the Xoff crossing sends it at once, for the shortest
+    /// reaction): take it into account as if this sender had sent it, so refreshes and
+    /// the RESUME follow from it. A priority already OFF still counts the frame (it was
+    /// sent).
+    pub fn note_sent_pause(&mut self, priorities: u8, at: u64) {
+        let mut draft = Draft::new(&self.prio);
+        for i in 0..8 {
+            if priorities & (1 << i) == 0 {
+                continue;
+            }
+            if draft.prio[i].on_edge(EdgeKind::Pause, at).is_some() {
+                draft.delta[i].on2off += 1;
+            }
+            draft.delta[i].pause_frames += 1;
+        }
+        let frame = MacControl::pfc_pause(priorities, self.cfg.pause_quanta);
+        let _ = PfcAttempt { port: self, draft, frame }.commit();
+    }
+
+    /// The quanta PAUSE frames carry.
+    pub fn pause_quanta(&self) -> u16 {
+        self.cfg.pause_quanta
+    }
+
     /// [`prepare_edge`](Self::prepare_edge) and commit at once: for callers whose
     /// sending cannot fail.
     pub fn on_edge(&mut self, priorities: u8, kind: EdgeKind, now: u64) -> Option<MacControl> {
