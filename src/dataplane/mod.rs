@@ -113,10 +113,21 @@ pub(crate) fn mac_str(m: [u8; 6]) -> String {
 const MEMPOOL_CACHE: u32 = 256;
 
 /// The control lcore's nap once PFC has been quiet for a millisecond
-/// (`lcores.control_idle = "sleep"`); with 1 µs timer slack, Linux wakes it some
-/// 10–60 µs later. The first PAUSE after a quiet spell is the worker's; the control lcore
-/// takes it over (refresh due after half the pause time) when it wakes.
-const CONTROL_NAP: Duration = Duration::from_micros(5);
+/// (`lcores.control_idle = "sleep"`). The first PAUSE after a quiet spell is sent by a
+/// worker; the control lcore takes it over when it wakes, and must do so before the
+/// refresh is due (half the pause time: 168 µs at 100G, 42 µs at 400G). So it naps for
+/// half of the shortest refresh interval, at most 100 µs (each wake-up costs CPU too:
+/// some 15 µs in a VM), and sets a 1 µs timer slack so Linux keeps to it.
+fn control_nap(spec: &SwitchSpec, tsc_hz: u64) -> Duration {
+    let quanta = crate::pfc::PfcTxConfig::default().pause_quanta;
+    let min_refresh_ns = spec
+        .ports
+        .iter()
+        .map(|p| crate::pfc::quanta_to_ticks(quanta, p.speed_bps, tsc_hz) / 2 * 1_000_000_000 / tsc_hz.max(1))
+        .min()
+        .unwrap_or(u64::MAX);
+    Duration::from_nanos((min_refresh_ns / 2).clamp(5_000, 100_000))
+}
 
 /// Start the switch described by `spec`, run until `opts` says stop, stop cleanly.
 pub fn run(spec: &SwitchSpec, opts: &RunOptions) -> Result<RunReport, DataplaneError> {
@@ -305,6 +316,7 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     };
     let pfc_tx_counters = control.tx_counters();
     let nap = spec.control_idle == crate::config::ControlIdle::Sleep;
+    let nap_for = control_nap(spec, hz);
     if nap {
         dpdk::set_timer_slack_ns(1_000);
     }
@@ -324,7 +336,7 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
             // Nothing paused, nothing pending: give the CPU back for a few µs (workers
             // send PAUSE themselves, so this does not delay the reaction).
             if nap && t.wrapping_sub(last_busy) > check_every {
-                std::thread::sleep(CONTROL_NAP);
+                std::thread::sleep(nap_for);
             } else {
                 std::hint::spin_loop();
             }
