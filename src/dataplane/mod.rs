@@ -112,6 +112,15 @@ pub(crate) fn mac_str(m: [u8; 6]) -> String {
 
 const MEMPOOL_CACHE: u32 = 256;
 
+/// Tells the workers to stop when dropped.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
 /// The control lcore's nap once PFC has been quiet for a millisecond
 /// (`lcores.control_idle = "sleep"`). The first PAUSE after a quiet spell is sent by a
 /// worker; the control lcore takes it over when it wakes, and must do so before the
@@ -123,7 +132,7 @@ fn control_nap(spec: &SwitchSpec, tsc_hz: u64) -> Duration {
     let min_refresh_ns = spec
         .ports
         .iter()
-        .map(|p| crate::pfc::quanta_to_ticks(quanta, p.speed_bps, tsc_hz) / 2 * 1_000_000_000 / tsc_hz.max(1))
+        .map(|p| (crate::pfc::quanta_to_ticks(quanta, p.speed_bps, tsc_hz) as u128 / 2 * 1_000_000_000 / tsc_hz.max(1) as u128).min(u64::MAX as u128) as u64)
         .min()
         .unwrap_or(u64::MAX);
     Duration::from_nanos((min_refresh_ns / 2).clamp(5_000, 100_000))
@@ -252,6 +261,9 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     telemetry::register(telemetry::Views { shared: shared.clone(), pfc_tx: control.tx_counters(), port_ids: ids.clone(), tsc_hz: hz });
 
     let mut handles = Vec::new();
+    // Declared after `handles`, so dropped before them: if this thread unwinds, the
+    // workers are told to stop before their handles wait for them.
+    let _stop_on_unwind = StopOnDrop(&shared.running);
     let mut launch_err = None;
     for (wi, ws) in spec.workers.iter().enumerate() {
         let now = rdtsc();
