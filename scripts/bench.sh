@@ -340,7 +340,7 @@ extra["memif_switch_worker_busy_fraction"] = round(med(busy_frac), 3) if busy_fr
 extra["memif_switch_capacity_est_mpps"] = round(med(cap_est) / 1e6, 3) if cap_est else None
 if busy_frac and med(busy_frac) < 0.9:
     notes.append("memif: the switch worker was busy only %.0f%% of the time: the generator (sharing CPU 0 "
-                 "with the switch's busy-polling control lcore) bounds memif_mpps, not the switch" % (100 * med(busy_frac)))
+                 "with the switch's control lcore) bounds memif_mpps, not the switch" % (100 * med(busy_frac)))
 
 # ---------------------------------------------------------------- 3. callgrind -------
 def callgrind_top(path, tot, n):

@@ -148,6 +148,7 @@ pub(crate) struct RawPort {
 pub(crate) struct RawLcores {
     pub control: Option<i64>,
     pub control_idle: Option<String>,
+    pub control_nap: Option<Human>,
     /// `[[lcores.worker]]`, deserialized one by one as [`RawWorker`].
     pub worker: Option<Vec<Value>>,
 }

@@ -480,12 +480,17 @@ fn lcore_id(v: i64, path: &str) -> FResult<u32> {
     Ok(in_range(v, 0, MAX_LCORE as i64 - 1, path)? as u32)
 }
 
+/// `lcores.control_nap` default: ~1 % of a CPU in wake-ups; a RESUME after a quiet
+/// spell waits at most this long (workers send the PAUSE and refresh it meanwhile).
+pub const DEFAULT_CONTROL_NAP_NS: u64 = 1_000_000;
+
 fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FResult<LcoreConfig> {
     let Some(v) = v else {
         // Default: control lcore 0, one worker on lcore 1 doing everything.
         let lc = LcoreConfig {
             control: 0,
             control_idle: ControlIdle::Sleep,
+            control_nap_ns: DEFAULT_CONTROL_NAP_NS,
             workers: vec![WorkerConfig {
                 lcore: 1,
                 rx: (0..ports.len())
@@ -512,6 +517,16 @@ fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FResult<LcoreC
                 format!("'{o}' is not one of \"sleep\", \"poll\""),
             ))
         }
+    };
+    let control_nap_ns = match &raw.control_nap {
+        Some(h) => {
+            let ns = parse_duration_ns(&h.text()).map_err(|e| FieldError::new("lcores.control_nap", e.to_string()))?;
+            if !(1_000..=10_000_000).contains(&ns) {
+                return Err(FieldError::new("lcores.control_nap", format!("{ns} ns is outside 1us..10ms")));
+            }
+            ns
+        }
+        None => DEFAULT_CONTROL_NAP_NS,
     };
     let wv = raw.worker.unwrap_or_default();
     if wv.is_empty() {
@@ -634,6 +649,7 @@ fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FResult<LcoreC
     Ok(LcoreConfig {
         control,
         control_idle,
+        control_nap_ns,
         workers,
     })
 }

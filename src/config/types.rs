@@ -160,6 +160,8 @@ pub struct LcoreConfig {
     pub control: u32,
     /// What the control lcore does when it has nothing to do.
     pub control_idle: ControlIdle,
+    /// `lcores.control_nap`: how long one nap lasts (ns) with `control_idle = "sleep"`.
+    pub control_nap_ns: u64,
     pub workers: Vec<WorkerConfig>,
 }
 

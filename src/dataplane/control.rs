@@ -119,9 +119,13 @@ impl Control {
                 if t == 0 || t == PAUSE_CLAIMED {
                     continue;
                 }
-                // Only this lcore clears a note; a worker only writes into an empty slot.
-                slot.store(0, Ordering::Release);
-                self.pfc_tx[port].note_sent_pause(rt.plan.pg_priorities[pg], t);
+                // Only this lcore clears a note; the worker that wrote it may be refreshing
+                // it (slot = claimed for a moment): then take it on the next pass.
+                if slot.compare_exchange(t, 0, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+                    continue;
+                }
+                let refreshes = rt.worker_refreshes[pg].swap(0, Ordering::AcqRel);
+                self.pfc_tx[port].note_sent_pause(rt.plan.pg_priorities[pg], t, 1 + refreshes);
                 did = true;
             }
         }

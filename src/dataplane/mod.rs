@@ -56,6 +56,11 @@ pub struct PortRt {
     /// Per PG: a PAUSE a worker queued itself on an Xoff crossing, for the control lcore
     /// to take into account: 0 = none, [`PAUSE_CLAIMED`] = being queued, else its TSC.
     pub worker_pause: [std::sync::atomic::AtomicU64; 8],
+    /// Per PG: refreshes of that PAUSE the worker sent before the control lcore took the
+    /// note (it adds them to the PFC counters when it does).
+    pub worker_refreshes: [std::sync::atomic::AtomicU64; 8],
+    /// Refresh interval of a PAUSE on this port, TSC ticks (as the control lcore's).
+    pub refresh_ticks: u64,
 }
 
 /// [`PortRt::worker_pause`]: a worker saw the Xoff crossing and is queueing the PAUSE.
@@ -122,20 +127,14 @@ impl Drop for StopOnDrop<'_> {
 }
 
 /// The control lcore's nap once PFC has been quiet for a millisecond
-/// (`lcores.control_idle = "sleep"`). The first PAUSE after a quiet spell is sent by a
-/// worker; the control lcore takes it over when it wakes, and must do so before the
-/// refresh is due (half the pause time: 168 µs at 100G, 42 µs at 400G). So it naps for
-/// half of the shortest refresh interval, at most 100 µs (each wake-up costs CPU too:
-/// some 15 µs in a VM), and sets a 1 µs timer slack so Linux keeps to it.
-fn control_nap(spec: &SwitchSpec, tsc_hz: u64) -> Duration {
-    let quanta = crate::pfc::PfcTxConfig::default().pause_quanta;
-    let min_refresh_ns = spec
-        .ports
-        .iter()
-        .map(|p| (crate::pfc::quanta_to_ticks(quanta, p.speed_bps, tsc_hz) as u128 / 2 * 1_000_000_000 / tsc_hz.max(1) as u128).min(u64::MAX as u128) as u64)
-        .min()
-        .unwrap_or(u64::MAX);
-    Duration::from_nanos((min_refresh_ns / 2).clamp(5_000, 100_000))
+/// (`lcores.control_idle = "sleep"`): `lcores.control_nap` (default 500 µs: a wake-up costs
+/// some 10 µs of CPU in a VM, so ~2 %), at most the timeline's sampling interval. The first
+/// PAUSE after a quiet spell is sent, and refreshed while needed, by the worker that saw the
+/// crossing; the control lcore takes it over when it wakes. What a nap delays is a RESUME
+/// after such a first PAUSE (the peer stays paused up to one nap longer, never shorter).
+fn control_nap(spec: &SwitchSpec, timeline_every: Option<Duration>) -> Duration {
+    let nap = Duration::from_nanos(spec.control_nap_ns.max(1_000));
+    timeline_every.map_or(nap, |t| nap.min(t.max(Duration::from_micros(1))))
 }
 
 /// Start the switch described by `spec`, run until `opts` says stop, stop cleanly.
@@ -250,6 +249,8 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
                     pfcwd: wd.as_ref().map(|w| w.state()),
                     mac: macs[i],
                     worker_pause: Default::default(),
+                    worker_refreshes: Default::default(),
+                    refresh_ticks: crate::pfc::refresh_ticks(&crate::pfc::PfcTxConfig::default(), ps.speed_bps, hz),
                 }
             })
             .collect(),
@@ -284,6 +285,7 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
             run: worker::Run::default(),
             run_mbufs: MbufBurst::new(),
             run_lens: Box::new([0; dpdk::BURST_CAP]),
+            notes: Vec::with_capacity(nports * 8),
         };
         for &(p, q) in &ws.rx {
             if let Some(rq) = rxqs[p].get_mut(q as usize).and_then(Option::take) {
@@ -328,7 +330,7 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     };
     let pfc_tx_counters = control.tx_counters();
     let nap = spec.control_idle == crate::config::ControlIdle::Sleep;
-    let nap_for = control_nap(spec, hz);
+    let nap_for = control_nap(spec, opts.timeline.as_ref().map(|(_, every)| *every));
     if nap {
         dpdk::set_timer_slack_ns(1_000);
     }
@@ -345,8 +347,8 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
         }
         let t = rdtsc();
         if t < next_check {
-            // Nothing paused, nothing pending: give the CPU back for a few µs (workers
-            // send PAUSE themselves, so this does not delay the reaction).
+            // Nothing paused, nothing pending: give the CPU back for one nap (workers
+            // send and refresh PAUSE themselves, so this does not delay the reaction).
             if nap && t.wrapping_sub(last_busy) > check_every {
                 std::thread::sleep(nap_for);
             } else {

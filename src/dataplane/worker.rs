@@ -44,6 +44,19 @@ pub struct Worker {
     pub run: Run,
     pub run_mbufs: MbufBurst,
     pub run_lens: Box<[u32; crate::dpdk::BURST_CAP]>,
+    /// PAUSEs this lcore sent whose note the control lcore has not taken yet (it may be
+    /// napping): this lcore refreshes them meanwhile. Capacity ports × 8, never grows.
+    pub notes: Vec<PauseNote>,
+}
+
+/// A PAUSE this worker sent for (port, PG) and noted in `worker_pause` as `t0`.
+#[derive(Clone, Copy, Debug)]
+pub struct PauseNote {
+    port: u16,
+    pg: u8,
+    t0: u64,
+    /// When this lcore last queued a PAUSE for it.
+    last: u64,
 }
 
 /// The key and totals of the run of packets being formed.
@@ -88,24 +101,68 @@ pub(super) fn push_edge(shared: &Shared, ring: usize, edge: Option<Edge>, now: u
 /// leave a note for the control lcore, which commits it and takes over refresh and
 /// RESUME. False if the frame could not be queued (the slot holds an earlier note, no
 /// mbuf, queue full): then the edge goes to the control lcore as usual.
-fn pause_now(shared: &Shared, e: Edge, now: u64) -> bool {
+fn pause_now(shared: &Shared, e: Edge, now: u64) -> Option<PauseNote> {
     let (port, pg) = (e.port as usize, e.pg as usize & 7);
-    let Some(rt) = shared.ports.get(port) else { return false };
+    let rt = shared.ports.get(port)?;
     let prios = rt.plan.pg_priorities[pg];
     let slot = &rt.worker_pause[pg];
     if prios == 0 || slot.compare_exchange(0, PAUSE_CLAIMED, Ordering::AcqRel, Ordering::Relaxed).is_err() {
-        return false;
+        return None;
     }
-    let queued = shared.ctl_pool.alloc().and_then(|mut m| {
-        let buf = m.append(MIN_FRAME_LEN as u16)?;
-        let mut frame = [0u8; MIN_FRAME_LEN];
-        MacControl::pfc_pause(prios, shared.pause_quanta).emit(MacAddr(rt.mac), &mut frame);
-        buf.copy_from_slice(&frame);
-        shared.egress[port].control.push(Ctl { m, edge_tsc: now }).ok()
-    });
+    let queued = queue_pause(shared, port, prios, now);
     // The note's TSC must not be 0 (no note) or the claim marker.
-    slot.store(if queued.is_some() { now.clamp(1, PAUSE_CLAIMED - 1) } else { 0 }, Ordering::Release);
-    queued.is_some()
+    let t0 = now.clamp(1, PAUSE_CLAIMED - 1);
+    slot.store(if queued { t0 } else { 0 }, Ordering::Release);
+    queued.then_some(PauseNote { port: port as u16, pg: pg as u8, t0, last: now })
+}
+
+/// Put a PFC PAUSE for `prios` on `port`'s control queue. `edge_tsc` = the crossing it
+/// reacts to (a reaction sample), 0 for a refresh.
+fn queue_pause(shared: &Shared, port: usize, prios: u8, edge_tsc: u64) -> bool {
+    let rt = &shared.ports[port];
+    shared
+        .ctl_pool
+        .alloc()
+        .and_then(|mut m| {
+            let buf = m.append(MIN_FRAME_LEN as u16)?;
+            let mut frame = [0u8; MIN_FRAME_LEN];
+            MacControl::pfc_pause(prios, shared.pause_quanta).emit(MacAddr(rt.mac), &mut frame);
+            buf.copy_from_slice(&frame);
+            shared.egress[port].control.push(Ctl { m, edge_tsc }).ok()
+        })
+        .is_some()
+}
+
+/// Refresh the PAUSEs this lcore sent while the control lcore has not taken them over
+/// (it naps up to `lcores.control_nap`, longer than a refresh interval at 100G): whenever
+/// the PG is OFF and the last PAUSE is a refresh interval old — also when the PG went ON
+/// and OFF again meanwhile (its own crossing found the slot taken by this note). Drops
+/// the notes the control lcore took.
+fn refresh_notes(shared: &Shared, notes: &mut Vec<PauseNote>, now: u64) {
+    let mut i = 0;
+    while i < notes.len() {
+        let n = notes[i];
+        let rt = &shared.ports[n.port as usize];
+        let slot = &rt.worker_pause[n.pg as usize];
+        if slot.load(Ordering::Acquire) != n.t0 {
+            notes.swap_remove(i);
+            continue;
+        }
+        if now.wrapping_sub(n.last) >= rt.refresh_ticks && shared.mmu.is_off(n.port, n.pg) {
+            // Claimed while the frame is queued, so the control lcore takes the note with
+            // this refresh counted, or before it (then this lcore lets go).
+            if slot.compare_exchange(n.t0, PAUSE_CLAIMED, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+                notes.swap_remove(i);
+                continue;
+            }
+            if queue_pause(shared, n.port as usize, rt.plan.pg_priorities[n.pg as usize], 0) {
+                rt.worker_refreshes[n.pg as usize].fetch_add(1, Ordering::AcqRel);
+                notes[i].last = now;
+            }
+            slot.store(n.t0, Ordering::Release);
+        }
+        i += 1;
+    }
 }
 
 fn mmu_drop_reason(r: mmu::DropReason) -> DropReason {
@@ -143,6 +200,9 @@ impl Worker {
             let now = rdtsc();
             for t in self.txs.iter_mut() {
                 moved += t.serve(&shared, self.index, now, counters);
+            }
+            if !self.notes.is_empty() {
+                refresh_notes(&shared, &mut self.notes, now);
             }
             let t1 = rdtsc();
             counters.loops.inc();
@@ -383,7 +443,17 @@ impl Worker {
             }
             Verdict::Admit { charge, edge } => {
                 match edge {
-                    Some(e) if e.kind == mmu::EdgeKind::Pause && pause_now(shared, e, now) => {}
+                    Some(e) if e.kind == mmu::EdgeKind::Pause => match pause_now(shared, e, now) {
+                        Some(note) => {
+                            // At most one live note per (port, PG); a stale one is replaced.
+                            match self.notes.iter().position(|n| n.port == note.port && n.pg == note.pg) {
+                                Some(k) => self.notes[k] = note,
+                                None if self.notes.len() < self.notes.capacity() => self.notes.push(note),
+                                None => {}
+                            }
+                        }
+                        None => push_edge(shared, self.index, edge, now, c),
+                    },
                     _ => push_edge(shared, self.index, edge, now, c),
                 }
                 let q = Queued { m, charge, rx_tsc: now, in_port, tc, queue };

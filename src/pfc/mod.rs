@@ -17,7 +17,7 @@ pub mod tx;
 pub use counters::{PfcPrioStats, PfcRxCounters, PfcTxCounters};
 pub use rx::{PauseDeadlines, PfcRx, RxOutcome};
 pub use settle::{send_refresh, PendingPgs, Unsent};
-pub use tx::{PfcAttempt, PfcPortTx, PfcTx, PfcTxConfig, Send};
+pub use tx::{refresh_ticks, PfcAttempt, PfcPortTx, PfcTx, PfcTxConfig, Send};
 
 /// Bit-times per quantum.
 pub const QUANTUM_BITS: u128 = 512;

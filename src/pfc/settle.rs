@@ -210,7 +210,7 @@ mod tests {
     fn pause_sent_by_a_worker_is_taken_into_account() {
         let mut tx = port();
         let half = quanta_to_ticks(0xffff, SPEED, HZ) / 2;
-        tx.note_sent_pause(1 << 3, 500);
+        tx.note_sent_pause(1 << 3, 500, 1);
         assert_eq!(tx.off_mask(), 1 << 3);
         assert_eq!(tx.next_deadline(), Some(500 + half), "refresh from the worker's send time");
         let s = stats(&tx)[3];
@@ -222,7 +222,7 @@ mod tests {
         assert_eq!(p.settle(&mut tx, &PG_PRIOS, |pg| pg == 3, 600, q.send()), Ok(()));
         assert!(q.sent.is_empty(), "{:?}", q.sent);
         // A second worker PAUSE while OFF was on the wire too: counted, no new ON→OFF.
-        tx.note_sent_pause(1 << 3, 700);
+        tx.note_sent_pause(1 << 3, 700, 1);
         let s = stats(&tx)[3];
         assert_eq!((s.tx_pause, s.tx_on2off), (2, 1));
         // Xon: one RESUME from the control lcore.

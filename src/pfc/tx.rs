@@ -50,6 +50,15 @@ enum State {
     Off { next_refresh: u64, accrued_to: u64 },
 }
 
+/// The refresh interval of a PAUSE at `speed_bps`:
+/// `floor(ticks(pause_quanta) · refresh_percent / 100)`, at least 1 tick (floor, so the
+/// refresh is never later than the configured fraction).
+pub fn refresh_ticks(cfg: &PfcTxConfig, speed_bps: u64, tsc_hz: u64) -> u64 {
+    let pct = u128::from(cfg.refresh_percent.clamp(1, 99));
+    let full = u128::from(quanta_to_ticks(cfg.pause_quanta.max(1), speed_bps, tsc_hz));
+    u64::try_from(full * pct / 100).unwrap_or(u64::MAX).max(1)
+}
+
 /// One (port, priority) sender.
 ///
 /// ON --Pause edge--> send PAUSE(q), OFF; OFF --poll at refresh deadline--> send PAUSE(q)
@@ -74,13 +83,9 @@ impl PfcTx {
         t
     }
 
-    /// Recomputes the refresh interval after a speed change:
-    /// `floor(ticks(pause_quanta) · refresh_percent / 100)`, at least 1 tick (floor, so
-    /// the refresh is never later than the configured fraction).
+    /// Recomputes the refresh interval after a speed change ([`refresh_ticks`]).
     pub fn set_speed(&mut self, cfg: &PfcTxConfig, speed_bps: u64, tsc_hz: u64) {
-        let pct = u128::from(cfg.refresh_percent.clamp(1, 99));
-        let full = u128::from(quanta_to_ticks(self.pause_quanta, speed_bps, tsc_hz));
-        self.refresh_ticks = u64::try_from(full * pct / 100).unwrap_or(u64::MAX).max(1);
+        self.refresh_ticks = refresh_ticks(cfg, speed_bps, tsc_hz);
     }
 
     /// Refresh interval in ticks.
@@ -364,8 +369,9 @@ impl PfcPortTx {
     /// lcore (the worker that saw the Xoff crossing sends it at once, for the shortest
     /// reaction): take it into account as if this sender had sent it, so refreshes and
     /// the RESUME follow from it. A priority already OFF still counts the frame (it was
-    /// sent).
-    pub fn note_sent_pause(&mut self, priorities: u8, at: u64) {
+    /// sent). `frames`: the first PAUSE and the refreshes the worker sent before this
+    /// sender took over (the OFF time still starts at `at`, the first one).
+    pub fn note_sent_pause(&mut self, priorities: u8, at: u64, frames: u64) {
         let mut draft = Draft::new(&self.prio);
         for i in 0..8 {
             if priorities & (1 << i) == 0 {
@@ -374,7 +380,7 @@ impl PfcPortTx {
             if draft.prio[i].on_edge(EdgeKind::Pause, at).is_some() {
                 draft.delta[i].on2off += 1;
             }
-            draft.delta[i].pause_frames += 1;
+            draft.delta[i].pause_frames += frames;
         }
         let frame = MacControl::pfc_pause(priorities, self.cfg.pause_quanta);
         let _ = PfcAttempt { port: self, draft, frame }.commit();
