@@ -202,6 +202,9 @@ pub struct LcoreCounters {
     /// TSC cycles spent in iterations that moved at least one packet.
     pub busy_cycles: Counter,
     pub loops: Counter,
+    /// PAUSE refreshes this worker sent while the control lcore napped (also counted in
+    /// the port's PFC counters once the control lcore takes the note over).
+    pub pause_refreshes: Counter,
     /// Frames still in RX rings when the switch stopped, freed unread (never counted as
     /// received: a loopback or memif peer may hold the switch's own mbufs there).
     pub rx_flushed_at_stop: Counter,
@@ -216,6 +219,7 @@ impl LcoreCounters {
             fdb_entries: Counter::default(),
             busy_cycles: Counter::default(),
             loops: Counter::default(),
+            pause_refreshes: Counter::default(),
             rx_flushed_at_stop: Counter::default(),
         })
     }

@@ -90,6 +90,8 @@ pub struct RunReport {
     pub elapsed: Duration,
     pub tsc_hz: u64,
     pub worker_busy_cycles: Vec<(u32, u64)>,
+    /// Per worker (as `worker_busy_cycles`): PAUSE refreshes it sent itself.
+    pub worker_pause_refreshes: Vec<u64>,
     pub mbufs_total: u32,
     /// Mbufs not back in the pools after everything stopped (a leak if nonzero).
     pub mbufs_in_use_after_stop: u32,
@@ -227,7 +229,7 @@ impl RunReport {
             "ports": ports,
             "elapsed_s": self.elapsed.as_secs_f64(),
             "tsc_hz": self.tsc_hz,
-            "workers": self.worker_busy_cycles.iter().map(|(l, c)| json!({"lcore": l, "busy_cycles": c})).collect::<Vec<_>>(),
+            "workers": self.worker_busy_cycles.iter().zip(&self.worker_pause_refreshes).map(|((l, c), r)| json!({"lcore": l, "busy_cycles": c, "pause_refreshes": r})).collect::<Vec<_>>(),
             "conservation": {
                 "entered": t.entered(),
                 "left": t.left(),
@@ -306,6 +308,7 @@ pub(super) fn build(
         elapsed,
         tsc_hz: hz,
         worker_busy_cycles: spec.workers.iter().enumerate().map(|(i, w)| (w.lcore, shared.counters[i].busy_cycles.get())).collect(),
+        worker_pause_refreshes: (0..spec.workers.len()).map(|i| shared.counters[i].pause_refreshes.get()).collect(),
         mbufs_total: pool.size() + ctl_pool.size(),
         mbufs_in_use_after_stop: pool.in_use_count() + ctl_pool.in_use_count(),
         mmu_bytes_after_stop: mmu_bytes,

@@ -138,7 +138,7 @@ fn queue_pause(shared: &Shared, port: usize, prios: u8, edge_tsc: u64) -> bool {
 /// the PG is OFF and the last PAUSE is a refresh interval old — also when the PG went ON
 /// and OFF again meanwhile (its own crossing found the slot taken by this note). Drops
 /// the notes the control lcore took.
-fn refresh_notes(shared: &Shared, notes: &mut Vec<PauseNote>, now: u64) {
+fn refresh_notes(shared: &Shared, notes: &mut Vec<PauseNote>, now: u64, c: &LcoreCounters) {
     let mut i = 0;
     while i < notes.len() {
         let n = notes[i];
@@ -157,6 +157,7 @@ fn refresh_notes(shared: &Shared, notes: &mut Vec<PauseNote>, now: u64) {
             }
             if queue_pause(shared, n.port as usize, rt.plan.pg_priorities[n.pg as usize], 0) {
                 rt.worker_refreshes[n.pg as usize].fetch_add(1, Ordering::AcqRel);
+                c.pause_refreshes.inc();
                 notes[i].last = now;
             }
             slot.store(n.t0, Ordering::Release);
@@ -202,7 +203,7 @@ impl Worker {
                 moved += t.serve(&shared, self.index, now, counters);
             }
             if !self.notes.is_empty() {
-                refresh_notes(&shared, &mut self.notes, now);
+                refresh_notes(&shared, &mut self.notes, now, counters);
             }
             let t1 = rdtsc();
             counters.loops.inc();
