@@ -59,7 +59,7 @@
 //! control = 0                   # control lcore = DPDK main lcore (default 0)
 //! control_idle = "sleep"        # "sleep" (default): µs naps while no PG is paused;
 //!                               # "poll": busy-poll (a dedicated, isolated CPU)
-//! control_nap = "500us"         # one nap (1us..10ms; default 500us): bounds how late a
+//! control_nap = "1ms"           # one nap (1us..10ms; default 1ms): bounds how late a
 //!                               # RESUME can be after a quiet spell
 //! [[lcores.worker]]             # at least one when [lcores] is written
 //! lcore = 1                     # < 128, not the control lcore, unique
@@ -150,7 +150,7 @@ mod types;
 
 pub use duration::{parse_duration_ns, DurationError};
 pub use error::ConfigError;
-pub use resolve::{defaults, DEFAULT_CONTROL_NAP_NS, parse_bdf, parse_devargs, parse_lcore_set, parse_mac, VDEV_PREFIXES};
+pub use resolve::{defaults, parse_bdf, parse_devargs, parse_lcore_set, parse_mac, VDEV_PREFIXES};
 pub use types::*;
 
 use std::path::Path;

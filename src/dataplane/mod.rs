@@ -127,14 +127,14 @@ impl Drop for StopOnDrop<'_> {
 }
 
 /// The control lcore's nap once PFC has been quiet for a millisecond
-/// (`lcores.control_idle = "sleep"`): `lcores.control_nap` (default 500 µs: a wake-up costs
-/// some 10 µs of CPU in a VM, so ~2 %), at most the timeline's sampling interval. The first
+/// (`lcores.control_idle = "sleep"`): `lcores.control_nap` (default 1 ms: a wake-up costs
+/// some 10 µs of CPU in a VM, so ~1 %), at most the timeline's sampling interval. The first
 /// PAUSE after a quiet spell is sent, and refreshed while needed, by the worker that saw the
 /// crossing; the control lcore takes it over when it wakes. What a nap delays is a RESUME
 /// after such a first PAUSE (the peer stays paused up to one nap longer, never shorter).
 fn control_nap(spec: &SwitchSpec, timeline_every: Option<Duration>) -> Duration {
-    let nap = Duration::from_nanos(spec.control_nap_ns.max(1_000));
-    timeline_every.map_or(nap, |t| nap.min(t.max(Duration::from_micros(1))))
+    let nap = Duration::from_nanos(spec.control_nap_ns);
+    timeline_every.map_or(nap, |t| nap.min(t))
 }
 
 /// Start the switch described by `spec`, run until `opts` says stop, stop cleanly.

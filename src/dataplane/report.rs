@@ -84,14 +84,20 @@ impl PortReport {
     }
 }
 
+/// Per worker lcore: its busy TSC cycles and the PAUSE refreshes it sent itself.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WorkerReport {
+    pub lcore: u32,
+    pub busy_cycles: u64,
+    pub pause_refreshes: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct RunReport {
     pub ports: Vec<PortReport>,
     pub elapsed: Duration,
     pub tsc_hz: u64,
-    pub worker_busy_cycles: Vec<(u32, u64)>,
-    /// Per worker (as `worker_busy_cycles`): PAUSE refreshes it sent itself.
-    pub worker_pause_refreshes: Vec<u64>,
+    pub workers: Vec<WorkerReport>,
     pub mbufs_total: u32,
     /// Mbufs not back in the pools after everything stopped (a leak if nonzero).
     pub mbufs_in_use_after_stop: u32,
@@ -229,7 +235,7 @@ impl RunReport {
             "ports": ports,
             "elapsed_s": self.elapsed.as_secs_f64(),
             "tsc_hz": self.tsc_hz,
-            "workers": self.worker_busy_cycles.iter().zip(&self.worker_pause_refreshes).map(|((l, c), r)| json!({"lcore": l, "busy_cycles": c, "pause_refreshes": r})).collect::<Vec<_>>(),
+            "workers": self.workers,
             "conservation": {
                 "entered": t.entered(),
                 "left": t.left(),
@@ -307,8 +313,12 @@ pub(super) fn build(
         ports,
         elapsed,
         tsc_hz: hz,
-        worker_busy_cycles: spec.workers.iter().enumerate().map(|(i, w)| (w.lcore, shared.counters[i].busy_cycles.get())).collect(),
-        worker_pause_refreshes: (0..spec.workers.len()).map(|i| shared.counters[i].pause_refreshes.get()).collect(),
+        workers: spec
+            .workers
+            .iter()
+            .zip(&shared.counters)
+            .map(|(w, c)| WorkerReport { lcore: w.lcore, busy_cycles: c.busy_cycles.get(), pause_refreshes: c.pause_refreshes.get() })
+            .collect(),
         mbufs_total: pool.size() + ctl_pool.size(),
         mbufs_in_use_after_stop: pool.in_use_count() + ctl_pool.in_use_count(),
         mmu_bytes_after_stop: mmu_bytes,

@@ -99,8 +99,8 @@ pub(super) fn push_edge(shared: &Shared, ring: usize, edge: Option<Edge>, now: u
 /// The Xoff crossing of `e` just happened here: queue the PFC PAUSE on the port's control
 /// queue now (its TX lcore sends control frames ahead of data, between RX bursts) and
 /// leave a note for the control lcore, which commits it and takes over refresh and
-/// RESUME. False if the frame could not be queued (the slot holds an earlier note, no
-/// mbuf, queue full): then the edge goes to the control lcore as usual.
+/// RESUME. Returns the note, or None if the frame could not be queued (the slot holds an
+/// earlier note, no mbuf, queue full): then the edge goes to the control lcore as usual.
 fn pause_now(shared: &Shared, e: Edge, now: u64) -> Option<PauseNote> {
     let (port, pg) = (e.port as usize, e.pg as usize & 7);
     let rt = shared.ports.get(port)?;
@@ -163,6 +163,16 @@ fn refresh_notes(shared: &Shared, notes: &mut Vec<PauseNote>, now: u64, c: &Lcor
             slot.store(n.t0, Ordering::Release);
         }
         i += 1;
+    }
+}
+
+/// Keep `note` for [`refresh_notes`]: at most one per (port, PG), a stale one is replaced;
+/// never beyond the capacity reserved at start (ports × 8 covers every PG).
+fn remember(notes: &mut Vec<PauseNote>, note: PauseNote) {
+    match notes.iter().position(|n| n.port == note.port && n.pg == note.pg) {
+        Some(k) => notes[k] = note,
+        None if notes.len() < notes.capacity() => notes.push(note),
+        None => {}
     }
 }
 
@@ -445,14 +455,7 @@ impl Worker {
             Verdict::Admit { charge, edge } => {
                 match edge {
                     Some(e) if e.kind == mmu::EdgeKind::Pause => match pause_now(shared, e, now) {
-                        Some(note) => {
-                            // At most one live note per (port, PG); a stale one is replaced.
-                            match self.notes.iter().position(|n| n.port == note.port && n.pg == note.pg) {
-                                Some(k) => self.notes[k] = note,
-                                None if self.notes.len() < self.notes.capacity() => self.notes.push(note),
-                                None => {}
-                            }
-                        }
+                        Some(note) => remember(&mut self.notes, note),
                         None => push_edge(shared, self.index, edge, now, c),
                     },
                     _ => push_edge(shared, self.index, edge, now, c),
