@@ -81,6 +81,18 @@ impl DropReason {
     }
 }
 
+impl From<crate::mmu::DropReason> for DropReason {
+    /// The counter an MMU refusal is counted under.
+    fn from(r: crate::mmu::DropReason) -> DropReason {
+        use crate::mmu::DropReason as M;
+        match r {
+            M::LosslessHeadroomFull => DropReason::LosslessHeadroomFull,
+            M::LossyDt | M::LossyPoolFull => DropReason::LossyThreshold,
+            M::InvalidIndex | M::Oversize => DropReason::MmuOther,
+        }
+    }
+}
+
 /// A counter with one writer.
 #[derive(Default, Debug)]
 pub struct Counter(AtomicU64);

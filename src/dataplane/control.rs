@@ -3,52 +3,33 @@
 //! RESUME), reconciles with the MMU's PG states so no edge is ever lost, and keeps the
 //! PFC transmit counters. It never touches a data packet.
 //!
-//! One shortcut: the worker whose admission crosses Xoff queues that PAUSE itself (one
-//! lcore hop less: the reaction time is the worker's, whatever the control lcore is
-//! doing) and leaves a note in [`super::PortRt::worker_pause`]; this lcore commits it
-//! to the PG's PFC state as if it had sent it, and carries on with refresh and RESUME.
+//! The worker whose admission crosses Xoff queues that PAUSE itself and leaves a note
+//! ([`super::pause_handoff`]); this lcore takes the note and commits that PAUSE to the
+//! PG's PFC state as if it had sent it, and carries on with refresh and RESUME.
 //!
 //! Edges only mark a PG as pending; the frame is chosen from the MMU's PG state when the
 //! PG is settled (so a backlog of stale edges costs one frame), and PFC state and
 //! counters change only once the frame is on the control queue (so a frame that found no
 //! mbuf or no room is retried, not counted as sent and lost).
+//!
+//! [`run_loop`] is the main lcore's loop: PFC work, busy-polled while any PG is paused,
+//! naps when quiet; stop conditions, SIGUSR1, live counters and the timeline.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use crate::dpdk::{rdtsc, Mempool};
+use crate::config::ControlIdle;
+use crate::counters::Totals;
+use crate::dpdk::{self, rdtsc};
 use crate::pfc::{send_refresh, PendingPgs, PfcPortTx, PfcTxConfig};
-use crate::wire::{MacAddr, MacControl};
+use crate::wire::MacControl;
 
-use super::egress::Ctl;
-use super::{Shared, PAUSE_CLAIMED};
-
-/// Where the control lcore's frames go: the ports' control queues.
-struct CtlOut {
-    shared: Arc<Shared>,
-    pool: Arc<Mempool>,
-    macs: Vec<MacAddr>,
-}
-
-impl CtlOut {
-    /// Queues `f` on `port`'s control queue; false if there was no room (mbuf or queue),
-    /// in which case nothing was queued and the caller keeps its state.
-    fn queue(&self, port: usize, f: &MacControl, edge_tsc: u64) -> bool {
-        let q = &self.shared.egress[port].control;
-        // Checking first spares an mbuf round trip while the TX lcore is behind (a worker
-        // may take the last place meanwhile: then the push fails and we retry).
-        if q.is_full() {
-            return false;
-        }
-        let Some(mut m) = self.pool.alloc() else { return false };
-        let Some(buf) = m.append(60) else { return false };
-        let mut frame = [0u8; 60];
-        f.emit(self.macs[port], &mut frame);
-        buf.copy_from_slice(&frame);
-        // On Err the Ctl comes back and its mbuf is freed on drop.
-        q.push(Ctl { m, edge_tsc }).is_ok()
-    }
-}
+use super::report;
+use super::shared::Shared;
+use super::spec::SwitchSpec;
+use super::timeline::Timeline;
+use super::RunOptions;
 
 pub struct Control {
     shared: Arc<Shared>,
@@ -58,7 +39,6 @@ pub struct Control {
     /// Per port: no new attempt before this TSC after a frame found no room, so a port
     /// whose control queue is stuck is retried every `retry_every` ticks, not spun on.
     retry_at: Vec<u64>,
-    out: CtlOut,
     next_reconcile: u64,
     reconcile_every: u64,
     retry_every: u64,
@@ -68,15 +48,14 @@ pub struct Control {
 }
 
 impl Control {
-    pub fn new(shared: Arc<Shared>, ctl_pool: Arc<Mempool>, macs: Vec<[u8; 6]>, tsc_hz: u64) -> Control {
+    pub fn new(shared: Arc<Shared>, tsc_hz: u64) -> Control {
         let pfc_tx = shared.ports.iter().map(|p| PfcPortTx::new(PfcTxConfig::default(), p.speed_bps, tsc_hz)).collect();
         let n = shared.ports.len();
         Control {
-            shared: shared.clone(),
+            shared,
             pfc_tx,
             pending: vec![PendingPgs::default(); n],
             retry_at: vec![0; n],
-            out: CtlOut { shared, pool: ctl_pool, macs: macs.into_iter().map(MacAddr).collect() },
             next_reconcile: 0,
             reconcile_every: tsc_hz / 10_000, // 100 µs
             retry_every: tsc_hz / 100_000,    // 10 µs
@@ -114,19 +93,10 @@ impl Control {
             while pgs != 0 {
                 let pg = pgs.trailing_zeros() as usize;
                 pgs &= pgs - 1;
-                let slot = &rt.worker_pause[pg];
-                let t = slot.load(Ordering::Acquire);
-                if t == 0 || t == PAUSE_CLAIMED {
-                    continue;
+                if let Some(t) = rt.pause[pg].take() {
+                    self.pfc_tx[port].note_sent_pause(rt.plan.pg_priorities[pg], t.t0, t.frames);
+                    did = true;
                 }
-                // Only this lcore clears a note; the worker that wrote it may be refreshing
-                // it (slot = claimed for a moment): then take it on the next pass.
-                if slot.compare_exchange(t, 0, Ordering::AcqRel, Ordering::Relaxed).is_err() {
-                    continue;
-                }
-                let refreshes = rt.worker_refreshes[pg].swap(0, Ordering::AcqRel);
-                self.pfc_tx[port].note_sent_pause(rt.plan.pg_priorities[pg], t, 1 + refreshes);
-                did = true;
             }
         }
         did
@@ -161,10 +131,10 @@ impl Control {
             return false;
         }
         let mmu_off = |pg: u8| shared.mmu.is_off(port as u16, pg);
-        let out = &self.out;
+        let (eg, src) = (&shared.egress[port], shared.ports[port].mac);
         let mut sent = false;
         let mut send = |f: &MacControl, tsc: u64| {
-            let ok = out.queue(port, f, tsc);
+            let ok = eg.queue_control(&shared.ctl_pool, src, f, tsc);
             sent |= ok;
             ok
         };
@@ -194,8 +164,8 @@ impl Control {
                 }
                 let prios = rt.plan.pg_priorities[pg as usize];
                 let tx_off = self.pfc_tx[port].off_mask() & prios != 0;
-                // A worker is queueing this PG's PAUSE: its note will settle it.
-                let claimed = rt.worker_pause[pg as usize].load(Ordering::Acquire) != 0;
+                // A worker holds or is queueing this PG's PAUSE: its note will settle it.
+                let claimed = rt.pause[pg as usize].is_held();
                 if !claimed && shared.mmu.is_off(port as u16, pg) != tx_off {
                     self.pending[port].mark(pg, None, 0);
                 }
@@ -209,4 +179,90 @@ impl Control {
             eg.drain_control();
         }
     }
+}
+
+/// The control lcore's nap once PFC has been quiet for a millisecond
+/// (`lcores.control_idle = "sleep"`): `lcores.control_nap` (default 1 ms: a wake-up costs
+/// some 10 µs of CPU in a VM, so ~1 %), at most the timeline's sampling interval. The first
+/// PAUSE after a quiet spell is sent, and refreshed while needed, by the worker that saw the
+/// crossing; the control lcore takes it over when it wakes. What a nap delays is a RESUME
+/// after such a first PAUSE (the peer stays paused up to one nap longer, never shorter).
+fn nap_length(spec: &SwitchSpec, timeline_every: Option<Duration>) -> Duration {
+    let nap = Duration::from_nanos(spec.control_nap_ns);
+    timeline_every.map_or(nap, |t| nap.min(t))
+}
+
+/// The main lcore's loop, until a signal or `--duration` says stop: PFC frames
+/// (busy-polled while any PG is paused, so refreshes and RESUMEs are on time), the
+/// timeline, and every millisecond the stop conditions, SIGUSR1 and live counters.
+/// Returns how long the switch forwarded.
+pub fn run_loop(control: &mut Control, spec: &SwitchSpec, opts: &RunOptions, mut timeline: Option<Timeline>) -> Duration {
+    let shared = control.shared.clone();
+    let hz = dpdk::tsc_hz();
+    let nports = shared.ports.len();
+    let start = Instant::now();
+    let mut next_stats = opts.stats_interval.map(|i| start + i);
+    let mut last = Totals::collect(shared.counters.iter().map(|c| &**c), nports);
+    let mut last_t = start;
+    let mut next_check = rdtsc();
+    let check_every = hz / 1000;
+    let pfc_tx_counters = control.tx_counters();
+    let nap = spec.control_idle == ControlIdle::Sleep;
+    let nap_for = nap_length(spec, opts.timeline.as_ref().map(|(_, every)| *every));
+    if nap {
+        dpdk::set_timer_slack_ns(1_000);
+    }
+    // TSC of the last pass with PFC activity: naps start only after a quiet millisecond,
+    // so a PG that pauses again and again keeps the control lcore polling.
+    let mut last_busy = rdtsc();
+    loop {
+        let did = control.poll();
+        if did || !control.idle() {
+            last_busy = rdtsc();
+        }
+        if let Some(tl) = timeline.as_mut() {
+            tl.maybe_sample(&shared, &pfc_tx_counters, rdtsc());
+        }
+        let t = rdtsc();
+        if t < next_check {
+            // Nothing paused, nothing pending: give the CPU back for one nap (workers
+            // send and refresh PAUSE themselves, so this does not delay the reaction).
+            if nap && t.wrapping_sub(last_busy) > check_every {
+                std::thread::sleep(nap_for);
+            } else {
+                std::hint::spin_loop();
+            }
+            continue;
+        }
+        next_check = t + check_every;
+        if opts.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if opts.tx_enable_all.swap(false, Ordering::Relaxed) {
+            log::info!("SIGUSR1: TX enabled on every port");
+            for p in &shared.ports {
+                p.tx_enable.store(true, Ordering::Relaxed);
+            }
+        }
+        let now = Instant::now();
+        if opts.duration.is_some_and(|d| now.duration_since(start) >= d) {
+            break;
+        }
+        if let (Some(t), Some(iv)) = (next_stats, opts.stats_interval) {
+            if now >= t {
+                let cur = Totals::collect(shared.counters.iter().map(|c| &**c), nports);
+                report::print_live(&spec.ports, &last, &cur, now.duration_since(last_t), start.elapsed());
+                last = cur;
+                last_t = now;
+                next_stats = Some(t + iv);
+            }
+        }
+    }
+    let elapsed = start.elapsed();
+    if let Some(tl) = timeline {
+        if let Err(e) = tl.finish() {
+            log::warn!("timeline: {e}");
+        }
+    }
+    elapsed
 }

@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use crossbeam_queue::ArrayQueue;
 
-use crate::dpdk::Mbuf;
+use crate::dpdk::{Mbuf, Mempool};
 use crate::mmu::Charge;
+use crate::wire::{MacAddr, MacControl, MIN_FRAME_LEN};
 
 /// A packet waiting for transmission, with what the fast path must remember about it.
 pub struct Queued {
@@ -62,6 +63,24 @@ impl EgressPort {
 
     pub(super) fn publish_depth(&self, tc: usize, n: u32) {
         self.depth[tc & 7].store(n, Relaxed);
+    }
+
+    /// Put MAC-control frame `f` (source `src`) on the control queue, in an mbuf from
+    /// `pool`. `edge_tsc`: the Xoff crossing it reacts to (a reaction sample), 0 for a
+    /// refresh or a RESUME. False when there was no room (mbuf or queue): nothing was
+    /// queued and the caller keeps its state.
+    pub fn queue_control(&self, pool: &Mempool, src: MacAddr, f: &MacControl, edge_tsc: u64) -> bool {
+        // Checking first spares an mbuf round trip while the TX lcore is behind (another
+        // lcore may take the last place meanwhile: then the push fails).
+        if self.control.is_full() {
+            return false;
+        }
+        let Some(mut m) = pool.alloc() else { return false };
+        let Some(buf) = m.append(MIN_FRAME_LEN as u16) else { return false };
+        let buf: &mut [u8; MIN_FRAME_LEN] = buf.try_into().expect("appended MIN_FRAME_LEN bytes");
+        f.emit(src, buf);
+        // On Err the Ctl comes back and its mbuf is freed on drop.
+        self.control.push(Ctl { m, edge_tsc }).is_ok()
     }
 
     pub fn drain_control(&self) -> usize {

@@ -12,7 +12,7 @@ use crate::pfc::PfcPrioStats;
 
 use super::control::Control;
 use super::spec::{PortSpec, SwitchSpec};
-use super::{mac_str, Shared};
+use super::shared::Shared;
 
 /// Per port at stop.
 #[derive(Debug, Clone)]
@@ -254,20 +254,19 @@ impl RunReport {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn build(
-    spec: &SwitchSpec,
-    shared: &Shared,
-    control: &Control,
-    totals: Totals,
-    pmd: Vec<PortStats>,
-    macs: &[[u8; 6]],
-    ids: &[u16],
-    elapsed: Duration,
-    hz: u64,
-    pool: &Mempool,
-    ctl_pool: &Mempool,
-) -> RunReport {
+/// What is known only once everything stopped.
+pub(super) struct Final {
+    pub totals: Totals,
+    /// The PMD's own counters, per port.
+    pub pmd: Vec<PortStats>,
+    /// DPDK port ids, per port.
+    pub ids: Vec<u16>,
+    pub elapsed: Duration,
+}
+
+pub(super) fn build(spec: &SwitchSpec, shared: &Shared, control: &Control, fin: Final, pool: &Mempool, ctl_pool: &Mempool) -> RunReport {
+    let Final { totals, pmd, ids, elapsed } = fin;
+    let hz = crate::dpdk::tsc_hz();
     let txc = control.tx_counters();
     let mut ports = Vec::new();
     for (i, ps) in spec.ports.iter().enumerate() {
@@ -283,7 +282,7 @@ pub(super) fn build(
         ports.push(PortReport {
             name: ps.name.clone(),
             port_id: ids[i],
-            mac: mac_str(macs[i]),
+            mac: rt.mac.to_string(),
             totals: totals.ports[i].clone(),
             pmd: pmd[i],
             pfc,

@@ -16,7 +16,7 @@ use crate::counters::{DropReason, Totals};
 use crate::dpdk::{stats_of, telemetry};
 use crate::pfc::{PfcPrioStats, PfcTxCounters};
 
-use super::Shared;
+use super::shared::Shared;
 
 /// Everything the commands read.
 #[derive(Clone)]

@@ -20,7 +20,8 @@ use std::time::Duration;
 
 use crate::pfc::PfcTxCounters;
 
-use super::{Shared, NUM_TC};
+use super::shared::Shared;
+use super::NUM_TC;
 
 pub const HEADER: &str = "t_us,port,series,index,occupancy_bytes,shared_bytes,headroom_bytes,off,threshold_bytes,pfc_tx_frames,depth_pkts";
 

@@ -21,9 +21,8 @@ use crate::pfcwd::{prio_mask_from_queues, Pfcwd};
 use crate::sched::{Scheduler, Shaper};
 
 use super::egress::Queued;
-use super::worker::push_edge;
 use super::latency::LatencyRecorder;
-use super::Shared;
+use super::shared::Shared;
 
 /// Wire overhead per frame the shaper charges beyond the frame: FCS 4, preamble and SFD
 /// 8, inter-frame gap 12 (so a shaper at line rate models the line).
@@ -120,7 +119,7 @@ impl TxPort {
     }
 
     /// Move what other lcores sent to this port onto the TC queues.
-    fn take_inbound(&mut self, shared: &Shared, ring: usize, now: u64, c: &LcoreCounters) {
+    fn take_inbound(&mut self, shared: &Shared, worker: usize, now: u64, c: &LcoreCounters) {
         let eg = &shared.egress[self.port];
         if eg.inbound.is_empty() {
             return;
@@ -128,7 +127,7 @@ impl TxPort {
         for _ in 0..(4 * BURST_CAP) {
             let Some(q) = eg.inbound.pop() else { break };
             if let Err(q) = self.enqueue(q) {
-                drop_admitted(shared, ring, q, DropReason::EgressQueueFull, now, c);
+                shared.drop_admitted(worker, q, DropReason::EgressQueueFull, now, c);
             }
         }
     }
@@ -168,12 +167,12 @@ impl TxPort {
     /// does not wait for a whole loop iteration). Only when nothing else is pending:
     /// pending data means the TX ring is full anyway.
     #[inline]
-    pub fn serve_control(&mut self, shared: &Shared, ring: usize, now: u64, c: &LcoreCounters) -> usize {
+    pub fn serve_control(&mut self, shared: &Shared, worker: usize, now: u64, c: &LcoreCounters) -> usize {
         if !self.pending.is_empty() || shared.egress[self.port].control.is_empty() {
             return 0;
         }
         self.take_control(shared);
-        self.transmit(shared, ring, now, c)
+        self.transmit(shared, worker, now, c)
     }
 
     fn take_control(&mut self, shared: &Shared) {
@@ -191,10 +190,10 @@ impl TxPort {
     }
 
     /// Move what may go now to the TX ring. Returns packets handed to the driver.
-    pub fn serve(&mut self, shared: &Shared, ring: usize, now: u64, c: &LcoreCounters) -> usize {
+    pub fn serve(&mut self, shared: &Shared, worker: usize, now: u64, c: &LcoreCounters) -> usize {
         // 1. Control frames: first, always.
         self.take_control(shared);
-        self.take_inbound(shared, ring, now, c);
+        self.take_inbound(shared, worker, now, c);
         // 2. Data, if the port may send.
         if shared.ports[self.port].tx_enable.load(Ordering::Relaxed) {
             if let Some(s) = self.shaper.as_mut() {
@@ -208,7 +207,7 @@ impl TxPort {
                 }
             }
             if self.wd.as_ref().is_some_and(|w| w.due(now)) {
-                heads_mask = self.watchdog(shared, ring, now, heads_mask, c);
+                heads_mask = self.watchdog(shared, worker, now, heads_mask, c);
             }
             let mut moved = 0;
             while moved < self.burst && !self.pending.is_full() {
@@ -237,10 +236,10 @@ impl TxPort {
             }
         }
         self.publish_depths(shared);
-        self.transmit(shared, ring, now, c)
+        self.transmit(shared, worker, now, c)
     }
 
-    fn transmit(&mut self, shared: &Shared, ring: usize, now: u64, c: &LcoreCounters) -> usize {
+    fn transmit(&mut self, shared: &Shared, worker: usize, now: u64, c: &LcoreCounters) -> usize {
         if self.pending.is_empty() {
             return 0;
         }
@@ -275,7 +274,7 @@ impl TxPort {
                     _ => break,
                 }
             }
-            push_edge(shared, ring, shared.mmu.release_run(charge, run_charged), now, c);
+            shared.push_edge(worker, shared.mmu.release_run(charge, run_charged), now, c);
             pc.queue_tx_packets[m.queue as usize & 7].add(n);
             pc.queue_tx_bytes[m.queue as usize & 7].add(run_bytes);
             c.ports[m.in_port as usize].tc_tx[m.tc as usize & 7].add(n);
@@ -300,7 +299,7 @@ impl TxPort {
     /// One watchdog poll: detect/restore storms; with action drop, flush the stormed
     /// priorities' queues (releasing their MMU charges). Returns the updated heads mask.
     #[cold]
-    fn watchdog(&mut self, shared: &Shared, ring: usize, now: u64, mut heads_mask: u8, c: &LcoreCounters) -> u8 {
+    fn watchdog(&mut self, shared: &Shared, worker: usize, now: u64, mut heads_mask: u8, c: &LcoreCounters) -> u8 {
         let Some(wd) = self.wd.as_mut() else { return heads_mask };
         let paused = self.rx_pause.paused_mask(now);
         let nonempty = prio_mask_from_queues(heads_mask, &self.priority_queue);
@@ -324,7 +323,7 @@ impl TxPort {
             let q = self.priority_queue[prio as usize] as usize & 7;
             let mut n = 0u64;
             while let Some(p) = self.tcq[q].pop_front() {
-                push_edge(shared, ring, shared.mmu.release(p.charge), now, c);
+                shared.push_edge(worker, shared.mmu.release(p.charge), now, c);
                 c.ports[p.in_port as usize].tc_dropped[p.tc as usize].inc();
                 c.ports[p.in_port as usize].drop(DropReason::PfcWatchdog);
                 c.ports[self.port].queue_drops[q].inc();
@@ -340,7 +339,7 @@ impl TxPort {
 
     /// At stop (every worker has stopped enqueueing): free everything held here or on
     /// its way here, releasing the MMU charges.
-    pub fn flush(&mut self, shared: &Shared, _ring: usize, c: &LcoreCounters) {
+    pub fn flush(&mut self, shared: &Shared, c: &LcoreCounters) {
         let pc = &c.ports[self.port];
         for (i, m) in self.pending.drain().enumerate() {
             let meta = self.meta[i];
@@ -360,19 +359,5 @@ impl TxPort {
         }
         self.publish_depths(shared);
         self.lat.publish(&shared.ports[self.port].latency, true);
-    }
-}
-
-/// A packet admitted by the MMU that will not be sent after all: give back its charge
-/// and count it where it would have been counted.
-pub(super) fn drop_admitted(shared: &Shared, ring: usize, q: Queued, why: DropReason, now: u64, c: &LcoreCounters) {
-    push_edge(shared, ring, shared.mmu.release(q.charge), now, c);
-    let out = q.charge.out_port() as usize;
-    c.ports[out].drop(why);
-    c.ports[out].queue_drops[q.queue as usize & 7].inc();
-    c.ports[q.in_port as usize].tc_dropped[q.tc as usize & 7].inc();
-    // A lossless packet that found its egress queue full is lossless loss too.
-    if why == DropReason::EgressQueueFull && q.charge.is_lossless() {
-        c.ports[q.in_port as usize].pg_lossless_drops[q.charge.pg() as usize & 7].inc();
     }
 }

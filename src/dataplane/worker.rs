@@ -10,58 +10,54 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::counters::{DropReason, LcoreCounters};
-use crate::dpdk::{rdtsc, Mbuf, MbufBurst, RxQueue};
 use crate::classify::Class;
+use crate::counters::{DropReason, LcoreCounters};
+use crate::dpdk::{rdtsc, Mbuf, MbufBurst, RxQueue, BURST_CAP};
 use crate::fdb::Fdb;
-use crate::mmu::{self, Edge, Verdict};
+use crate::mmu::{self, Verdict};
 use crate::pfc::PfcRx;
-use crate::wire::{self, MacAddr, MacControl, MIN_FRAME_LEN};
+use crate::pfcwd::PfcwdRxStamps;
+use crate::wire::{self, MacControl, MIN_FRAME_LEN};
 
-use super::egress::{Ctl, Queued};
-use super::tx::{drop_admitted, TxPort};
-use super::{EdgeMsg, Shared, PAUSE_CLAIMED};
+use super::egress::Queued;
+use super::pause_handoff::WorkerNotes;
+use super::shared::Shared;
+use super::spec::SwitchSpec;
+use super::tx::TxPort;
 
+/// One worker lcore's state (DPDK l2fwd's `lcore_queue_conf`, and what the loop keeps
+/// between bursts). Built by [`Worker::new`], given its queues, then moved to its lcore.
 pub struct Worker {
-    pub index: usize,
-    pub rxqs: Vec<(usize, RxQueue)>,
-    pub txs: Vec<TxPort>,
-    pub fdb: Fdb,
-    pub shared: Arc<Shared>,
-    pub burst: MbufBurst,
-    pub burst_size: usize,
-    pub fdb_age_every: u64,
-    /// Per port: pad short frames (kernel-backed ports) rather than drop them.
-    pub pad_short: Vec<bool>,
-    /// Receive-side PFC state of the ports whose queue 0 this lcore polls.
-    pub pfc_rx: Vec<Option<PfcRx>>,
-    /// PFC watchdog: when PAUSE frames arrive, per port (with `pfc_rx`).
-    pub wd_stamps: Vec<Option<Arc<crate::pfcwd::PfcwdRxStamps>>>,
-    pub tsc_hz: u64,
+    /// Index among the workers (its counters, its edge ring), not its lcore id.
+    index: usize,
+    shared: Arc<Shared>,
+    rxqs: Vec<(usize, RxQueue)>,
+    txs: Vec<TxPort>,
     /// Per port: index in `txs` if this lcore owns the port's TX.
-    pub local_tx: Vec<Option<usize>>,
+    local_tx: Vec<Option<usize>>,
+    /// Receive-side PFC state of the ports whose MAC-control frames this lcore acts on,
+    /// and the watchdog's record of when PAUSE frames arrived there.
+    pfc_rx: Vec<Option<PfcRx>>,
+    wd_stamps: Vec<Option<Arc<PfcwdRxStamps>>>,
+    fdb: Fdb,
+    /// TSC ticks between FDB aging sweeps (0 = never age).
+    fdb_age_every: u64,
+    /// Per port: pad short frames (kernel-backed ports) rather than drop them.
+    pad_short: Vec<bool>,
+    burst: MbufBurst,
+    burst_size: usize,
+    tsc_hz: u64,
     /// The run being formed: same egress port and class; its mbufs and lengths.
-    pub run: Run,
-    pub run_mbufs: MbufBurst,
-    pub run_lens: Box<[u32; crate::dpdk::BURST_CAP]>,
-    /// PAUSEs this lcore sent whose note the control lcore has not taken yet (it may be
-    /// napping): this lcore refreshes them meanwhile. Capacity ports × 8, never grows.
-    pub notes: Vec<PauseNote>,
+    run: Run,
+    run_mbufs: MbufBurst,
+    run_lens: Box<[u32; BURST_CAP]>,
+    /// PAUSEs this lcore sent whose note the control lcore has not taken yet.
+    notes: WorkerNotes,
 }
 
-/// A PAUSE this worker sent for (port, PG) and noted in `worker_pause` as `t0`.
-#[derive(Clone, Copy, Debug)]
-pub struct PauseNote {
-    port: u16,
-    pg: u8,
-    t0: u64,
-    /// When this lcore last queued a PAUSE for it.
-    last: u64,
-}
-
-/// The key and totals of the run of packets being formed.
+/// The key of the run of packets being formed.
 #[derive(Clone, Copy, Default)]
-pub struct Run {
+struct Run {
     out: u16,
     class: Class,
     lossless: bool,
@@ -86,105 +82,52 @@ fn pad(m: &mut Mbuf) -> bool {
     }
 }
 
-/// Hand an MMU edge to the control lcore (through this lcore's single-producer ring).
-#[inline]
-pub(super) fn push_edge(shared: &Shared, ring: usize, edge: Option<Edge>, now: u64, c: &LcoreCounters) {
-    if let Some(edge) = edge {
-        if shared.edges[ring].push(EdgeMsg { edge, tsc: now }).is_err() {
-            c.edge_overflow.inc();
-        }
-    }
-}
-
-/// The Xoff crossing of `e` just happened here: queue the PFC PAUSE on the port's control
-/// queue now (its TX lcore sends control frames ahead of data, between RX bursts) and
-/// leave a note for the control lcore, which commits it and takes over refresh and
-/// RESUME. Returns the note, or None if the frame could not be queued (the slot holds an
-/// earlier note, no mbuf, queue full): then the edge goes to the control lcore as usual.
-fn pause_now(shared: &Shared, e: Edge, now: u64) -> Option<PauseNote> {
-    let (port, pg) = (e.port as usize, e.pg as usize & 7);
-    let rt = shared.ports.get(port)?;
-    let prios = rt.plan.pg_priorities[pg];
-    let slot = &rt.worker_pause[pg];
-    if prios == 0 || slot.compare_exchange(0, PAUSE_CLAIMED, Ordering::AcqRel, Ordering::Relaxed).is_err() {
-        return None;
-    }
-    let queued = queue_pause(shared, port, prios, now);
-    // The note's TSC must not be 0 (no note) or the claim marker.
-    let t0 = now.clamp(1, PAUSE_CLAIMED - 1);
-    slot.store(if queued { t0 } else { 0 }, Ordering::Release);
-    queued.then_some(PauseNote { port: port as u16, pg: pg as u8, t0, last: now })
-}
-
-/// Put a PFC PAUSE for `prios` on `port`'s control queue. `edge_tsc` = the crossing it
-/// reacts to (a reaction sample), 0 for a refresh.
-fn queue_pause(shared: &Shared, port: usize, prios: u8, edge_tsc: u64) -> bool {
-    let rt = &shared.ports[port];
-    shared
-        .ctl_pool
-        .alloc()
-        .and_then(|mut m| {
-            let buf = m.append(MIN_FRAME_LEN as u16)?;
-            let mut frame = [0u8; MIN_FRAME_LEN];
-            MacControl::pfc_pause(prios, shared.pause_quanta).emit(MacAddr(rt.mac), &mut frame);
-            buf.copy_from_slice(&frame);
-            shared.egress[port].control.push(Ctl { m, edge_tsc }).ok()
-        })
-        .is_some()
-}
-
-/// Refresh the PAUSEs this lcore sent while the control lcore has not taken them over
-/// (it naps up to `lcores.control_nap`, longer than a refresh interval at 100G): whenever
-/// the PG is OFF and the last PAUSE is a refresh interval old — also when the PG went ON
-/// and OFF again meanwhile (its own crossing found the slot taken by this note). Drops
-/// the notes the control lcore took.
-fn refresh_notes(shared: &Shared, notes: &mut Vec<PauseNote>, now: u64, c: &LcoreCounters) {
-    let mut i = 0;
-    while i < notes.len() {
-        let n = notes[i];
-        let rt = &shared.ports[n.port as usize];
-        let slot = &rt.worker_pause[n.pg as usize];
-        if slot.load(Ordering::Acquire) != n.t0 {
-            notes.swap_remove(i);
-            continue;
-        }
-        if now.wrapping_sub(n.last) >= rt.refresh_ticks && shared.mmu.is_off(n.port, n.pg) {
-            // Claimed while the frame is queued, so the control lcore takes the note with
-            // this refresh counted, or before it (then this lcore lets go).
-            if slot.compare_exchange(n.t0, PAUSE_CLAIMED, Ordering::AcqRel, Ordering::Relaxed).is_err() {
-                notes.swap_remove(i);
-                continue;
-            }
-            if queue_pause(shared, n.port as usize, rt.plan.pg_priorities[n.pg as usize], 0) {
-                rt.worker_refreshes[n.pg as usize].fetch_add(1, Ordering::AcqRel);
-                c.pause_refreshes.inc();
-                notes[i].last = now;
-            }
-            slot.store(n.t0, Ordering::Release);
-        }
-        i += 1;
-    }
-}
-
-/// Keep `note` for [`refresh_notes`]: at most one per (port, PG), a stale one is replaced;
-/// never beyond the capacity reserved at start (ports × 8 covers every PG).
-fn remember(notes: &mut Vec<PauseNote>, note: PauseNote) {
-    match notes.iter().position(|n| n.port == note.port && n.pg == note.pg) {
-        Some(k) => notes[k] = note,
-        None if notes.len() < notes.capacity() => notes.push(note),
-        None => {}
-    }
-}
-
-fn mmu_drop_reason(r: mmu::DropReason) -> DropReason {
-    match r {
-        mmu::DropReason::LosslessHeadroomFull => DropReason::LosslessHeadroomFull,
-        mmu::DropReason::LossyDt | mmu::DropReason::LossyPoolFull => DropReason::LossyThreshold,
-        _ => DropReason::MmuOther,
-    }
-}
-
 impl Worker {
+    /// Worker number `index` of the switch `spec` describes, with no queues yet.
+    pub fn new(index: usize, shared: Arc<Shared>, spec: &SwitchSpec, tsc_hz: u64) -> Worker {
+        let nports = spec.ports.len();
+        Worker {
+            index,
+            shared,
+            rxqs: Vec::new(),
+            txs: Vec::new(),
+            local_tx: vec![None; nports],
+            pfc_rx: (0..nports).map(|_| None).collect(),
+            wd_stamps: (0..nports).map(|_| None).collect(),
+            fdb: Fdb::new(spec.fdb_size, spec.fdb_aging_time.min(u32::MAX as u64) as u32, tsc_hz),
+            fdb_age_every: if spec.fdb_aging_time == 0 { 0 } else { tsc_hz },
+            pad_short: spec.ports.iter().map(|p| p.pad_short_frames).collect(),
+            burst: MbufBurst::new(),
+            burst_size: spec.burst_size.clamp(1, BURST_CAP),
+            tsc_hz,
+            run: Run::default(),
+            run_mbufs: MbufBurst::new(),
+            run_lens: Box::new([0; BURST_CAP]),
+            notes: WorkerNotes::new(nports),
+        }
+    }
+
+    /// Poll RX queue `q` of `port`.
+    pub fn poll(&mut self, port: usize, q: RxQueue) {
+        self.rxqs.push((port, q));
+    }
+
+    /// Act on the MAC-control (PFC) frames `port` receives: its receive-side pause state
+    /// and, with the watchdog on, the record of when PAUSE frames arrived.
+    pub fn receive_pfc(&mut self, port: usize, rx: PfcRx, wd_stamps: Option<Arc<PfcwdRxStamps>>) {
+        self.pfc_rx[port] = Some(rx);
+        self.wd_stamps[port] = wd_stamps;
+    }
+
+    /// Own the transmit side of `tx.port`.
+    pub fn own_tx(&mut self, tx: TxPort) {
+        self.local_tx[tx.port] = Some(self.txs.len());
+        self.txs.push(tx);
+    }
+
+    /// The loop: until the switch stops, receive and process a burst per RX queue
+    /// (sending waiting PFC frames right after each), serve the ports this lcore
+    /// transmits, refresh its own PAUSEs; then give back everything it holds.
     pub fn run(mut self) {
         // A second handle, so the loop can lend `&Shared` while `self` is borrowed mutably.
         let shared = self.shared.clone();
@@ -213,7 +156,7 @@ impl Worker {
                 moved += t.serve(&shared, self.index, now, counters);
             }
             if !self.notes.is_empty() {
-                refresh_notes(&shared, &mut self.notes, now, counters);
+                self.refresh_pauses(&shared, now, counters);
             }
             let t1 = rdtsc();
             counters.loops.inc();
@@ -244,7 +187,7 @@ impl Worker {
             std::hint::spin_loop();
         }
         for t in &mut self.txs {
-            t.flush(&shared, self.index, counters);
+            t.flush(&shared, counters);
         }
         // Empty the RX rings (bounded: a peer may still be sending).
         for (_, rxq) in self.rxqs.iter_mut() {
@@ -445,7 +388,7 @@ impl Worker {
         match shared.mmu.admit(in_port, class.pg, out as u16, queue, len, lossless) {
             Verdict::Drop(r) => {
                 let ic = &c.ports[in_port as usize];
-                ic.drop(mmu_drop_reason(r));
+                ic.drop(r.into());
                 ic.tc_dropped[tc as usize].inc();
                 if r == mmu::DropReason::LosslessHeadroomFull {
                     ic.pg_lossless_drops[class.pg as usize & 7].inc();
@@ -453,12 +396,17 @@ impl Worker {
                 c.ports[out].queue_drops[queue as usize].inc();
             }
             Verdict::Admit { charge, edge } => {
-                match edge {
-                    Some(e) if e.kind == mmu::EdgeKind::Pause => match pause_now(shared, e, now) {
-                        Some(note) => remember(&mut self.notes, note),
-                        None => push_edge(shared, self.index, edge, now, c),
-                    },
-                    _ => push_edge(shared, self.index, edge, now, c),
+                // The PAUSE of an Xoff crossing leaves from here at once (see
+                // pause_handoff); anything else goes to the control lcore.
+                let sent = edge.is_some_and(|e| {
+                    let (port, pg) = (e.port as usize, e.pg & 7);
+                    let prios = shared.ports[port].plan.pg_priorities[pg as usize];
+                    e.kind == mmu::EdgeKind::Pause
+                        && prios != 0
+                        && self.notes.pause(&shared.ports[port].pause[pg as usize], e.port, pg, now, || shared.queue_pause(port, prios, now))
+                });
+                if !sent {
+                    shared.push_edge(self.index, edge, now, c);
                 }
                 let q = Queued { m, charge, rx_tsc: now, in_port, tc, queue };
                 enqueue(shared, &mut self.txs, &self.local_tx, self.index, q, now, c);
@@ -467,18 +415,36 @@ impl Worker {
     }
 }
 
+impl Worker {
+    /// Refresh the PAUSEs this lcore sent while the control lcore has not taken them over
+    /// (it naps up to `lcores.control_nap`, longer than a refresh interval at 100G):
+    /// whenever the PG is OFF and the last PAUSE is a refresh interval old.
+    fn refresh_pauses(&mut self, shared: &Shared, now: u64, c: &LcoreCounters) {
+        let n = self.notes.refresh(
+            |port, pg| &shared.ports[port as usize].pause[pg as usize],
+            |port, pg, last| now.wrapping_sub(last) >= shared.ports[port as usize].refresh_ticks && shared.mmu.is_off(port, pg),
+            |port, pg| {
+                let prios = shared.ports[port as usize].plan.pg_priorities[pg as usize];
+                shared.queue_pause(port as usize, prios, 0)
+            },
+            now,
+        );
+        c.pause_refreshes.add(n);
+    }
+}
+
 /// Hand an admitted packet to its egress port: straight onto the TC queue when this lcore
 /// owns the port's TX, else through the port's inbound ring. A full queue drops it
 /// (after admission: the charge is given back).
 #[inline(always)]
-fn enqueue(shared: &Shared, txs: &mut [TxPort], local_tx: &[Option<usize>], ring: usize, q: Queued, now: u64, c: &LcoreCounters) {
+fn enqueue(shared: &Shared, txs: &mut [TxPort], local_tx: &[Option<usize>], worker: usize, q: Queued, now: u64, c: &LcoreCounters) {
     let out = q.charge.out_port() as usize;
     let res = match local_tx.get(out).copied().flatten() {
         Some(ix) => txs[ix].enqueue(q),
         None => shared.egress[out].inbound.push(q),
     };
     if let Err(q) = res {
-        drop_admitted(shared, ring, q, DropReason::EgressQueueFull, now, c);
+        shared.drop_admitted(worker, q, DropReason::EgressQueueFull, now, c);
     }
 }
 

@@ -1,0 +1,216 @@
+//! Start-up: check the lcores, find the ports EAL probed, create the mempools, configure
+//! and start the ports, build the state every lcore shares, and give each worker its
+//! queues. Nothing here runs once forwarding has started.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::Arc;
+
+use crossbeam_queue::ArrayQueue;
+
+use crate::counters::LcoreCounters;
+use crate::dpdk::{self, rdtsc, Eal, Mempool, Port, RxQueue, TxQueue};
+use crate::mmu::Mmu;
+use crate::pfc::{PfcRx, PfcTxConfig};
+use crate::pfcwd::{Pfcwd, PfcwdRxStamps};
+use crate::wire::MacAddr;
+
+use super::egress::EgressPort;
+use super::latency::PortLatency;
+use super::shared::{PortRt, Shared};
+use super::spec::SwitchSpec;
+use super::tx::TxPort;
+use super::worker::Worker;
+use super::DataplaneError;
+
+/// Mempool cache per lcore (also what the mbuf count assumes).
+const MEMPOOL_CACHE: u32 = 256;
+
+/// Every worker lcore must be an enabled, non-main lcore of this EAL.
+pub fn check_lcores(eal: &Eal, spec: &SwitchSpec) -> Result<(), DataplaneError> {
+    for w in &spec.workers {
+        if !eal.lcore_enabled(w.lcore) || w.lcore == dpdk::main_lcore() {
+            return Err(DataplaneError::Lcore {
+                lcore: w.lcore,
+                msg: format!(
+                    "worker lcore is not an enabled non-main lcore of this EAL (main lcore is {}); check eal.args --lcores",
+                    dpdk::main_lcore()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// DPDK port ids, in `[[port]]` order. Every port must have been probed by EAL (a bad
+/// devargs or a missing pcap file fails there): say which one before anything is allocated.
+pub fn port_ids(spec: &SwitchSpec) -> Result<Vec<u16>, DataplaneError> {
+    spec.ports
+        .iter()
+        .map(|ps| {
+            Port::id_by_name(ps.dev_name()).map_err(|err| DataplaneError::Port {
+                name: ps.name.clone(),
+                devargs: ps.devargs.clone(),
+                err: dpdk::DpdkError { msg: format!("device not probed by EAL (see the EAL messages above): {}", err.msg), ..err },
+            })
+        })
+        .collect()
+}
+
+/// The packet mempool (sized from the buffer so that the MMU, not the mempool, runs out
+/// first) and the small pool PFC frames come from, so data can never starve them.
+pub fn mempools(spec: &SwitchSpec) -> Result<(Arc<Mempool>, Arc<Mempool>), DataplaneError> {
+    let max_mtu = spec.ports.iter().map(|p| p.mtu).max().unwrap_or(1500);
+    // Single-segment mbufs large enough for the biggest frame (+ VLAN tag and FCS slack).
+    let data_room = (max_mtu + 14 + 4 + 4 + 128).clamp(2048 + 128, u16::MAX as u32) as u16;
+    let n_mbufs = if spec.mbuf_count > 0 { spec.mbuf_count } else { spec.mbufs_needed(MEMPOOL_CACHE) };
+    let pool = Mempool::new("pfcsw_pool", n_mbufs, MEMPOOL_CACHE, data_room, -1).map_err(|e| {
+        let mib = (n_mbufs as u64 * (data_room as u64 + 192)) >> 20;
+        DataplaneError::Mempool(dpdk::DpdkError {
+            msg: format!("{} (needs about {mib} MiB: raise EAL -m/--socket-mem, lower the ports' mtu or the buffer size)", e.msg),
+            ..e
+        })
+    })?;
+    let ctl_pool = Mempool::new("pfcsw_ctl", 2047, 32, 256 + 128, -1).map_err(DataplaneError::Mempool)?;
+    log::info!("mempool: {n_mbufs} mbufs of {data_room} bytes");
+    Ok((Arc::new(pool), Arc::new(ctl_pool)))
+}
+
+/// The started ports and the queue tokens not yet handed to a worker.
+pub struct Ports {
+    pub ports: Vec<Port>,
+    pub ids: Vec<u16>,
+    pub macs: Vec<MacAddr>,
+    /// Per port, per RX queue.
+    pub rxqs: Vec<Vec<Option<RxQueue>>>,
+    pub txqs: Vec<Option<TxQueue>>,
+}
+
+/// Configure and start every port: its queues, MTU, and the NIC's own flow control off
+/// (so PFC frames reach the software).
+pub fn start_ports(spec: &SwitchSpec, ids: Vec<u16>, pool: &Arc<Mempool>) -> Result<Ports, DataplaneError> {
+    let mut out = Ports { ports: Vec::new(), ids, macs: Vec::new(), rxqs: Vec::new(), txqs: Vec::new() };
+    for (ps, &id) in spec.ports.iter().zip(&out.ids) {
+        let perr = |err| DataplaneError::Port { name: ps.name.clone(), devargs: ps.devargs.clone(), err };
+        let mtu = u16::try_from(ps.mtu).ok();
+        let (mut port, rq, mut tq) =
+            Port::configure(id, ps.nb_rx, 1, spec.rx_ring_size, spec.tx_ring_size, pool.clone(), mtu).map_err(perr)?;
+        match port.flow_ctrl_off() {
+            dpdk::FlowCtrlOutcome::Disabled => log::info!("port {}: NIC flow control off, MAC control frames to host", ps.name),
+            dpdk::FlowCtrlOutcome::DisabledNoForward => {
+                log::warn!("port {}: NIC flow control off without MAC-control forwarding (see above)", ps.name)
+            }
+            dpdk::FlowCtrlOutcome::NotSupported => log::debug!("port {}: PMD {} has no flow control to turn off", ps.name, port.driver()),
+            dpdk::FlowCtrlOutcome::Failed(e) => log::warn!(
+                "port {}: PMD {} refused to turn NIC flow control off ({e}); PFC frames may be consumed or answered by the NIC",
+                ps.name,
+                port.driver()
+            ),
+        }
+        port.start().map_err(perr)?;
+        let mac = MacAddr(port.mac());
+        log::info!("port {} = DPDK port {id} ({}), mac {mac}, {} rx queue(s)", ps.name, port.driver(), ps.nb_rx);
+        out.macs.push(mac);
+        out.rxqs.push(rq.into_iter().map(Some).collect());
+        out.txqs.push(tq.pop());
+        out.ports.push(port.with_name(&ps.name));
+    }
+    Ok(out)
+}
+
+/// Per port, the receive side of PFC and the watchdog, until a worker takes them.
+pub struct PfcSides {
+    pub rx: Vec<Option<PfcRx>>,
+    pub watchdogs: Vec<Option<Pfcwd>>,
+    pub wd_stamps: Vec<Option<Arc<PfcwdRxStamps>>>,
+}
+
+impl PfcSides {
+    pub fn new(spec: &SwitchSpec, tsc_hz: u64) -> PfcSides {
+        let watchdogs: Vec<Option<Pfcwd>> =
+            spec.plan.ports.iter().map(|pp| spec.pfcwd.map(|c| Pfcwd::new(&c, tsc_hz, pp.pfc_mask))).collect();
+        PfcSides {
+            rx: spec.ports.iter().zip(&spec.plan.ports).map(|(ps, pp)| Some(PfcRx::new(pp.pfc_mask, ps.speed_bps))).collect(),
+            wd_stamps: watchdogs.iter().map(|w| w.as_ref().map(|w| w.rx_stamps())).collect(),
+            watchdogs,
+        }
+    }
+}
+
+/// The state every lcore shares.
+pub fn shared_state(
+    spec: &SwitchSpec,
+    mmu: Mmu,
+    ports: &Ports,
+    pfc: &PfcSides,
+    (pool, ctl_pool): (Arc<Mempool>, Arc<Mempool>),
+    tsc_hz: u64,
+) -> Arc<Shared> {
+    let nports = spec.ports.len();
+    let pfc_cfg = PfcTxConfig::default();
+    let rts = spec
+        .ports
+        .iter()
+        .zip(&spec.plan.ports)
+        .enumerate()
+        .map(|(i, (ps, pp))| {
+            let rx = pfc.rx[i].as_ref().expect("PFC receive side not yet given to a worker");
+            PortRt {
+                name: ps.name.clone(),
+                plan: pp.clone(),
+                speed_bps: ps.speed_bps,
+                mtu: ps.mtu,
+                mac: ports.macs[i],
+                rx_pause: rx.deadlines(),
+                pfc_rx_counters: rx.counters(),
+                tx_enable: AtomicBool::new(ps.tx_enable),
+                latency: PortLatency::new(tsc_hz),
+                pfcwd: pfc.watchdogs[i].as_ref().map(|w| w.state()),
+                pause: Default::default(),
+                refresh_ticks: crate::pfc::refresh_ticks(&pfc_cfg, ps.speed_bps, tsc_hz),
+            }
+        })
+        .collect();
+    Arc::new(Shared {
+        running: AtomicBool::new(true),
+        workers_stopped: AtomicUsize::new(0),
+        egress: (0..nports).map(|_| EgressPort::new()).collect(),
+        counters: (0..spec.workers.len()).map(|_| LcoreCounters::new(nports)).collect(),
+        pool,
+        mmu,
+        ports: rts,
+        edges: (0..spec.workers.len()).map(|_| ArrayQueue::new(4096)).collect(),
+        ctl_pool,
+        pause_quanta: pfc_cfg.pause_quanta,
+    })
+}
+
+/// One [`Worker`] per `[[lcores.worker]]`, holding the RX queues it polls, the TX of the
+/// ports it owns, and the receive side of PFC of the ports whose queue 0 it polls (NICs
+/// steer non-IP frames there).
+pub fn workers(spec: &SwitchSpec, shared: &Arc<Shared>, ports: &mut Ports, pfc: &mut PfcSides, tsc_hz: u64) -> Vec<Worker> {
+    let now = rdtsc();
+    spec.workers
+        .iter()
+        .enumerate()
+        .map(|(wi, ws)| {
+            let mut w = Worker::new(wi, shared.clone(), spec, tsc_hz);
+            for &(p, q) in &ws.rx {
+                if let Some(rq) = ports.rxqs[p].get_mut(q as usize).and_then(Option::take) {
+                    w.poll(p, rq);
+                }
+                if q == 0 {
+                    if let Some(rx) = pfc.rx[p].take() {
+                        w.receive_pfc(p, rx, pfc.wd_stamps[p].take());
+                    }
+                }
+            }
+            for &p in &ws.tx {
+                if let Some(tq) = ports.txqs[p].take() {
+                    let tx = TxPort::new(p, tq, shared, tsc_hz, now, spec.burst_size, spec.egress_queue_len, pfc.watchdogs[p].take());
+                    w.own_tx(tx);
+                }
+            }
+            w
+        })
+        .collect()
+}

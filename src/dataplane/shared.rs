@@ -1,0 +1,102 @@
+//! State every lcore sees: per-port runtime state, the egress ports, the per-lcore
+//! counters, the MMU, and the edge rings to the control lcore; and the two things every
+//! lcore does with it after admission (hand an MMU edge over, drop an admitted packet).
+
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::Arc;
+
+use crossbeam_queue::ArrayQueue;
+use crossbeam_utils::CachePadded;
+
+use crate::counters::{DropReason, LcoreCounters};
+use crate::dpdk::Mempool;
+use crate::mmu::{Edge, Mmu};
+use crate::pfc::{PauseDeadlines, PfcRxCounters};
+use crate::plan::PortPlan;
+use crate::wire::MacAddr;
+
+use super::egress::{EgressPort, Queued};
+use super::latency;
+use super::pause_handoff::PauseSlot;
+
+/// An MMU edge on its way to the control lcore, with the TSC of the admission or
+/// release that caused it.
+#[derive(Debug, Clone, Copy)]
+pub struct EdgeMsg {
+    pub edge: Edge,
+    pub tsc: u64,
+}
+
+/// Per port, what every lcore may read.
+pub struct PortRt {
+    pub name: String,
+    pub plan: PortPlan,
+    pub speed_bps: u64,
+    pub mtu: u32,
+    /// The port's MAC (source of its PFC frames).
+    pub mac: MacAddr,
+    /// Pause deadlines set by received PFC frames (written by the RX lcore).
+    pub rx_pause: Arc<PauseDeadlines>,
+    pub pfc_rx_counters: Arc<PfcRxCounters>,
+    /// Data transmission allowed (test knob `tx_enable`; SIGUSR1 turns it on).
+    pub tx_enable: AtomicBool,
+    pub latency: latency::PortLatency,
+    /// PFC watchdog state of this port's priorities (None = watchdog off).
+    pub pfcwd: Option<Arc<crate::pfcwd::PfcwdPortState>>,
+    /// Per PG: the worker → control lcore PAUSE hand-off ([`super::pause_handoff`]).
+    pub pause: [PauseSlot; 8],
+    /// Refresh interval of a PAUSE on this port, TSC ticks (as the control lcore's).
+    pub refresh_ticks: u64,
+}
+
+/// State every lcore sees.
+pub struct Shared {
+    pub running: AtomicBool,
+    /// Workers that have left their loop (none enqueues any more once all have).
+    pub workers_stopped: AtomicUsize,
+    pub egress: Vec<EgressPort>,
+    /// One per worker, indexed by the worker's index (not its lcore id).
+    pub counters: Vec<CachePadded<LcoreCounters>>,
+    pub pool: Arc<Mempool>,
+    pub mmu: Mmu,
+    pub ports: Vec<PortRt>,
+    /// One single-producer ring per worker to the control lcore.
+    pub edges: Vec<ArrayQueue<EdgeMsg>>,
+    /// Mbufs for PFC frames, apart so that data can never starve them.
+    pub ctl_pool: Arc<Mempool>,
+    /// Time carried by PAUSE frames.
+    pub pause_quanta: u16,
+}
+
+impl Shared {
+    /// Hand an MMU edge to the control lcore through `worker`'s single-producer ring.
+    #[inline]
+    pub fn push_edge(&self, worker: usize, edge: Option<Edge>, now: u64, c: &LcoreCounters) {
+        if let Some(edge) = edge {
+            if self.edges[worker].push(EdgeMsg { edge, tsc: now }).is_err() {
+                c.edge_overflow.inc();
+            }
+        }
+    }
+
+    /// A packet admitted by the MMU that will not be sent after all: give back its charge
+    /// and count it where it would have been counted.
+    pub fn drop_admitted(&self, worker: usize, q: Queued, why: DropReason, now: u64, c: &LcoreCounters) {
+        self.push_edge(worker, self.mmu.release(q.charge), now, c);
+        let out = q.charge.out_port() as usize;
+        c.ports[out].drop(why);
+        c.ports[out].queue_drops[q.queue as usize & 7].inc();
+        c.ports[q.in_port as usize].tc_dropped[q.tc as usize & 7].inc();
+        // A lossless packet that found its egress queue full is lossless loss too.
+        if why == DropReason::EgressQueueFull && q.charge.is_lossless() {
+            c.ports[q.in_port as usize].pg_lossless_drops[q.charge.pg() as usize & 7].inc();
+        }
+    }
+
+    /// Queue a PFC PAUSE for `prios` on `port`'s control queue. `edge_tsc`: the Xoff
+    /// crossing it reacts to, 0 for a refresh.
+    pub fn queue_pause(&self, port: usize, prios: u8, edge_tsc: u64) -> bool {
+        let f = crate::wire::MacControl::pfc_pause(prios, self.pause_quanta);
+        self.egress[port].queue_control(&self.ctl_pool, self.ports[port].mac, &f, edge_tsc)
+    }
+}
