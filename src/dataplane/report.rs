@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::counters::{percentile, DropReason, PortTotals, Totals};
+use crate::counters::{percentile, DropReason, PortTotals, Totals, WorkerTotals};
 use crate::dpdk::{Mempool, PortStats};
 use crate::pfc::PfcPrioStats;
 
@@ -84,12 +84,12 @@ impl PortReport {
     }
 }
 
-/// Per worker lcore: its busy TSC cycles and the PAUSE refreshes it sent itself.
+/// Per worker lcore: its own counters (busy TSC cycles, PAUSE refreshes it sent...).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct WorkerReport {
     pub lcore: u32,
-    pub busy_cycles: u64,
-    pub pause_refreshes: u64,
+    #[serde(flatten)]
+    pub counters: WorkerTotals,
 }
 
 #[derive(Debug, Clone)]
@@ -186,17 +186,10 @@ impl RunReport {
                 let drops: serde_json::Map<String, Value> =
                     DropReason::ALL.iter().map(|r| (r.as_str().to_string(), p.totals.drops[*r as usize].into())).collect();
                 let arr = |f: &dyn Fn(&PfcPrioStats) -> u64| p.pfc.iter().map(f).collect::<Vec<u64>>();
-                json!({
+                let mut o = json!({
                     "name": p.name,
                     "port_id": p.port_id,
                     "mac": p.mac,
-                    "rx_packets": p.totals.rx_packets,
-                    "tx_packets": p.totals.tx_packets,
-                    "rx_bytes": p.totals.rx_bytes,
-                    "tx_bytes": p.totals.tx_bytes,
-                    "flood_copies": p.totals.flood_copies,
-                    "mac_control_rx": p.totals.mac_control_rx,
-                    "control_tx": p.totals.control_tx,
                     "drops": drops,
                     "drops_total": p.totals.drops_total(),
                     // Lossless-class packets lost: dropped by the switch (headroom full, lossless
@@ -223,7 +216,12 @@ impl RunReport {
                     "queues": (0..8).map(|q| json!({"queue": q, "tx_packets": p.totals.queue_tx_packets[q], "tx_bytes": p.totals.queue_tx_bytes[q], "drops": p.totals.queue_drops[q]})).collect::<Vec<_>>(),
                     "pfcwd": p.pfcwd,
                     "pg_watermark": p.pg_watermarks.iter().map(|(pg, s, h, size)| json!({"pg": pg, "shared": s, "headroom": h, "headroom_size": size})).collect::<Vec<_>>(),
-                })
+                });
+                // rx_packets, tx_packets, ... flood_copies, mac_control_rx, control_tx.
+                for (name, v) in p.totals.scalars() {
+                    o[name] = v.into();
+                }
+                o
             })
             .collect();
         let t = self.totals();
@@ -287,8 +285,8 @@ pub(super) fn build(spec: &SwitchSpec, shared: &Shared, control: &Control, fin: 
             pmd: pmd[i],
             pfc,
             pfc_enable: rt.plan.pfc_mask,
-            rx_link_pause: rt.pfc_rx_counters.link_pause_frames.load(std::sync::atomic::Ordering::Relaxed),
-            rx_ignored: rt.pfc_rx_counters.ignored_frames.load(std::sync::atomic::Ordering::Relaxed),
+            rx_link_pause: rt.pfc_rx_counters.link_pause_frames.get(),
+            rx_ignored: rt.pfc_rx_counters.ignored_frames.get(),
             pfcwd: {
                 let mut o = serde_json::Map::new();
                 if let Some(st) = &rt.pfcwd {
@@ -316,14 +314,18 @@ pub(super) fn build(spec: &SwitchSpec, shared: &Shared, control: &Control, fin: 
             .workers
             .iter()
             .zip(&shared.counters)
-            .map(|(w, c)| WorkerReport { lcore: w.lcore, busy_cycles: c.busy_cycles.get(), pause_refreshes: c.pause_refreshes.get() })
+            .map(|(w, c)| {
+                let mut counters = WorkerTotals::default();
+                c.worker.add_to(&mut counters);
+                WorkerReport { lcore: w.lcore, counters }
+            })
             .collect(),
         mbufs_total: pool.size() + ctl_pool.size(),
         mbufs_in_use_after_stop: pool.in_use_count() + ctl_pool.in_use_count(),
         mmu_bytes_after_stop: mmu_bytes,
         pfc_reaction_ticks: reaction,
-        edge_overflow: shared.counters.iter().map(|c| c.edge_overflow.get()).sum(),
-        rx_flushed_at_stop: shared.counters.iter().map(|c| c.rx_flushed_at_stop.get()).sum(),
+        edge_overflow: shared.counters.iter().map(|c| c.worker.edge_overflow.get()).sum(),
+        rx_flushed_at_stop: shared.counters.iter().map(|c| c.worker.rx_flushed_at_stop.get()).sum(),
         ctl_failures: control.ctl_failures,
         pool: json!({
             "ingress_lossless_pool": {

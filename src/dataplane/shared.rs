@@ -74,7 +74,7 @@ impl Shared {
     pub fn push_edge(&self, worker: usize, edge: Option<Edge>, now: u64, c: &LcoreCounters) {
         if let Some(edge) = edge {
             if self.edges[worker].push(EdgeMsg { edge, tsc: now }).is_err() {
-                c.edge_overflow.inc();
+                c.worker.edge_overflow.inc();
             }
         }
     }

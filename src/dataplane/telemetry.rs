@@ -173,10 +173,9 @@ impl Views {
         // lose that class before the MMU sees it.
         let nic_loss = if self.shared.ports[i].plan.pfc_mask != 0 { pmd.imissed + pmd.rx_nombuf } else { 0 };
         let mut o = Map::new();
-        o.insert("rx_packets".into(), pt.rx_packets.into());
-        o.insert("tx_packets".into(), pt.tx_packets.into());
-        o.insert("rx_bytes".into(), pt.rx_bytes.into());
-        o.insert("tx_bytes".into(), pt.tx_bytes.into());
+        for (name, v) in pt.scalars() {
+            o.insert(name.into(), v.into());
+        }
         o.insert("imissed".into(), pmd.imissed.into());
         o.insert("rx_nombuf".into(), pmd.rx_nombuf.into());
         o.insert("lossless_drops".into(), (pt.lossless_drops() + nic_loss).into());
@@ -226,7 +225,7 @@ impl Views {
     pub fn fdb(&self) -> Value {
         let mut m = Map::new();
         for (i, c) in self.shared.counters.iter().enumerate() {
-            m.insert(format!("worker{i}_entries"), c.fdb_entries.get().into());
+            m.insert(format!("worker{i}_entries"), c.worker.fdb_entries.get().into());
         }
         Value::Object(m)
     }

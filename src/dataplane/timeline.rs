@@ -14,7 +14,6 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -66,7 +65,7 @@ impl Timeline {
                 let prios = rt.plan.pg_priorities[pg as usize];
                 let frames: u64 = (0..8)
                     .filter(|i| prios & (1 << i) != 0)
-                    .map(|i| pfc_tx[p].prio[i].pause_frames.load(Relaxed) + pfc_tx[p].prio[i].resume_frames.load(Relaxed))
+                    .map(|i| pfc_tx[p].prio[i].pause_frames.get() + pfc_tx[p].prio[i].resume_frames.get())
                     .sum();
                 let _ = writeln!(self.out, "{t_us},{},pg,{pg},{},{},{},{off},{th},{frames},", rt.name, occ.total, occ.shared, occ.headroom);
             }

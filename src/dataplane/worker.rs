@@ -159,9 +159,9 @@ impl Worker {
                 self.refresh_pauses(&shared, now, counters);
             }
             let t1 = rdtsc();
-            counters.loops.inc();
+            counters.worker.loops.inc();
             if moved > 0 {
-                counters.busy_cycles.add(t1.wrapping_sub(t0));
+                counters.worker.busy_cycles.add(t1.wrapping_sub(t0));
             }
             if t1 >= next_settle {
                 next_settle = t1.wrapping_add(settle_every);
@@ -171,7 +171,7 @@ impl Worker {
             }
             if self.fdb_age_every != 0 && t1 >= next_age {
                 self.fdb.age(t1);
-                counters.fdb_entries.set(self.fdb.len() as u64);
+                counters.worker.fdb_entries.set(self.fdb.len() as u64);
                 next_age = t1.wrapping_add(self.fdb_age_every);
             }
         }
@@ -196,7 +196,7 @@ impl Worker {
                 if n == 0 {
                     break;
                 }
-                counters.rx_flushed_at_stop.add(n as u64);
+                counters.worker.rx_flushed_at_stop.add(n as u64);
                 self.burst.clear();
             }
         }
@@ -429,7 +429,7 @@ impl Worker {
             },
             now,
         );
-        c.pause_refreshes.add(n);
+        c.worker.pause_refreshes.add(n);
     }
 }
 

@@ -1,39 +1,33 @@
 //! Per-(port, priority) PFC counters, SAI style. Each struct has exactly one writer (the
-//! TX half: control lcore; the RX half: the port's RX worker) which updates with a
-//! relaxed load+store (no locked instruction); any thread may read.
+//! TX half: control lcore; the RX half: the port's RX worker), so they are the switch's
+//! single-writer [`Counter`]s; any thread may read.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-
-/// Single-writer add.
-#[inline]
-pub(crate) fn bump(c: &AtomicU64, n: u64) {
-    c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
-}
+use crate::counters::Counter;
 
 /// One priority, transmit side.
 #[derive(Debug, Default)]
 pub struct PrioTx {
     /// PFC frames sent with a non-zero time for this priority (PAUSE and refreshes).
-    pub pause_frames: AtomicU64,
+    pub pause_frames: Counter,
     /// PFC frames sent with time 0 for this priority (RESUME).
-    pub resume_frames: AtomicU64,
+    pub resume_frames: Counter,
     /// TSC ticks this priority spent asserted OFF by us (TxWait).
-    pub pause_ticks: AtomicU64,
+    pub pause_ticks: Counter,
     /// ON→OFF transitions (PAUSE edges).
-    pub on2off: AtomicU64,
+    pub on2off: Counter,
 }
 
 /// One priority, receive side.
 #[derive(Debug, Default)]
 pub struct PrioRx {
     /// PFC frames received with this class enabled and a non-zero time.
-    pub pause_frames: AtomicU64,
+    pub pause_frames: Counter,
     /// PFC frames received with this class enabled and time 0.
-    pub resume_frames: AtomicU64,
+    pub resume_frames: Counter,
     /// TSC ticks this priority was paused by the peer (RxWait).
-    pub pause_ticks: AtomicU64,
+    pub pause_ticks: Counter,
     /// Frames that paused a running priority (SAI `PFC_n_ON2OFF_RX_PKTS`).
-    pub on2off: AtomicU64,
+    pub on2off: Counter,
 }
 
 /// Transmit counters of one port.
@@ -49,11 +43,11 @@ pub struct PfcRxCounters {
     /// Per priority.
     pub prio: [PrioRx; 8],
     /// 802.3x PAUSE frames with a non-zero time (they pause every priority).
-    pub link_pause_frames: AtomicU64,
+    pub link_pause_frames: Counter,
     /// 802.3x PAUSE frames with time 0.
-    pub link_resume_frames: AtomicU64,
+    pub link_resume_frames: Counter,
     /// PFC frames whose class-enable bits were all for priorities without PFC enabled.
-    pub ignored_frames: AtomicU64,
+    pub ignored_frames: Counter,
 }
 
 /// A consistent-enough snapshot of one priority. SAI mapping:
@@ -95,14 +89,14 @@ impl PfcPrioStats {
         let mut out = [PfcPrioStats::default(); 8];
         for ((o, t), r) in out.iter_mut().zip(&tx.prio).zip(&rx.prio) {
             *o = PfcPrioStats {
-                rx_pause: r.pause_frames.load(Relaxed),
-                rx_resume: r.resume_frames.load(Relaxed),
-                tx_pause: t.pause_frames.load(Relaxed),
-                tx_resume: t.resume_frames.load(Relaxed),
-                rx_pause_duration_us: super::ticks_to_us(r.pause_ticks.load(Relaxed), tsc_hz),
-                tx_pause_duration_us: super::ticks_to_us(t.pause_ticks.load(Relaxed), tsc_hz),
-                rx_on2off: r.on2off.load(Relaxed),
-                tx_on2off: t.on2off.load(Relaxed),
+                rx_pause: r.pause_frames.get(),
+                rx_resume: r.resume_frames.get(),
+                tx_pause: t.pause_frames.get(),
+                tx_resume: t.resume_frames.get(),
+                rx_pause_duration_us: super::ticks_to_us(r.pause_ticks.get(), tsc_hz),
+                tx_pause_duration_us: super::ticks_to_us(t.pause_ticks.get(), tsc_hz),
+                rx_on2off: r.on2off.get(),
+                tx_on2off: t.on2off.get(),
             };
         }
         out

@@ -8,7 +8,7 @@
 //! priorities whatever `pfc_enable` says: it is a link-level PAUSE and 802.3 Annex 31B
 //! stops every data frame (MAC Control frames are never paused).
 
-use super::counters::{bump, PfcRxCounters};
+use super::counters::PfcRxCounters;
 use super::quanta_to_ticks;
 use crate::wire::MacControl;
 use std::sync::atomic::{AtomicU64, Ordering::*};
@@ -122,10 +122,7 @@ impl PfcRx {
         if d > now {
             return true;
         }
-        bump(
-            &self.counters.prio[i].pause_ticks,
-            d.saturating_sub(self.since[i]),
-        );
+        self.counters.prio[i].pause_ticks.add(d.saturating_sub(self.since[i]));
         self.deadlines.d[i].store(0, Release);
         false
     }
@@ -140,10 +137,7 @@ impl PfcRx {
             let running = !self.settle(i, now);
             if ticks == 0 {
                 if !running {
-                    bump(
-                        &self.counters.prio[i].pause_ticks,
-                        now.saturating_sub(self.since[i]),
-                    );
+                    self.counters.prio[i].pause_ticks.add(now.saturating_sub(self.since[i]));
                     self.deadlines.d[i].store(0, Release);
                     out.resumed |= 1 << i;
                 }
@@ -152,7 +146,7 @@ impl PfcRx {
             if running {
                 self.since[i] = now;
                 out.on2off |= 1 << i;
-                bump(&self.counters.prio[i].on2off, 1);
+                self.counters.prio[i].on2off.add(1);
             }
             self.deadlines.d[i].store(now.saturating_add(ticks), Release);
             out.paused |= 1 << i;
@@ -169,21 +163,14 @@ impl PfcRx {
             } => {
                 out.ignored = class_enable & !self.pfc_enable;
                 if class_enable != 0 && out.ignored == class_enable {
-                    bump(&self.counters.ignored_frames, 1);
+                    self.counters.ignored_frames.add(1);
                 }
                 for (i, &q) in quanta.iter().enumerate() {
                     if class_enable & (1 << i) == 0 {
                         continue;
                     }
                     let c = &self.counters.prio[i];
-                    bump(
-                        if q == 0 {
-                            &c.resume_frames
-                        } else {
-                            &c.pause_frames
-                        },
-                        1,
-                    );
+                    if q == 0 { &c.resume_frames } else { &c.pause_frames }.inc();
                     if self.pfc_enable & (1 << i) != 0 {
                         self.apply(1 << i, q, now, tsc_hz, &mut out);
                     }
@@ -191,14 +178,7 @@ impl PfcRx {
             }
             MacControl::Pause { quanta } => {
                 let c = &self.counters;
-                bump(
-                    if quanta == 0 {
-                        &c.link_resume_frames
-                    } else {
-                        &c.link_pause_frames
-                    },
-                    1,
-                );
+                if quanta == 0 { &c.link_resume_frames } else { &c.link_pause_frames }.inc();
                 self.apply(0xff, quanta, now, tsc_hz, &mut out);
             }
         }

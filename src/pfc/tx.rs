@@ -2,7 +2,7 @@
 //! refresh deadlines. Owned by the control lcore (`&mut self`); it decides, the caller
 //! sends.
 
-use super::counters::{bump, PfcTxCounters};
+use super::counters::PfcTxCounters;
 use super::quanta_to_ticks;
 use crate::mmu::EdgeKind;
 use crate::wire::MacControl;
@@ -294,10 +294,10 @@ impl PfcAttempt<'_> {
         let PfcAttempt { port, draft, frame } = self;
         port.prio = draft.prio;
         for (c, d) in port.counters.prio.iter().zip(draft.delta) {
-            bump(&c.pause_frames, d.pause_frames);
-            bump(&c.resume_frames, d.resume_frames);
-            bump(&c.pause_ticks, d.pause_ticks);
-            bump(&c.on2off, d.on2off);
+            c.pause_frames.add(d.pause_frames);
+            c.resume_frames.add(d.resume_frames);
+            c.pause_ticks.add(d.pause_ticks);
+            c.on2off.add(d.on2off);
         }
         frame
     }
