@@ -46,7 +46,6 @@ fn main() {
         .opaque_type("rte_gtp_psc_generic_hdr")
         .allowlist_function("rte_eal_init")
         .allowlist_function("rte_eal_cleanup")
-        .allowlist_function("rte_eal_mp_wait_lcore")
         .allowlist_function("rte_eal_remote_launch")
         .allowlist_function("rte_eal_wait_lcore")
         .allowlist_function("rte_lcore_id")

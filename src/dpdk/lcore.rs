@@ -4,6 +4,10 @@ use super::{sys, DpdkError};
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// The C entry point `rte_eal_remote_launch` runs on the worker lcore.
+///
+/// # Safety
+/// `arg` must be a `Box<Job>` leaked by [`launch_on`], passed here exactly once.
 unsafe extern "C" fn trampoline(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the Box<Job> leaked by `launch_on`, consumed exactly once here.
     let job: Box<Job> = unsafe { Box::from_raw(arg as *mut Job) };
@@ -64,12 +68,6 @@ where
         return Err(DpdkError::from_ret(format!("rte_eal_remote_launch(lcore {lcore})"), ret));
     }
     Ok(LcoreHandle { lcore, joined: false })
-}
-
-/// Wait for every worker lcore.
-pub fn wait_all_lcores() {
-    // SAFETY: plain EAL call.
-    unsafe { sys::rte_eal_mp_wait_lcore() }
 }
 
 /// The lcore id of the calling thread (`u32::MAX` on a non-EAL thread).

@@ -19,7 +19,7 @@ pub mod telemetry;
 
 pub use eal::{pdump_init, Eal};
 pub use error::DpdkError;
-pub use lcore::{current_lcore, launch_on, main_lcore, set_timer_slack_ns, wait_all_lcores, LcoreHandle};
+pub use lcore::{current_lcore, launch_on, main_lcore, set_timer_slack_ns, LcoreHandle};
 pub use mbuf::{Mbuf, MbufBurst, BURST_CAP};
 pub use mempool::Mempool;
 pub use port::{stats_of, FlowCtrlOutcome, LinkStatus, Port, PortStats, RxQueue, TxQueue};

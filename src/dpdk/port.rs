@@ -1,7 +1,7 @@
 use std::ffi::{CStr, CString};
 use std::sync::Arc;
 
-use super::{sys, DpdkError, Mbuf, MbufBurst, Mempool, BURST_CAP};
+use super::{sys, DpdkError, MbufBurst, Mempool, BURST_CAP};
 
 /// Counters the PMD keeps for a port (`rte_eth_stats`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -342,18 +342,5 @@ impl TxQueue {
         let n = unsafe { sys::rte_eth_tx_burst(self.port, self.queue, burst.raw_slots(0), len as u16) } as usize;
         burst.consume_front(n);
         n
-    }
-
-    /// Transmit one mbuf; gives it back if the ring is full.
-    pub fn tx_one(&mut self, m: Mbuf) -> Result<(), Mbuf> {
-        let mut p = m.into_raw();
-        // SAFETY: we own `p`; on success the driver owns it.
-        let n = unsafe { sys::rte_eth_tx_burst(self.port, self.queue, &mut p, 1) };
-        if n == 1 {
-            Ok(())
-        } else {
-            // SAFETY: not taken: ownership comes back to us.
-            Err(Mbuf::from_nonnull(std::ptr::NonNull::new(p).expect("non-null")))
-        }
     }
 }

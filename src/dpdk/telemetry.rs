@@ -22,6 +22,12 @@ fn handlers() -> &'static Mutex<HashMap<String, Handler>> {
     H.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
+/// The C callback DPDK's telemetry thread calls for every `/pfcswitch/...` command.
+///
+/// # Safety
+/// `cmd` must be a NUL-terminated string, `params` NULL or NUL-terminated, and `d` a
+/// valid, writable telemetry data object for the duration of the call (DPDK's contract
+/// for `telemetry_cb`).
 unsafe extern "C" fn trampoline(cmd: *const c_char, params: *const c_char, d: *mut sys::rte_tel_data) -> c_int {
     // SAFETY: DPDK passes NUL-terminated strings (params may be NULL) and a valid data
     // object for this call.
@@ -41,6 +47,9 @@ unsafe extern "C" fn trampoline(cmd: *const c_char, params: *const c_char, d: *m
 /// Top level: a dict. Second level: objects become dict containers, arrays of numbers
 /// array containers; deeper objects are flattened into "a.b" keys (DPDK telemetry allows
 /// one level of containers).
+///
+/// # Safety
+/// `d` must be a valid, writable telemetry data object not yet started.
 unsafe fn fill(d: *mut sys::rte_tel_data, v: &Value) -> c_int {
     unsafe {
         sys::rte_tel_data_start_dict(d);
@@ -113,6 +122,10 @@ fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
     }
 }
 
+/// Add `k = v` to dict `d`.
+///
+/// # Safety
+/// `d` must be a valid telemetry data object started as a dict.
 unsafe fn add_scalar(d: *mut sys::rte_tel_data, k: &str, v: &Value) {
     let key = CString::new(k).unwrap_or_default();
     unsafe {
