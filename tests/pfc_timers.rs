@@ -205,8 +205,7 @@ fn receiver_rules() {
         "received frames are counted even if not obeyed"
     );
     assert_eq!(
-        c.link_pause_frames
-            .load(std::sync::atomic::Ordering::Relaxed),
+        c.link_pause_frames.get(),
         1
     );
     // Priority 3 paused 1000→1101 and 2000→3000: 1101 ns → 1 µs.

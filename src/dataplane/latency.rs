@@ -29,7 +29,7 @@ impl PortLatency {
         let ns = |t: u64| (t as u128 * 1_000_000_000 / self.tsc_hz.max(1) as u128) as u64;
         h.iter()
             .enumerate()
-            .filter(|(_, x)| x.len() > 0)
+            .filter(|(_, x)| !x.is_empty())
             .map(|(tc, x)| {
                 (tc as u8, x.len(), ns(x.value_at_quantile(0.5)), ns(x.value_at_quantile(0.99)), ns(x.value_at_quantile(0.999)), ns(x.max()))
             })
@@ -73,7 +73,7 @@ impl LatencyRecorder {
         let guard = if wait { to.tcs.lock().ok() } else { to.tcs.try_lock().ok() };
         if let Some(mut shared) = guard {
             for (s, l) in shared.iter_mut().zip(self.local.iter_mut()) {
-                if l.len() > 0 {
+                if !l.is_empty() {
                     let _ = s.add(&*l);
                     l.reset();
                 }

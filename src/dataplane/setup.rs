@@ -206,7 +206,7 @@ pub fn workers(spec: &SwitchSpec, shared: &Arc<Shared>, ports: &mut Ports, pfc: 
             }
             for &p in &ws.tx {
                 if let Some(tq) = ports.txqs[p].take() {
-                    let tx = TxPort::new(p, tq, shared, tsc_hz, now, spec.burst_size, spec.egress_queue_len, pfc.watchdogs[p].take());
+                    let tx = TxPort::new(p, tq, shared, spec, pfc.watchdogs[p].take(), tsc_hz, now);
                     w.own_tx(tx);
                 }
             }

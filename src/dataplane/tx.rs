@@ -23,6 +23,7 @@ use crate::sched::{Scheduler, Shaper};
 use super::egress::Queued;
 use super::latency::LatencyRecorder;
 use super::shared::Shared;
+use super::spec::SwitchSpec;
 
 /// Wire overhead per frame the shaper charges beyond the frame: FCS 4, preamble and SFD
 /// 8, inter-frame gap 12 (so a shaper at line rate models the line).
@@ -70,7 +71,8 @@ pub struct TxPort {
 }
 
 impl TxPort {
-    pub fn new(port: usize, txq: TxQueue, shared: &Shared, tsc_hz: u64, now: u64, burst: usize, queue_len: usize, wd: Option<Pfcwd>) -> TxPort {
+    pub fn new(port: usize, txq: TxQueue, shared: &Shared, spec: &SwitchSpec, wd: Option<Pfcwd>, tsc_hz: u64, now: u64) -> TxPort {
+        let (burst, queue_len) = (spec.burst_size, spec.egress_queue_len);
         let rt = &shared.ports[port];
         let plan = &rt.plan;
         let max_frame = rt.mtu + 22;
