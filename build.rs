@@ -24,10 +24,8 @@ fn main() {
         .args(["--cflags", "libdpdk"])
         .output()
         .expect("pkg-config --cflags libdpdk");
-    let cflags: Vec<String> = String::from_utf8_lossy(&cflags_out.stdout)
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect();
+    let cflags: Vec<String> =
+        String::from_utf8_lossy(&cflags_out.stdout).split_whitespace().map(str::to_owned).collect();
     let _ = lib;
 
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
@@ -119,9 +117,7 @@ fn main() {
         .generate_comments(false)
         .generate()
         .expect("bindgen failed on src/dpdk/wrapper.h");
-    bindings
-        .write_to_file(out.join("dpdk_bindings.rs"))
-        .expect("write bindings");
+    bindings.write_to_file(out.join("dpdk_bindings.rs")).expect("write bindings");
 
     // bindgen writes the C shims for static inline functions; compile them with the same flags.
     let mut build = cc::Build::new();

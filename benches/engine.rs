@@ -57,32 +57,19 @@ fn bench(c: &mut Criterion) {
     let maps = QosMaps::default();
     let p = parse(&f).unwrap();
     c.bench_function("classify_dscp", |b| b.iter(|| maps.classify(black_box(&p))));
-    let pg = PgProfile {
-        size: 4096,
-        xoff: 200_000,
-        xon: 0,
-        xon_offset: 4096,
-        threshold: Threshold::Dynamic(0),
-    };
-    let q = QueueProfile {
-        size: 4096,
-        threshold: Threshold::Dynamic(0),
-    };
+    let pg = PgProfile { size: 4096, xoff: 200_000, xon: 0, xon_offset: 4096, threshold: Threshold::Dynamic(0) };
+    let q = QueueProfile { size: 4096, threshold: Threshold::Dynamic(0) };
     let mmu = Mmu::new(MmuConfig::uniform(4, 0b0001_1000, pg, q, 8 << 20, 4 << 20)).unwrap();
     c.bench_function("mmu_admit_release_lossless", |b| {
         b.iter(|| {
-            if let Verdict::Admit { charge, .. } =
-                mmu.admit(black_box(0), 3, 1, 3, black_box(1500), true)
-            {
+            if let Verdict::Admit { charge, .. } = mmu.admit(black_box(0), 3, 1, 3, black_box(1500), true) {
                 black_box(mmu.release(charge));
             }
         })
     });
     c.bench_function("mmu_admit_release_lossy", |b| {
         b.iter(|| {
-            if let Verdict::Admit { charge, .. } =
-                mmu.admit(black_box(0), 0, 1, 0, black_box(1500), false)
-            {
+            if let Verdict::Admit { charge, .. } = mmu.admit(black_box(0), 0, 1, 0, black_box(1500), false) {
                 black_box(mmu.release(charge));
             }
         })
@@ -93,9 +80,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| MacControl::pfc_pause(black_box(0b0001_1000), 0xffff).emit(src, &mut out))
     });
     let pfc = MacControl::pfc_pause(0b1000, 0xffff).to_bytes(src);
-    c.bench_function("pfc_decode", |b| {
-        b.iter(|| MacControl::parse(black_box(&pfc)))
-    });
+    c.bench_function("pfc_decode", |b| b.iter(|| MacControl::parse(black_box(&pfc))));
 }
 
 /// Parse and classify variants the dataplane meets (net_null frames, untagged IPv4, PCP).
@@ -142,9 +127,7 @@ fn bench_mmu_burst(c: &mut Criterion) {
 
 fn bench_sched(c: &mut Criterion) {
     let mut s = sonic_sched();
-    c.bench_function("sched_pick_dwrr_2tc", |b| {
-        b.iter(|| s.pick(black_box(0b0001_1000), |_| 64))
-    });
+    c.bench_function("sched_pick_dwrr_2tc", |b| b.iter(|| s.pick(black_box(0b0001_1000), |_| 64)));
     let mut s = sonic_sched();
     c.bench_function("sched_pick_dwrr_1tc", |b| b.iter(|| s.pick(black_box(0b0000_1000), |_| 64)));
     let mut s = sonic_sched();
@@ -159,7 +142,12 @@ fn bench_sched(c: &mut Criterion) {
 
 fn bench_fdb(c: &mut Criterion) {
     let n = 1024usize;
-    let macs: Vec<[u8; 6]> = (0..n as u32).map(|i| { let b = i.to_be_bytes(); [0x02, 0x10, b[0], b[1], b[2], b[3]] }).collect();
+    let macs: Vec<[u8; 6]> = (0..n as u32)
+        .map(|i| {
+            let b = i.to_be_bytes();
+            [0x02, 0x10, b[0], b[1], b[2], b[3]]
+        })
+        .collect();
     let mut fdb = Fdb::new(65536, 300, HZ);
     for (i, m) in macs.iter().enumerate() {
         fdb.learn(*m, (i & 1) as u16, 1);
@@ -178,7 +166,13 @@ fn bench_fdb(c: &mut Criterion) {
     c.bench_function("fdb_lookup_miss", |b| b.iter(|| fdb.lookup(black_box(unknown), now)));
     c.bench_function("fdb_learn_zero_src", |b| b.iter(|| fdb.learn(black_box([0; 6]), 0, now)));
     // A full table (64K entries, load 1/2): learn+lookup of random residents.
-    let big: Vec<[u8; 6]> = (0..65536u32).map(|i| { let x = i.wrapping_mul(2_654_435_761); let b = x.to_be_bytes(); [0x02, 0x20, b[0], b[1], b[2], b[3]] }).collect();
+    let big: Vec<[u8; 6]> = (0..65536u32)
+        .map(|i| {
+            let x = i.wrapping_mul(2_654_435_761);
+            let b = x.to_be_bytes();
+            [0x02, 0x20, b[0], b[1], b[2], b[3]]
+        })
+        .collect();
     let mut fdb = Fdb::new(65536, 300, HZ);
     for (i, m) in big.iter().enumerate() {
         fdb.learn(*m, (i & 3) as u16, 1);
@@ -205,7 +199,14 @@ fn bench_shaper(c: &mut Criterion) {
         })
     });
     let mut sh = Shaper::new(10_000_000_000, Shaper::default_burst(10_000_000_000, 1522 + 24), HZ, 0);
-    c.bench_function("shaper_consume_only", |b| b.iter(|| { if !sh.try_consume(black_box(88)) { sh.refill(now); now += 2_000_000; } }));
+    c.bench_function("shaper_consume_only", |b| {
+        b.iter(|| {
+            if !sh.try_consume(black_box(88)) {
+                sh.refill(now);
+                now += 2_000_000;
+            }
+        })
+    });
 }
 
 /// The pure per-packet work of the null benchmark, without DPDK: parse a net_null frame,
@@ -239,5 +240,14 @@ fn bench_pipeline(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench, bench_parse_classify, bench_mmu_burst, bench_sched, bench_fdb, bench_shaper, bench_pipeline);
+criterion_group!(
+    benches,
+    bench,
+    bench_parse_classify,
+    bench_mmu_burst,
+    bench_sched,
+    bench_fdb,
+    bench_shaper,
+    bench_pipeline
+);
 criterion_main!(benches);

@@ -109,12 +109,7 @@ impl QosMaps {
             _ => self.default_tc,
         } & 7;
         let i = usize::from(tc);
-        Class {
-            tc,
-            pg: self.tc_to_pg[i] & 7,
-            queue: self.tc_to_queue[i] & 7,
-            priority: tc,
-        }
+        Class { tc, pg: self.tc_to_pg[i] & 7, queue: self.tc_to_queue[i] & 7, priority: tc }
     }
 
     /// Checks every entry is 0..=7.
@@ -131,11 +126,7 @@ impl QosMaps {
             }
         }
         if self.default_tc > 7 {
-            return Err(QosMapError {
-                map: "default_tc",
-                index: 0,
-                value: self.default_tc,
-            });
+            return Err(QosMapError { map: "default_tc", index: 0, value: self.default_tc });
         }
         Ok(())
     }
@@ -143,19 +134,14 @@ impl QosMaps {
     /// The PGs that carry PFC-enabled priorities (priority = TC): the lossless PG mask
     /// to give the MMU for a port with `pfc_enable` (a bitmask from [`pfc_mask`]).
     pub fn lossless_pg_mask(&self, pfc_enable: u8) -> u8 {
-        (0..8u8)
-            .filter(|tc| pfc_enable & (1 << tc) != 0)
-            .fold(0, |m, tc| m | 1 << (self.tc_to_pg[usize::from(tc)] & 7))
+        (0..8u8).filter(|tc| pfc_enable & (1 << tc) != 0).fold(0, |m, tc| m | 1 << (self.tc_to_pg[usize::from(tc)] & 7))
     }
 }
 
 /// Priorities (e.g. SONiC `pfc_enable: "3,4"` → `[3, 4]`) to a bitmask (`0b0001_1000`).
 /// Values above 7 are ignored; see [`pfc_mask_checked`] to reject them.
 pub fn pfc_mask(priorities: &[u8]) -> u8 {
-    priorities
-        .iter()
-        .filter(|&&p| p < 8)
-        .fold(0, |m, &p| m | 1 << p)
+    priorities.iter().filter(|&&p| p < 8).fold(0, |m, &p| m | 1 << p)
 }
 
 /// Like [`pfc_mask`] but returns the first priority above 7 as an error.
@@ -175,11 +161,7 @@ mod tests {
         Parsed {
             dst: MacAddr::BROADCAST,
             src: MacAddr::ZERO,
-            vlan: vlan.map(|pcp| VlanTag {
-                pcp,
-                dei: false,
-                vid: 1,
-            }),
+            vlan: vlan.map(|pcp| VlanTag { pcp, dei: false, vid: 1 }),
             ethertype: if dscp.is_some() { 0x0800 } else { 0x0806 },
             l3_offset: 14,
             dscp,
@@ -190,21 +172,11 @@ mod tests {
     #[test]
     fn sonic_defaults() {
         let m = QosMaps::default();
-        let tcs: Vec<u8> = [0u8, 3, 4, 5, 8, 26, 46, 48, 63]
-            .iter()
-            .map(|&d| m.classify(&parsed(None, Some(d))).tc)
-            .collect();
+        let tcs: Vec<u8> =
+            [0u8, 3, 4, 5, 8, 26, 46, 48, 63].iter().map(|&d| m.classify(&parsed(None, Some(d))).tc).collect();
         assert_eq!(tcs, [1, 3, 4, 2, 0, 1, 5, 6, 1]);
         let c = m.classify(&parsed(Some(6), Some(3)));
-        assert_eq!(
-            c,
-            Class {
-                tc: 3,
-                pg: 3,
-                queue: 3,
-                priority: 3
-            }
-        );
+        assert_eq!(c, Class { tc: 3, pg: 3, queue: 3, priority: 3 });
         // Tagged non-IP under trust dscp → dot1p map; untagged non-IP → default_tc.
         assert_eq!(m.classify(&parsed(Some(4), None)).tc, 4);
         assert_eq!(m.classify(&parsed(None, None)).tc, 0);
@@ -215,11 +187,7 @@ mod tests {
 
     #[test]
     fn trust_pcp() {
-        let m = QosMaps {
-            trust: Trust::Pcp,
-            default_tc: 2,
-            ..Default::default()
-        };
+        let m = QosMaps { trust: Trust::Pcp, default_tc: 2, ..Default::default() };
         assert_eq!(m.classify(&parsed(Some(4), Some(46))).tc, 4);
         assert_eq!(m.classify(&parsed(None, Some(46))).tc, 2);
         assert_eq!(m.classify(&parsed(None, None)).tc, 2);
@@ -230,25 +198,11 @@ mod tests {
         assert_eq!(pfc_mask(&[3, 4]), 0b0001_1000);
         assert_eq!(pfc_mask(&[3, 9]), 0b0000_1000);
         assert_eq!(pfc_mask_checked(&[3, 9]), Err(9));
-        assert_eq!(
-            QosMaps::default().lossless_pg_mask(pfc_mask(&[3, 4])),
-            0b0001_1000
-        );
+        assert_eq!(QosMaps::default().lossless_pg_mask(pfc_mask(&[3, 4])), 0b0001_1000);
         let mut m = QosMaps::default();
         m.tc_to_queue[2] = 8;
-        assert_eq!(
-            m.validate(),
-            Err(QosMapError {
-                map: "tc_to_queue",
-                index: 2,
-                value: 8
-            })
-        );
-        assert_eq!(
-            m.classify(&parsed(Some(2), None)).queue,
-            0,
-            "masked, no panic"
-        );
+        assert_eq!(m.validate(), Err(QosMapError { map: "tc_to_queue", index: 2, value: 8 }));
+        assert_eq!(m.classify(&parsed(Some(2), None)).queue, 0, "masked, no panic");
         let _ = serde_json::to_string(&Trust::Dscp).map(|s| assert_eq!(s, "\"dscp\""));
     }
 }

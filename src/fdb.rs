@@ -131,10 +131,7 @@ impl Fdb {
     /// # Panics
     /// If `capacity` is not a power of two or `2 × capacity` overflows.
     pub fn new(capacity: usize, aging_time_s: u32, tsc_hz: u64) -> Fdb {
-        assert!(
-            capacity.is_power_of_two(),
-            "FDB capacity must be a power of two, got {capacity}"
-        );
+        assert!(capacity.is_power_of_two(), "FDB capacity must be a power of two, got {capacity}");
         let nslots = capacity.checked_mul(2).expect("FDB capacity too large");
         Fdb {
             slots: vec![Slot::default(); nslots].into_boxed_slice(),
@@ -249,11 +246,7 @@ impl Fdb {
                 return Learn::Full;
             }
         };
-        self.slots[target] = Slot {
-            key,
-            last_seen: now_tsc,
-            port,
-        };
+        self.slots[target] = Slot { key, last_seen: now_tsc, port };
         self.stats.learned += 1;
         Learn::New
     }
@@ -376,11 +369,7 @@ impl Fdb {
             if s.key == 0 || self.expired(s.last_seen, now_tsc) {
                 None
             } else {
-                Some((
-                    u64_to_mac(s.key),
-                    s.port,
-                    now_tsc.saturating_sub(s.last_seen),
-                ))
+                Some((u64_to_mac(s.key), s.port, now_tsc.saturating_sub(s.last_seen)))
             }
         })
     }
@@ -439,16 +428,8 @@ mod tests {
         // 300 s at 1000 Hz = 300_000 ticks.
         let mut f = Fdb::new(16, 300, HZ);
         f.learn(mac(1), 1, 1_000);
-        assert_eq!(
-            f.lookup(mac(1), 1_000 + 299_999),
-            Some(1),
-            "age < aging: live"
-        );
-        assert_eq!(
-            f.lookup(mac(1), 1_000 + 300_000),
-            None,
-            "age == aging: expired"
-        );
+        assert_eq!(f.lookup(mac(1), 1_000 + 299_999), Some(1), "age < aging: live");
+        assert_eq!(f.lookup(mac(1), 1_000 + 300_000), None, "age == aging: expired");
         assert_eq!(f.entries(1_000 + 300_000).count(), 0);
         assert_eq!(f.age(1_000 + 299_999), 0);
         assert_eq!(f.len(), 1);
@@ -491,10 +472,7 @@ mod tests {
     fn group_and_zero_sources_not_learned() {
         let mut f = Fdb::new(16, 300, HZ);
         assert_eq!(f.learn([0xff; 6], 1, 0), Learn::GroupSource);
-        assert_eq!(
-            f.learn([0x01, 0x00, 0x5e, 0, 0, 1], 1, 0),
-            Learn::GroupSource
-        );
+        assert_eq!(f.learn([0x01, 0x00, 0x5e, 0, 0, 1], 1, 0), Learn::GroupSource);
         assert_eq!(f.learn([0x33, 0x33, 0, 0, 0, 1], 1, 0), Learn::GroupSource);
         assert_eq!(f.learn([0; 6], 1, 0), Learn::ZeroSource);
         assert!(!Learn::GroupSource.learned());
@@ -531,11 +509,7 @@ mod tests {
         assert_eq!(f.flush_port(1), on1);
         f.check_invariants();
         for n in 0..40 {
-            let want = if n % 3 == 1 {
-                None
-            } else {
-                Some((n % 3) as u16)
-            };
+            let want = if n % 3 == 1 { None } else { Some((n % 3) as u16) };
             assert_eq!(f.lookup(mac(n), 1), want);
         }
         assert_eq!(f.remove(mac(0)), Some(0));

@@ -64,12 +64,7 @@ pub struct HeadroomInputs {
 impl HeadroomInputs {
     /// Inputs with [`DEFAULT_SW_RESPONSE_NS`].
     pub fn new(speed_bps: u64, cable_m: f64, mtu: u32) -> Self {
-        HeadroomInputs {
-            speed_bps,
-            cable_m,
-            mtu,
-            sw_response_ns: DEFAULT_SW_RESPONSE_NS,
-        }
+        HeadroomInputs { speed_bps, cable_m, mtu, sw_response_ns: DEFAULT_SW_RESPONSE_NS }
     }
 }
 
@@ -100,11 +95,7 @@ pub fn peer_response_quanta(speed_bps: u64) -> u64 {
 
 /// Round-trip propagation in bytes: ceil(2·C·L / (8·v)).
 fn propagation_bytes(speed_bps: u64, cable_m: f64) -> u64 {
-    let cable = if cable_m.is_finite() && cable_m > 0.0 {
-        cable_m
-    } else {
-        0.0
-    };
+    let cable = if cable_m.is_finite() && cable_m > 0.0 { cable_m } else { 0.0 };
     let b = 2.0 * speed_bps as f64 * cable / (8.0 * PROPAGATION_V_MPS as f64);
     b.ceil() as u64
 }
@@ -112,9 +103,7 @@ fn propagation_bytes(speed_bps: u64, cable_m: f64) -> u64 {
 /// Computes η and its terms.
 pub fn compute(i: &HeadroomInputs) -> Breakdown {
     let mtu = u64::from(i.mtu);
-    let peer = peer_response_quanta(i.speed_bps)
-        .saturating_mul(BITS_PER_QUANTUM)
-        .div_ceil(8);
+    let peer = peer_response_quanta(i.speed_bps).saturating_mul(BITS_PER_QUANTUM).div_ceil(8);
     let sw_bits = u128::from(i.speed_bps) * u128::from(i.sw_response_ns);
     let sw = u64::try_from(sw_bits.div_ceil(8 * 1_000_000_000)).unwrap_or(u64::MAX);
     let terms = vec![
@@ -125,11 +114,7 @@ pub fn compute(i: &HeadroomInputs) -> Breakdown {
         ("sw_response", sw),
     ];
     let headroom_bytes = terms.iter().fold(0u64, |a, (_, b)| a.saturating_add(*b));
-    Breakdown {
-        inputs: *i,
-        terms,
-        headroom_bytes,
-    }
+    Breakdown { inputs: *i, terms, headroom_bytes }
 }
 
 impl Breakdown {
@@ -156,16 +141,11 @@ impl Breakdown {
     pub fn render_text(&self) -> String {
         let i = &self.inputs;
         let speed = crate::units::format_speed(i.speed_bps);
-        let mut out = format!(
-            "headroom for {speed}, {} m cable, MTU {} B (v = {PROPAGATION_V_MPS} m/s):\n",
-            i.cable_m, i.mtu
-        );
+        let mut out =
+            format!("headroom for {speed}, {} m cable, MTU {} B (v = {PROPAGATION_V_MPS} m/s):\n", i.cable_m, i.mtu);
         for (name, bytes) in &self.terms {
             let why = match *name {
-                "propagation" => format!(
-                    "2 x {} m of cable at {speed} (PFC out, data back)",
-                    i.cable_m
-                ),
+                "propagation" => format!("2 x {} m of cable at {speed} (PFC out, data back)", i.cable_m),
                 "mtu_local" => "a max frame on our wire delays the PFC frame".to_string(),
                 "mtu_peer" => "the peer finishes the frame it is sending".to_string(),
                 "peer_response" => format!(
@@ -179,10 +159,7 @@ impl Breakdown {
             };
             out.push_str(&format!("  {name:<14} {bytes:>10} B  {why}\n"));
         }
-        out.push_str(&format!(
-            "  {:<14} {:>10} B\n",
-            "total", self.headroom_bytes
-        ));
+        out.push_str(&format!("  {:<14} {:>10} B\n", "total", self.headroom_bytes));
         out
     }
 }

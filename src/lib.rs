@@ -8,22 +8,22 @@
 
 #![deny(unsafe_code)]
 
+pub mod classify;
+pub mod config;
+pub mod counters;
+pub mod fdb;
+pub mod headroom;
+pub mod mmu;
+pub mod pfc;
+pub mod pfcwd;
+pub mod plan;
+pub mod sched;
+pub mod show;
 pub mod units;
 pub mod wire;
-pub mod classify;
-pub mod fdb;
-pub mod mmu;
-pub mod headroom;
-pub mod pfc;
-pub mod config;
-pub mod sched;
-pub mod plan;
-pub mod pfcwd;
-pub mod show;
-pub mod counters;
 
+#[cfg(feature = "dpdk")]
+pub mod dataplane;
 #[cfg(feature = "dpdk")]
 #[allow(unsafe_code)]
 pub mod dpdk;
-#[cfg(feature = "dpdk")]
-pub mod dataplane;

@@ -11,9 +11,12 @@ use clap::{Parser, Subcommand};
 
 use pfcswitch::dataplane::{self, RunOptions};
 
-
 #[derive(Parser)]
-#[command(name = "pfcswitch", version, about = "A DPDK software ToR switch with a lossless Ethernet class (PFC, shared-buffer MMU)")]
+#[command(
+    name = "pfcswitch",
+    version,
+    about = "A DPDK software ToR switch with a lossless Ethernet class (PFC, shared-buffer MMU)"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -44,9 +47,7 @@ enum Cmd {
         timeline_interval_us: u64,
     },
     /// Validate a configuration: exit 0 if valid, else one line naming the field, exit 2.
-    CheckConfig {
-        file: PathBuf,
-    },
+    CheckConfig { file: PathBuf },
     /// Show live state of a running switch (SONiC-style tables, or --json), read over DPDK
     /// telemetry: pfc counters | queue counters | priority-group watermark shared|headroom |
     /// buffer pool | pfcwd stats | latency | counters | conservation
@@ -100,7 +101,9 @@ fn load(path: &std::path::Path) -> Result<(pfcswitch::config::Config, pfcswitch:
 }
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).format_timestamp_millis().init();
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+        .format_timestamp_millis()
+        .init();
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::CheckConfig { file } => match load(&file) {
@@ -199,7 +202,9 @@ fn main() -> ExitCode {
                 ok = false;
             }
             for (port, tc, i, o) in report.tc_mismatches() {
-                eprintln!("pfcswitch: CONSERVATION MISMATCH on {port} TC{tc}: {i} in (rx + copies) vs {o} out (tx + dropped)");
+                eprintln!(
+                    "pfcswitch: CONSERVATION MISMATCH on {port} TC{tc}: {i} in (rx + copies) vs {o} out (tx + dropped)"
+                );
             }
             let ll = report.lossless_loss();
             if ll.total() > 0 {
@@ -211,7 +216,10 @@ fn main() -> ExitCode {
                 );
             }
             if report.mbufs_in_use_after_stop != 0 {
-                eprintln!("pfcswitch: MBUF LEAK: {} of {} mbufs not returned to the pool", report.mbufs_in_use_after_stop, report.mbufs_total);
+                eprintln!(
+                    "pfcswitch: MBUF LEAK: {} of {} mbufs not returned to the pool",
+                    report.mbufs_in_use_after_stop, report.mbufs_total
+                );
                 ok = false;
             }
             if ok {
@@ -226,7 +234,10 @@ fn main() -> ExitCode {
 fn print_summary(r: &dataplane::RunReport) {
     let secs = r.elapsed.as_secs_f64().max(1e-9);
     println!("pfcswitch stopped after {:.2}s", secs);
-    println!("{:<12} {:>14} {:>14} {:>10} {:>10} {:>12} {:>10} {:>10}", "Port", "RX_OK", "TX_OK", "RX_Mpps", "TX_Mpps", "DROPS", "IMISSED", "RX_NOMBUF");
+    println!(
+        "{:<12} {:>14} {:>14} {:>10} {:>10} {:>12} {:>10} {:>10}",
+        "Port", "RX_OK", "TX_OK", "RX_Mpps", "TX_Mpps", "DROPS", "IMISSED", "RX_NOMBUF"
+    );
     for p in &r.ports {
         println!(
             "{:<12} {:>14} {:>14} {:>10.3} {:>10.3} {:>12} {:>10} {:>10}",
@@ -262,12 +273,23 @@ fn print_summary(r: &dataplane::RunReport) {
         let rx: u64 = p.pfc.iter().map(|s| s.rx_pkts()).sum();
         if tx + rx > 0 {
             if !any_pfc {
-                println!("{:<12} {:>6} {:>10} {:>10} {:>10} {:>10}", "Port", "Prio", "TxPause", "TxResume", "RxPause", "RxResume");
+                println!(
+                    "{:<12} {:>6} {:>10} {:>10} {:>10} {:>10}",
+                    "Port", "Prio", "TxPause", "TxResume", "RxPause", "RxResume"
+                );
                 any_pfc = true;
             }
             for (i, s) in p.pfc.iter().enumerate() {
                 if s.tx_pkts() + s.rx_pkts() > 0 {
-                    println!("{:<12} {:>6} {:>10} {:>10} {:>10} {:>10}", p.name, format!("PFC{i}"), s.tx_pause, s.tx_resume, s.rx_pause, s.rx_resume);
+                    println!(
+                        "{:<12} {:>6} {:>10} {:>10} {:>10} {:>10}",
+                        p.name,
+                        format!("PFC{i}"),
+                        s.tx_pause,
+                        s.tx_resume,
+                        s.rx_pause,
+                        s.rx_resume
+                    );
                 }
             }
         }
@@ -299,7 +321,10 @@ fn find_socket(prefix: Option<String>) -> Result<PathBuf, String> {
     match found.len() {
         1 => Ok(found.remove(0).1),
         0 => Err(format!("no running pfcswitch instance found under {} (use --prefix)", dir.display())),
-        _ => Err(format!("several instances running ({}): choose one with --prefix", found.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(", "))),
+        _ => Err(format!(
+            "several instances running ({}): choose one with --prefix",
+            found.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(", ")
+        )),
     }
 }
 

@@ -176,29 +176,14 @@ impl PfcwdConfig {
                 Err((field, format!("{v} ms out of range {lo}..={hi} ms")))
             }
         };
-        range(
-            "detection_time",
-            self.detection_time_ms,
-            DETECTION_TIME_RANGE_MS,
-        )?;
-        range(
-            "restoration_time",
-            self.restoration_time_ms,
-            RESTORATION_TIME_RANGE_MS,
-        )?;
-        range(
-            "poll_interval",
-            self.poll_interval_ms,
-            POLL_INTERVAL_RANGE_MS,
-        )?;
+        range("detection_time", self.detection_time_ms, DETECTION_TIME_RANGE_MS)?;
+        range("restoration_time", self.restoration_time_ms, RESTORATION_TIME_RANGE_MS)?;
+        range("poll_interval", self.poll_interval_ms, POLL_INTERVAL_RANGE_MS)?;
         let min = self.detection_time_ms.min(self.restoration_time_ms);
         if self.poll_interval_ms > min {
             return Err((
                 "poll_interval",
-                format!(
-                    "{} ms is longer than detection_time/restoration_time ({min} ms)",
-                    self.poll_interval_ms
-                ),
+                format!("{} ms is longer than detection_time/restoration_time ({min} ms)", self.poll_interval_ms),
             ));
         }
         Ok(())
@@ -213,13 +198,16 @@ pub fn ms_to_ticks(ms: u32, tsc_hz: u64) -> u64 {
 /// Priorities whose egress queue is in `queue_mask`, given `priority_queue[p]` = the queue
 /// priority `p` maps to (`PortPlan::priority_queue`).
 pub fn prio_mask_from_queues(queue_mask: u8, priority_queue: &[u8; 8]) -> u8 {
-    priority_queue.iter().enumerate().fold(0, |m, (p, &q)| {
-        if q < 8 && queue_mask & (1 << q) != 0 {
-            m | 1 << p
-        } else {
-            m
-        }
-    })
+    priority_queue.iter().enumerate().fold(
+        0,
+        |m, (p, &q)| {
+            if q < 8 && queue_mask & (1 << q) != 0 {
+                m | 1 << p
+            } else {
+                m
+            }
+        },
+    )
 }
 
 /// Receive-side stamps of one port: when the last PAUSE (non-zero time) was received per
@@ -265,16 +253,12 @@ impl PfcwdRxStamps {
 
     /// TSC of the last PAUSE received for `prio` (0 = none yet).
     pub fn last_pause(&self, prio: u8) -> u64 {
-        self.last_pause
-            .get(usize::from(prio))
-            .map_or(0, |a| a.load(Acquire))
+        self.last_pause.get(usize::from(prio)).map_or(0, |a| a.load(Acquire))
     }
 
     /// TSC of the last ON→OFF edge of `prio` (0 = none yet).
     pub fn pause_began(&self, prio: u8) -> u64 {
-        self.began
-            .get(usize::from(prio))
-            .map_or(0, |a| a.load(Acquire))
+        self.began.get(usize::from(prio)).map_or(0, |a| a.load(Acquire))
     }
 }
 
@@ -350,13 +334,7 @@ impl PfcwdPortState {
     }
     /// Stormed priorities (any action).
     pub fn stormed_mask(&self) -> u8 {
-        self.prio.iter().enumerate().fold(0, |m, (i, p)| {
-            if p.stormed.load(Acquire) {
-                m | 1 << i
-            } else {
-                m
-            }
-        })
+        self.prio.iter().enumerate().fold(0, |m, (i, p)| if p.stormed.load(Acquire) { m | 1 << i } else { m })
     }
     #[inline]
     fn add(&self, prio: u8, n: u64, f: impl Fn(&PfcwdPrioState) -> &AtomicU64) {
@@ -386,17 +364,15 @@ impl PfcwdPortState {
     }
     /// Snapshot of `prio` (priorities ≥ 8 read as zero).
     pub fn snapshot(&self, prio: u8) -> PfcwdPrioSnapshot {
-        self.prio
-            .get(usize::from(prio))
-            .map_or_else(PfcwdPrioSnapshot::default, |p| PfcwdPrioSnapshot {
-                stormed: p.stormed.load(Acquire),
-                storms_detected: p.storms_detected.load(Relaxed),
-                storms_restored: p.storms_restored.load(Relaxed),
-                tx_ok: p.tx_ok.load(Relaxed),
-                tx_dropped: p.tx_dropped.load(Relaxed),
-                rx_ok: p.rx_ok.load(Relaxed),
-                rx_dropped: p.rx_dropped.load(Relaxed),
-            })
+        self.prio.get(usize::from(prio)).map_or_else(PfcwdPrioSnapshot::default, |p| PfcwdPrioSnapshot {
+            stormed: p.stormed.load(Acquire),
+            storms_detected: p.storms_detected.load(Relaxed),
+            storms_restored: p.storms_restored.load(Relaxed),
+            tx_ok: p.tx_ok.load(Relaxed),
+            tx_dropped: p.tx_dropped.load(Relaxed),
+            rx_ok: p.rx_ok.load(Relaxed),
+            rx_dropped: p.rx_dropped.load(Relaxed),
+        })
     }
     /// The keys `show pfcwd stats` renders (`prio<n>_status`, `prio<n>_storms_detected`,
     /// `prio<n>_storms_restored`, `prio<n>_tx_ok`, `prio<n>_tx_dropped`, `prio<n>_rx_ok`,
@@ -496,10 +472,7 @@ impl Pfcwd {
             next_poll: 0,
             ignore: 0,
             drop: 0,
-            prio: [Prio {
-                stall_since: NONE,
-                stormed_at: NONE,
-            }; 8],
+            prio: [Prio { stall_since: NONE, stormed_at: NONE }; 8],
             stamps: Arc::default(),
             state,
         }
@@ -538,16 +511,7 @@ impl Pfcwd {
 
     /// Stormed priorities (any action).
     pub fn stormed_mask(&self) -> u8 {
-        self.prio.iter().enumerate().fold(
-            0,
-            |m, (i, p)| {
-                if p.stormed_at != NONE {
-                    m | 1 << i
-                } else {
-                    m
-                }
-            },
-        )
+        self.prio.iter().enumerate().fold(0, |m, (i, p)| if p.stormed_at != NONE { m | 1 << i } else { m })
     }
 
     /// True when a poll is due (one poll interval after the previous one). Calling
@@ -582,11 +546,7 @@ impl Pfcwd {
                 // A pause that began after the stall was first seen restarts the clock
                 // (the pause lapsed in between, unseen by the polls).
                 let began = self.stamps.pause_began(i);
-                let since = if p.stall_since == NONE {
-                    now
-                } else {
-                    p.stall_since
-                };
+                let since = if p.stall_since == NONE { now } else { p.stall_since };
                 p.stall_since = since.max(began.min(now));
                 if now - p.stall_since >= self.detection {
                     p.stormed_at = now;
@@ -610,25 +570,19 @@ impl Pfcwd {
 
     fn publish(&mut self, now: u64, t: Transitions) {
         let stormed = self.stormed_mask();
-        self.ignore = if self.action.ignores_pfc() {
-            stormed
-        } else {
-            0
-        };
+        self.ignore = if self.action.ignores_pfc() { stormed } else { 0 };
         self.drop = if self.action.drops() { stormed } else { 0 };
         let s = &*self.state;
         for i in 0..8 {
             let bit = 1u8 << i;
             let p = &s.prio[i];
             if t.detected & bit != 0 {
-                p.storms_detected
-                    .store(p.storms_detected.load(Relaxed) + 1, Relaxed);
+                p.storms_detected.store(p.storms_detected.load(Relaxed) + 1, Relaxed);
                 p.last_detected_tsc.store(now, Relaxed);
                 p.stormed.store(true, Release);
             }
             if t.restored & bit != 0 {
-                p.storms_restored
-                    .store(p.storms_restored.load(Relaxed) + 1, Relaxed);
+                p.storms_restored.store(p.storms_restored.load(Relaxed) + 1, Relaxed);
                 p.last_restored_tsc.store(now, Relaxed);
                 p.stormed.store(false, Release);
             }
@@ -646,27 +600,12 @@ mod tests {
     const HZ: u64 = 1000;
 
     fn wd(action: Action) -> Pfcwd {
-        Pfcwd::new(
-            &PfcwdConfig {
-                action,
-                poll_interval_ms: 10,
-                ..PfcwdConfig::default()
-            },
-            HZ,
-            0b0001_1000,
-        )
+        Pfcwd::new(&PfcwdConfig { action, poll_interval_ms: 10, ..PfcwdConfig::default() }, HZ, 0b0001_1000)
     }
 
     /// Polls every 10 ms from `from` to `to` (inclusive) with fixed masks; returns the
     /// first time a transition happened and what it was.
-    fn run(
-        w: &mut Pfcwd,
-        from: u64,
-        to: u64,
-        paused: u8,
-        nonempty: u8,
-        progress: u8,
-    ) -> Option<(u64, Transitions)> {
+    fn run(w: &mut Pfcwd, from: u64, to: u64, paused: u8, nonempty: u8, progress: u8) -> Option<(u64, Transitions)> {
         let mut now = from;
         while now <= to {
             let t = w.poll(now, paused, nonempty, progress);
@@ -681,25 +620,13 @@ mod tests {
     #[test]
     fn sonic_defaults_and_validation() {
         let c = PfcwdConfig::default();
-        assert_eq!(
-            (c.action, c.detection_time_ms, c.restoration_time_ms),
-            (Action::Drop, 200, 200)
-        );
+        assert_eq!((c.action, c.detection_time_ms, c.restoration_time_ms), (Action::Drop, 200, 200));
         assert!(c.validate().is_ok());
-        let bad = PfcwdConfig {
-            detection_time_ms: 50,
-            ..c
-        };
+        let bad = PfcwdConfig { detection_time_ms: 50, ..c };
         assert_eq!(bad.validate().unwrap_err().0, "detection_time");
-        let bad = PfcwdConfig {
-            restoration_time_ms: 60001,
-            ..c
-        };
+        let bad = PfcwdConfig { restoration_time_ms: 60001, ..c };
         assert_eq!(bad.validate().unwrap_err().0, "restoration_time");
-        let bad = PfcwdConfig {
-            poll_interval_ms: 300,
-            ..c
-        };
+        let bad = PfcwdConfig { poll_interval_ms: 300, ..c };
         let e = bad.validate().unwrap_err();
         assert_eq!(e.0, "poll_interval");
         assert!(!e.1.contains('\n'));
@@ -786,15 +713,9 @@ mod tests {
         let (at, t) = run(&mut w, 3000, 10_000, bit, 0, 0).unwrap();
         assert_eq!(t.restored, bit);
         assert!(at - 2999 >= 200 && at - 2999 <= 210, "restored at {at}");
-        assert_eq!(
-            (w.ignore_pfc_mask(), w.drop_mask(), w.stormed_mask()),
-            (0, 0, 0)
-        );
+        assert_eq!((w.ignore_pfc_mask(), w.drop_mask(), w.stormed_mask()), (0, 0, 0));
         let s = w.state().snapshot(3);
-        assert_eq!(
-            (s.storms_detected, s.storms_restored, s.stormed),
-            (1, 1, false)
-        );
+        assert_eq!((s.storms_detected, s.storms_restored, s.stormed), (1, 1, false));
         assert_eq!(s.status(), "operational");
     }
 
@@ -819,10 +740,7 @@ mod tests {
         let dl = rx.deadlines();
         let mut w = wd(Action::Drop);
         let stamps = w.rx_stamps();
-        let xon = MacControl::Pfc {
-            class_enable: 0b0001_1000,
-            quanta: [0; 8],
-        };
+        let xon = MacControl::Pfc { class_enable: 0b0001_1000, quanta: [0; 8] };
         for now in 0..5000u64 {
             let out = rx.on_frame(&xon, now, HZ);
             stamps.note_rx(&out, now);
@@ -845,13 +763,7 @@ mod tests {
         assert_eq!(at, 200);
         // XONs every ms: RxOutcome with only `resumed` set stamps nothing.
         for now in 201..500 {
-            stamps.note_rx(
-                &RxOutcome {
-                    resumed: bit,
-                    ..RxOutcome::default()
-                },
-                now,
-            );
+            stamps.note_rx(&RxOutcome { resumed: bit, ..RxOutcome::default() }, now);
         }
         let (at, t) = run(&mut w, 210, 1000, 0, 0, 0).unwrap();
         assert_eq!((at, t.restored), (400, bit));
@@ -862,24 +774,10 @@ mod tests {
         let mut w = wd(Action::Drop);
         let stamps = w.rx_stamps();
         let bit = 1 << 3;
-        stamps.note_rx(
-            &RxOutcome {
-                paused: bit,
-                on2off: bit,
-                ..Default::default()
-            },
-            0,
-        );
+        stamps.note_rx(&RxOutcome { paused: bit, on2off: bit, ..Default::default() }, 0);
         assert_eq!(run(&mut w, 0, 100, bit, bit, 0), None);
         // The pause lapsed at 103 and a new one began at 105, unseen by the polls.
-        stamps.note_rx(
-            &RxOutcome {
-                paused: bit,
-                on2off: bit,
-                ..Default::default()
-            },
-            105,
-        );
+        stamps.note_rx(&RxOutcome { paused: bit, on2off: bit, ..Default::default() }, 105);
         let (at, _) = run(&mut w, 110, 1000, bit, bit, 0).unwrap();
         assert_eq!(at, 310);
     }
@@ -887,33 +785,18 @@ mod tests {
     #[test]
     fn actions_map_to_masks() {
         let bit = 1 << 4;
-        for (action, ignore, drop) in [
-            (Action::Drop, bit, bit),
-            (Action::Forward, bit, 0),
-            (Action::Alert, 0, 0),
-        ] {
+        for (action, ignore, drop) in [(Action::Drop, bit, bit), (Action::Forward, bit, 0), (Action::Alert, 0, 0)] {
             let mut w = wd(action);
             let s = w.state();
             assert_eq!((w.ignore_pfc_mask(), w.drop_mask()), (0, 0));
             let (_, t) = run(&mut w, 0, 1000, bit, bit, 0).unwrap();
             assert_eq!(t.detected, bit, "{action}");
-            assert_eq!(
-                (w.ignore_pfc_mask(), w.drop_mask()),
-                (ignore, drop),
-                "{action}"
-            );
-            assert_eq!(
-                (s.ignore_pfc_mask(), s.drop_mask()),
-                (ignore, drop),
-                "{action}"
-            );
+            assert_eq!((w.ignore_pfc_mask(), w.drop_mask()), (ignore, drop), "{action}");
+            assert_eq!((s.ignore_pfc_mask(), s.drop_mask()), (ignore, drop), "{action}");
             assert_eq!(s.stormed_mask(), bit);
             let (_, t) = run(&mut w, 1010, 5000, bit, bit, 0).unwrap();
             assert_eq!(t.restored, bit);
-            assert_eq!(
-                (s.ignore_pfc_mask(), s.drop_mask(), s.stormed_mask()),
-                (0, 0, 0)
-            );
+            assert_eq!((s.ignore_pfc_mask(), s.drop_mask(), s.stormed_mask()), (0, 0, 0));
         }
     }
 

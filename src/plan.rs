@@ -110,7 +110,10 @@ pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
                 None => calc.headroom_bytes,
             };
             if xoff < frame as u64 {
-                return Err(err(field, format!("headroom {xoff} bytes on {}|{pg} is smaller than one frame ({frame} bytes)", p.name)));
+                return Err(err(
+                    field,
+                    format!("headroom {xoff} bytes on {}|{pg} is smaller than one frame ({frame} bytes)", p.name),
+                ));
             }
             headroom_used[pg] = xoff;
             pgs[pg] = PgProfile {
@@ -170,7 +173,12 @@ pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
         ports: mmu_ports,
     };
     if let Err(e) = mmu_cfg.validate() {
-        let pool = b.pools.iter().find(|p| p.kind == PoolType::Ingress).map(|p| p.name.as_str()).unwrap_or("ingress_lossless_pool");
+        let pool = b
+            .pools
+            .iter()
+            .find(|p| p.kind == PoolType::Ingress)
+            .map(|p| p.name.as_str())
+            .unwrap_or("ingress_lossless_pool");
         return Err(err(format!("buffer.pool.{pool}.size"), e.to_string()));
     }
     Ok(Plan { mmu: mmu_cfg, ports, warnings })
@@ -228,8 +236,7 @@ mtu = 1500
 
     #[test]
     fn explicit_small_xoff_warns_with_both_numbers() {
-        let c = cfg(
-            r#"
+        let c = cfg(r#"
 [buffer]
 total_size = "12MiB"
 [buffer.pool.ingress_lossless_pool]
@@ -245,8 +252,7 @@ xoff = 20000
 dynamic_th = 0
 [buffer.pg]
 "Ethernet0|3-4" = "pg_lossless"
-"#,
-        );
+"#);
         let p = plan(&c, 10_000).unwrap();
         let calc = p.ports[0].headroom_calc.headroom_bytes;
         assert_eq!(p.mmu.ports[0].pgs[3].xoff, 20000);
@@ -256,12 +262,10 @@ dynamic_th = 0
 
     #[test]
     fn headroom_larger_than_pool_is_a_field_error() {
-        let c = cfg(
-            r#"
+        let c = cfg(r#"
 [buffer]
 total_size = "256KiB"
-"#,
-        );
+"#);
         let e = plan(&c, 10_000).unwrap_err();
         assert!(e.to_string().starts_with("t.toml: buffer.pool.ingress_lossless_pool.size: "), "{e}");
         assert_eq!(e.to_string().lines().count(), 1);

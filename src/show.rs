@@ -94,11 +94,17 @@ pub struct Reading {
 /// Read `view` through `query` (sends one telemetry command, returns the reply's data):
 /// the port names first, then each port on its own, merged. One port per reply keeps
 /// every reply under DPDK's 16 KB limit, so the result is complete for any number of ports.
-pub fn fetch<E: std::fmt::Display>(view: View, query: &mut dyn FnMut(&str) -> Result<Value, E>) -> Result<Reading, ShowError> {
+pub fn fetch<E: std::fmt::Display>(
+    view: View,
+    query: &mut dyn FnMut(&str) -> Result<Value, E>,
+) -> Result<Reading, ShowError> {
     let mut ask = |cmd: &str| -> Result<Map<String, Value>, ShowError> {
         match query(cmd).map_err(|e| ShowError::Query(e.to_string()))? {
             Value::Object(m) => match m.get("error") {
-                Some(e) => Err(ShowError::Switch { cmd: cmd.to_string(), msg: e.as_str().map_or_else(|| e.to_string(), String::from) }),
+                Some(e) => Err(ShowError::Switch {
+                    cmd: cmd.to_string(),
+                    msg: e.as_str().map_or_else(|| e.to_string(), String::from),
+                }),
                 None => Ok(m),
             },
             other => Err(ShowError::Unexpected { cmd: cmd.to_string(), reply: other.to_string() }),
@@ -107,7 +113,12 @@ pub fn fetch<E: std::fmt::Display>(view: View, query: &mut dyn FnMut(&str) -> Re
     let ports = ask(PORTS_COMMAND)?;
     let names: Vec<String> = match ports.get("ports") {
         Some(Value::Array(a)) => a.iter().filter_map(|n| n.as_str().map(String::from)).collect(),
-        _ => return Err(ShowError::Unexpected { cmd: PORTS_COMMAND.to_string(), reply: Value::Object(ports).to_string() }),
+        _ => {
+            return Err(ShowError::Unexpected {
+                cmd: PORTS_COMMAND.to_string(),
+                reply: Value::Object(ports).to_string(),
+            })
+        }
     };
     let start_time_ns = ports.get("start_time_ns").and_then(Value::as_u64).unwrap_or(0);
     let value = if view.per_port() {
@@ -163,7 +174,8 @@ pub fn since_clear(view: View, cur: Value, snap: Option<&Snapshot>, now: &Instan
 
 /// Keys that are gauges or watermarks (or not counts at all): `clear` leaves them alone.
 fn is_gauge(key: &str) -> bool {
-    const SUFFIXES: [&str; 10] = ["_depth", "occupancy", "_watermark", "_off", "threshold", "_in_flight", "size", "_used", "_ns", "_status"];
+    const SUFFIXES: [&str; 10] =
+        ["_depth", "occupancy", "_watermark", "_off", "threshold", "_in_flight", "size", "_used", "_ns", "_status"];
     SUFFIXES.iter().any(|s| key.ends_with(s))
 }
 
@@ -209,7 +221,9 @@ pub fn table(header: &[String], rows: &[Vec<String>]) -> String {
             }
         }
     }
-    let line = |cells: &[String]| cells.iter().enumerate().map(|(i, c)| format!("{:>w$}", c, w = w[i])).collect::<Vec<_>>().join("  ");
+    let line = |cells: &[String]| {
+        cells.iter().enumerate().map(|(i, c)| format!("{:>w$}", c, w = w[i])).collect::<Vec<_>>().join("  ")
+    };
     let mut out = String::new();
     out.push_str(&line(header));
     out.push('\n');
@@ -232,7 +246,9 @@ fn ports(v: &Value) -> Vec<(String, Map<String, Value>)> {
         }
     }
     // Ethernet0, Ethernet4, Ethernet8, ... in numeric order.
-    out.sort_by_key(|(k, _)| (k.trim_start_matches(|c: char| !c.is_ascii_digit()).parse::<u64>().unwrap_or(u64::MAX), k.clone()));
+    out.sort_by_key(|(k, _)| {
+        (k.trim_start_matches(|c: char| !c.is_ascii_digit()).parse::<u64>().unwrap_or(u64::MAX), k.clone())
+    });
     out
 }
 
@@ -259,7 +275,10 @@ pub fn render(view: View, v: &Value) -> String {
             s
         }
         View::QueueCounters => {
-            let h: Vec<String> = ["Port", "TxQ", "Counter/pkts", "Counter/bytes", "Drop/pkts", "Depth/pkts"].iter().map(|s| s.to_string()).collect();
+            let h: Vec<String> = ["Port", "TxQ", "Counter/pkts", "Counter/bytes", "Drop/pkts", "Depth/pkts"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
             let mut rows = Vec::new();
             for (p, o) in &ps {
                 for q in 0..8 {
@@ -294,16 +313,34 @@ pub fn render(view: View, v: &Value) -> String {
             format!("{title}\n{}", table(&h, &rows))
         }
         View::BufferPool => {
-            let h: Vec<String> = ["Pool", "Size", "Occupancy", "Shared watermark", "Headroom watermark", "Threshold (T)"].iter().map(|s| s.to_string()).collect();
+            let h: Vec<String> =
+                ["Pool", "Size", "Occupancy", "Shared watermark", "Headroom watermark", "Threshold (T)"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect();
             let rows: Vec<Vec<String>> = ps
                 .iter()
-                .map(|(p, o)| vec![p.clone(), get(o, "size"), get(o, "occupancy"), get(o, "shared_watermark"), get(o, "headroom_watermark"), get(o, "threshold")])
+                .map(|(p, o)| {
+                    vec![
+                        p.clone(),
+                        get(o, "size"),
+                        get(o, "occupancy"),
+                        get(o, "shared_watermark"),
+                        get(o, "headroom_watermark"),
+                        get(o, "threshold"),
+                    ]
+                })
                 .collect();
             table(&h, &rows)
         }
         View::Latency => {
-            let h: Vec<String> = ["Port", "TC", "Packets", "p50(us)", "p99(us)", "p99.9(us)", "max(us)"].iter().map(|s| s.to_string()).collect();
-            let us = |o: &Map<String, Value>, k: &str| o.get(k).and_then(|v| v.as_u64()).map_or("N/A".to_string(), |n| format!("{:.2}", n as f64 / 1000.0));
+            let h: Vec<String> = ["Port", "TC", "Packets", "p50(us)", "p99(us)", "p99.9(us)", "max(us)"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            let us = |o: &Map<String, Value>, k: &str| {
+                o.get(k).and_then(|v| v.as_u64()).map_or("N/A".to_string(), |n| format!("{:.2}", n as f64 / 1000.0))
+            };
             let mut rows = Vec::new();
             for (p, o) in &ps {
                 for tc in 0..8 {
@@ -325,12 +362,25 @@ pub fn render(view: View, v: &Value) -> String {
         View::PfcwdStats => render_pfcwd(&ps),
         View::Conservation => render_conservation(&ps),
         View::PortCounters => {
-            let h: Vec<String> = ["Iface", "RX_OK", "RX_BYTES", "TX_OK", "TX_BYTES", "DROPS", "IMISSED", "RX_NOMBUF"].iter().map(|s| s.to_string()).collect();
+            let h: Vec<String> = ["Iface", "RX_OK", "RX_BYTES", "TX_OK", "TX_BYTES", "DROPS", "IMISSED", "RX_NOMBUF"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
             let rows: Vec<Vec<String>> = ps
                 .iter()
                 .map(|(p, o)| {
-                    let drops: u64 = o.iter().filter(|(k, _)| k.starts_with("drop_")).filter_map(|(_, v)| v.as_u64()).sum();
-                    vec![p.clone(), get(o, "rx_packets"), get(o, "rx_bytes"), get(o, "tx_packets"), get(o, "tx_bytes"), drops.to_string(), get(o, "imissed"), get(o, "rx_nombuf")]
+                    let drops: u64 =
+                        o.iter().filter(|(k, _)| k.starts_with("drop_")).filter_map(|(_, v)| v.as_u64()).sum();
+                    vec![
+                        p.clone(),
+                        get(o, "rx_packets"),
+                        get(o, "rx_bytes"),
+                        get(o, "tx_packets"),
+                        get(o, "tx_bytes"),
+                        drops.to_string(),
+                        get(o, "imissed"),
+                        get(o, "rx_nombuf"),
+                    ]
                 })
                 .collect();
             table(&h, &rows)
@@ -344,7 +394,10 @@ fn render_pfcwd(ps: &[(String, Map<String, Value>)]) -> String {
     if !ps.is_empty() && ps.iter().all(|(_, o)| o.get("watchdog").and_then(Value::as_str) == Some("off")) {
         return "PFC watchdog is off (no [pfcwd] section in the configuration)\n".to_string();
     }
-    let h: Vec<String> = ["Queue", "Status", "Storm detected/restored", "Tx OK/drop", "Rx OK/drop"].iter().map(|s| s.to_string()).collect();
+    let h: Vec<String> = ["Queue", "Status", "Storm detected/restored", "Tx OK/drop", "Rx OK/drop"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     let mut rows = Vec::new();
     for (p, o) in ps {
         for prio in 0..8 {
@@ -354,7 +407,11 @@ fn render_pfcwd(ps: &[(String, Map<String, Value>)]) -> String {
             rows.push(vec![
                 format!("{p}:{prio}"),
                 get(o, &format!("prio{prio}_status")),
-                format!("{}/{}", get(o, &format!("prio{prio}_storms_detected")), get(o, &format!("prio{prio}_storms_restored"))),
+                format!(
+                    "{}/{}",
+                    get(o, &format!("prio{prio}_storms_detected")),
+                    get(o, &format!("prio{prio}_storms_restored"))
+                ),
                 format!("{}/{}", get(o, &format!("prio{prio}_tx_ok")), get(o, &format!("prio{prio}_tx_dropped"))),
                 format!("{}/{}", get(o, &format!("prio{prio}_rx_ok")), get(o, &format!("prio{prio}_rx_dropped"))),
             ]);
@@ -371,7 +428,10 @@ fn render_pfcwd(ps: &[(String, Map<String, Value>)]) -> String {
 /// stop on the egress port).
 fn render_conservation(ps: &[(String, Map<String, Value>)]) -> String {
     let n = |o: &Map<String, Value>, k: String| o.get(&k).and_then(Value::as_u64).unwrap_or(0);
-    let h: Vec<String> = ["Port", "TC", "RX", "Flood copies", "TX", "Dropped", "In flight", "Balance"].iter().map(|s| s.to_string()).collect();
+    let h: Vec<String> = ["Port", "TC", "RX", "Flood copies", "TX", "Dropped", "In flight", "Balance"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     let mut rows = Vec::new();
     for (p, o) in ps {
         for tc in 0..8 {
@@ -386,13 +446,27 @@ fn render_conservation(ps: &[(String, Map<String, Value>)]) -> String {
                 continue;
             }
             let ok = if rx + cp == tx + dr + fl { "ok" } else { "MISMATCH" };
-            rows.push(vec![p.clone(), tc.to_string(), rx.to_string(), cp.to_string(), tx.to_string(), dr.to_string(), fl.to_string(), ok.to_string()]);
+            rows.push(vec![
+                p.clone(),
+                tc.to_string(),
+                rx.to_string(),
+                cp.to_string(),
+                tx.to_string(),
+                dr.to_string(),
+                fl.to_string(),
+                ok.to_string(),
+            ]);
         }
     }
     let mut s = format!("Per ingress port and TC: RX + flood copies = TX + dropped + in flight\n{}", table(&h, &rows));
     let mut drops = Vec::new();
     for (p, o) in ps {
-        let mut reasons: Vec<(&String, u64)> = o.iter().filter(|(k, _)| k.starts_with("drop_")).filter_map(|(k, v)| Some((k, v.as_u64()?))).filter(|(_, v)| *v > 0).collect();
+        let mut reasons: Vec<(&String, u64)> = o
+            .iter()
+            .filter(|(k, _)| k.starts_with("drop_"))
+            .filter_map(|(k, v)| Some((k, v.as_u64()?)))
+            .filter(|(_, v)| *v > 0)
+            .collect();
         reasons.sort();
         for (k, v) in reasons {
             drops.push(vec![p.clone(), k.trim_start_matches("drop_").to_string(), v.to_string()]);
@@ -452,7 +526,10 @@ mod tests {
         let cur = json!({"Ethernet0": {"rx_pfc3": 10}});
         assert_eq!(since_clear(View::PfcCounters, cur.clone(), Some(&snap), &a), json!({"Ethernet0": {"rx_pfc3": 3}}));
         assert_eq!(since_clear(View::PfcCounters, cur.clone(), Some(&snap), &restarted), cur, "same pid, restarted");
-        assert_eq!(since_clear(View::PfcCounters, cur.clone(), Some(&snap), &Instance { pid: 43, start_time_ns: 1 }), cur);
+        assert_eq!(
+            since_clear(View::PfcCounters, cur.clone(), Some(&snap), &Instance { pid: 43, start_time_ns: 1 }),
+            cur
+        );
         // Round trip through the file, and a file in the old format (bare data) is no snapshot.
         let dir = std::env::temp_dir().join(format!("pfcsw-show-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -471,7 +548,9 @@ mod tests {
             None if cmd == PORTS_COMMAND => Ok(json!({"ports": names, "start_time_ns": 5})),
             None if cmd == "/pfcswitch/buffer_pool" => Ok(json!({"ingress_lossless_pool": {"size": 1}})),
             None => Ok(json!({"error": "too large: ask one port at a time"})),
-            Some((c, p)) if c == "/pfcswitch/pfc_counters" && names.iter().any(|n| n == p) => Ok(json!({ p: {"rx_pfc3": 1} })),
+            Some((c, p)) if c == "/pfcswitch/pfc_counters" && names.iter().any(|n| n == p) => {
+                Ok(json!({ p: {"rx_pfc3": 1} }))
+            }
             Some(_) => Ok(json!({"error": "unknown port"})),
         }
     }
@@ -487,7 +566,9 @@ mod tests {
         assert!(fetch(View::BufferPool, &mut fake).unwrap().value["ingress_lossless_pool"].is_object());
         // An error object from the switch is an error, not an empty table.
         match fetch(View::QueueCounters, &mut fake) {
-            Err(ShowError::Switch { cmd, msg }) => assert!(cmd.starts_with("/pfcswitch/queue_counters,") && msg.contains("unknown"), "{cmd} {msg}"),
+            Err(ShowError::Switch { cmd, msg }) => {
+                assert!(cmd.starts_with("/pfcswitch/queue_counters,") && msg.contains("unknown"), "{cmd} {msg}")
+            }
             other => panic!("{other:?}"),
         }
     }

@@ -10,11 +10,7 @@ pub enum UnitError {
     #[error("'{0}' is not a number with a unit")]
     NotANumber(String),
     #[error("unknown unit '{unit}' in '{value}' (expected one of {expected})")]
-    UnknownUnit {
-        value: String,
-        unit: String,
-        expected: &'static str,
-    },
+    UnknownUnit { value: String, unit: String, expected: &'static str },
     #[error("'{0}' must be greater than zero")]
     NotPositive(String),
     #[error("'{0}' is out of range")]
@@ -26,13 +22,9 @@ fn split_number(s: &str) -> Result<(f64, String), UnitError> {
     if t.is_empty() {
         return Err(UnitError::Empty);
     }
-    let idx = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let idx = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(idx);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| UnitError::NotANumber(s.to_string()))?;
+    let n: f64 = num.parse().map_err(|_| UnitError::NotANumber(s.to_string()))?;
     if !n.is_finite() {
         return Err(UnitError::NotANumber(s.to_string()));
     }
@@ -79,13 +71,7 @@ pub fn parse_length_m(s: &str) -> Result<f64, UnitError> {
         "" | "m" => 1.0,
         "km" => 1000.0,
         "cm" => 0.01,
-        _ => {
-            return Err(UnitError::UnknownUnit {
-                value: s.to_string(),
-                unit,
-                expected: "m, km, cm",
-            })
-        }
+        _ => return Err(UnitError::UnknownUnit { value: s.to_string(), unit, expected: "m, km, cm" }),
     };
     let m = n * mult;
     if m > 100_000.0 {
@@ -103,13 +89,7 @@ pub fn parse_bytes(s: &str) -> Result<u64, UnitError> {
         "k" => 1024.0,
         "m" => 1024.0 * 1024.0,
         "g" => 1024.0 * 1024.0 * 1024.0,
-        _ => {
-            return Err(UnitError::UnknownUnit {
-                value: s.to_string(),
-                unit,
-                expected: "B, KiB, MiB, GiB",
-            })
-        }
+        _ => return Err(UnitError::UnknownUnit { value: s.to_string(), unit, expected: "B, KiB, MiB, GiB" }),
     };
     let b = n * mult;
     if b > (1u64 << 40) as f64 {

@@ -47,12 +47,7 @@ pub fn expected(path: &Path) -> String {
     let first = text.lines().next().unwrap_or("");
     first
         .strip_prefix("# expect:")
-        .unwrap_or_else(|| {
-            panic!(
-                "{}: first line must be '# expect: <field path>'",
-                path.display()
-            )
-        })
+        .unwrap_or_else(|| panic!("{}: first line must be '# expect: <field path>'", path.display()))
         .trim()
         .to_string()
 }
@@ -69,9 +64,7 @@ pub fn check_error_line(report: &str, file: &Path, expect: &str) -> Result<(), S
         return Err(format!("does not name the file {name}: {report}"));
     };
     if !report[at + name.len()..].contains(expect) {
-        return Err(format!(
-            "does not contain {expect:?} after the file name: {report}"
-        ));
+        return Err(format!("does not contain {expect:?} after the file name: {report}"));
     }
     Ok(())
 }
@@ -79,31 +72,21 @@ pub fn check_error_line(report: &str, file: &Path, expect: &str) -> Result<(), S
 #[test]
 fn shipped_configs_are_valid() {
     let files = shipped_configs();
-    assert!(
-        files.len() >= 5,
-        "expected the shipped configs, found {files:?}"
-    );
+    assert!(files.len() >= 5, "expected the shipped configs, found {files:?}");
     for f in files {
         let c = config::load(&f).unwrap_or_else(|e| panic!("{e}"));
         assert!(!c.ports.is_empty());
         assert!(c.warnings.is_empty(), "{}: {:?}", f.display(), c.warnings);
         let args = c.eal_args("pfcswitch");
         assert_eq!(args[0], "pfcswitch");
-        assert!(
-            args.iter().any(|a| a.starts_with("--file-prefix")),
-            "{args:?}"
-        );
+        assert!(args.iter().any(|a| a.starts_with("--file-prefix")), "{args:?}");
     }
 }
 
 #[test]
 fn bad_configs_are_rejected_with_one_line_naming_the_field() {
     let cases = bad_configs();
-    assert!(
-        cases.len() >= 12,
-        "expected at least 12 bad configs, found {}",
-        cases.len()
-    );
+    assert!(cases.len() >= 12, "expected at least 12 bad configs, found {}", cases.len());
     let mut failures = Vec::new();
     for (f, expect) in &cases {
         match config::load(f) {

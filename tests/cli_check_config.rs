@@ -10,12 +10,20 @@ use std::process::Command;
 fn expectation(path: &std::path::Path) -> String {
     let text = std::fs::read_to_string(path).unwrap();
     let first = text.lines().next().unwrap_or("");
-    first.strip_prefix("# expect:").unwrap_or_else(|| panic!("{}: first line must be '# expect: ...'", path.display())).trim().to_string()
+    first
+        .strip_prefix("# expect:")
+        .unwrap_or_else(|| panic!("{}: first line must be '# expect: ...'", path.display()))
+        .trim()
+        .to_string()
 }
 
 fn bad_files() -> Vec<std::path::PathBuf> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/bad-configs");
-    let mut v: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "toml")).collect();
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
     v.sort();
     assert!(v.len() >= 10, "expected a set of broken configs, found {}", v.len());
     v

@@ -229,7 +229,15 @@ impl Proc {
         let log = dir.join(&format!("{name}.stderr"));
         let out = dir.join(&format!("{name}.stdout"));
         let child = Command::new(BIN)
-            .args(["run", "--config", cfg.to_str().unwrap(), "--duration", duration, "--stats-json", json.to_str().unwrap()])
+            .args([
+                "run",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--duration",
+                duration,
+                "--stats-json",
+                json.to_str().unwrap(),
+            ])
             .env("RUST_LOG", "info")
             .stdout(Stdio::from(std::fs::File::create(&out).unwrap()))
             .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
@@ -330,7 +338,11 @@ fn run_incast(pfc: bool) -> Outcome {
     std::thread::sleep(DRAIN);
     down.interrupt();
     down.wait_ok(Duration::from_secs(15));
-    eprintln!("incast pfc={}: both switches done in {:.1} s", if pfc { "on" } else { "off" }, t0.elapsed().as_secs_f64());
+    eprintln!(
+        "incast pfc={}: both switches done in {:.1} s",
+        if pfc { "on" } else { "off" },
+        t0.elapsed().as_secs_f64()
+    );
 
     // EAL leaves its runtime directory behind; remove ours (both processes have exited).
     for side in ["up", "down"] {
@@ -369,12 +381,27 @@ fn common_checks(o: &Outcome) -> (Vec<u32>, Vec<u32>) {
     }
     assert_eq!(u(&port(up, "Ethernet0")["rx_packets"]), FRAMES as u64, "sender A backlog not read{}", ctx());
     assert_eq!(u(&port(up, "Ethernet4")["rx_packets"]), FRAMES as u64, "sender B backlog not read{}", ctx());
-    assert_eq!(u(&up_link["tx_packets"]), 2 * FRAMES as u64, "upstream did not send its whole backlog in {UPSTREAM_SECS} s{}", ctx());
+    assert_eq!(
+        u(&up_link["tx_packets"]),
+        2 * FRAMES as u64,
+        "upstream did not send its whole backlog in {UPSTREAM_SECS} s{}",
+        ctx()
+    );
     let d_in = port(down, "Ethernet0");
-    assert_eq!(u(&d_in["rx_packets"]), 2 * FRAMES as u64, "downstream did not receive everything the upstream sent{}", ctx());
+    assert_eq!(
+        u(&d_in["rx_packets"]),
+        2 * FRAMES as u64,
+        "downstream did not receive everything the upstream sent{}",
+        ctx()
+    );
     assert_eq!(u(&tc(d_in, 3)["rx"]), FRAMES as u64, "{}", ctx());
     assert_eq!(u(&tc(d_in, 1)["rx"]), FRAMES as u64, "{}", ctx());
-    assert_eq!(u(&d_in["drops"]["flushed_at_stop"]) + u(&port(down, "Ethernet4")["drops"]["flushed_at_stop"]), 0, "downstream not drained at stop{}", ctx());
+    assert_eq!(
+        u(&d_in["drops"]["flushed_at_stop"]) + u(&port(down, "Ethernet4")["drops"]["flushed_at_stop"]),
+        0,
+        "downstream not drained at stop{}",
+        ctx()
+    );
     // Per class, what left the bottleneck, from the capture.
     let (mut lossless, mut lossy) = (Vec::new(), Vec::new());
     for f in &o.out {

@@ -26,31 +26,14 @@ struct Params {
 fn params() -> impl Strategy<Value = Params> {
     (
         (0u64..6000, 9216u64..40_000, 0u64..8000, 0u64..12_000),
-        prop_oneof![
-            (-3i8..=3).prop_map(Threshold::Dynamic),
-            (0u64..60_000).prop_map(Threshold::Static)
-        ],
+        prop_oneof![(-3i8..=3).prop_map(Threshold::Dynamic), (0u64..60_000).prop_map(Threshold::Static)],
         0u64..120_000,
-        (
-            0u64..3000,
-            (-2i8..=2).prop_map(Threshold::Dynamic),
-            0u64..80_000,
-        ),
+        (0u64..3000, (-2i8..=2).prop_map(Threshold::Dynamic), 0u64..80_000),
         prop_oneof![Just(1u32), Just(256u32)],
-        prop_oneof![
-            Just(ReleaseOrder::HeadroomFirst),
-            Just(ReleaseOrder::AsCharged)
-        ],
+        prop_oneof![Just(ReleaseOrder::HeadroomFirst), Just(ReleaseOrder::AsCharged)],
     )
         .prop_map(
-            |(
-                (private, xoff, xon, xon_offset),
-                th,
-                shared,
-                (q_private, q_th, lossy_shared),
-                cell,
-                order,
-            )| Params {
+            |((private, xoff, xon, xon_offset), th, shared, (q_private, q_th, lossy_shared), cell, order)| Params {
                 private,
                 xoff,
                 xon,
@@ -67,27 +50,12 @@ fn params() -> impl Strategy<Value = Params> {
 }
 
 fn config(p: &Params) -> MmuConfig {
-    let pg = PgProfile {
-        size: p.private,
-        xoff: p.xoff,
-        xon: p.xon,
-        xon_offset: p.xon_offset,
-        threshold: p.th,
-    };
-    let q = QueueProfile {
-        size: p.q_private,
-        threshold: p.q_th,
-    };
+    let pg = PgProfile { size: p.private, xoff: p.xoff, xon: p.xon, xon_offset: p.xon_offset, threshold: p.th };
+    let q = QueueProfile { size: p.q_private, threshold: p.q_th };
     let lossless_reserved = u64::from(PORTS) * 2 * (p.private + p.xoff);
     let lossy_reserved = u64::from(PORTS) * 8 * p.q_private;
-    let mut c = MmuConfig::uniform(
-        PORTS,
-        LOSSLESS,
-        pg,
-        q,
-        lossless_reserved + p.shared,
-        lossy_reserved + p.lossy_shared,
-    );
+    let mut c =
+        MmuConfig::uniform(PORTS, LOSSLESS, pg, q, lossless_reserved + p.shared, lossy_reserved + p.lossy_shared);
     c.cell_size = p.cell;
     c.release_order = p.order;
     c
@@ -95,26 +63,12 @@ fn config(p: &Params) -> MmuConfig {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Admit {
-        in_port: u16,
-        pg: u8,
-        out_port: u16,
-        queue: u8,
-        len: u32,
-        lossless: bool,
-    },
+    Admit { in_port: u16, pg: u8, out_port: u16, queue: u8, len: u32, lossless: bool },
     Release(usize),
 }
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
-    let admit = (
-        0..PORTS,
-        prop_oneof![Just(3u8), Just(4u8), 0u8..8],
-        0..PORTS,
-        0u8..8,
-        64u32..=9216,
-        any::<bool>(),
-    )
+    let admit = (0..PORTS, prop_oneof![Just(3u8), Just(4u8), 0u8..8], 0..PORTS, 0u8..8, 64u32..=9216, any::<bool>())
         .prop_map(|(in_port, pg, out_port, queue, len, l)| Op::Admit {
             in_port,
             pg,
@@ -123,10 +77,7 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
             len,
             lossless: l || pg == 3,
         });
-    proptest::collection::vec(
-        prop_oneof![3 => admit, 2 => any::<usize>().prop_map(Op::Release)],
-        1..400,
-    )
+    proptest::collection::vec(prop_oneof![3 => admit, 2 => any::<usize>().prop_map(Op::Release)], 1..400)
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -160,18 +111,12 @@ impl Model {
             for i in 0..8u8 {
                 let g = self.pgs[ix(port, i)];
                 let o = m.pg_occupancy(port, i);
-                prop_assert_eq!(
-                    (o.private, o.shared, o.headroom, o.total),
-                    (g.p, g.s, g.h, g.p + g.s + g.h)
-                );
+                prop_assert_eq!((o.private, o.shared, o.headroom, o.total), (g.p, g.s, g.h, g.p + g.s + g.h));
                 prop_assert_eq!(m.is_off(port, i), g.off, "state of {}/{}", port, i);
                 prop_assert!(g.p <= p.private && g.h <= p.xoff, "segment over its limit");
                 let q = self.qs[ix(port, i)];
                 let o = m.queue_occupancy(port, i);
-                prop_assert_eq!(
-                    (o.lossless, o.private, o.shared),
-                    (q.lossless, q.private, q.shared)
-                );
+                prop_assert_eq!((o.lossless, o.private, o.shared), (q.lossless, q.private, q.shared));
                 prop_assert!(q.private <= p.q_private);
                 sp += g.p;
                 ss += g.s;
@@ -181,19 +126,10 @@ impl Model {
             }
         }
         let st = m.pool_stats();
-        prop_assert_eq!(
-            (
-                st.lossless.private_used,
-                st.lossless.shared_used,
-                st.lossless.headroom_used
-            ),
-            (sp, ss, sh)
-        );
+        prop_assert_eq!((st.lossless.private_used, st.lossless.shared_used, st.lossless.headroom_used), (sp, ss, sh));
         prop_assert_eq!((st.lossy.private_used, st.lossy.shared_used), (qp, qs));
         prop_assert!(ss <= p.shared && qs <= p.lossy_shared, "pool overflow");
-        prop_assert!(
-            st.lossless.shared_watermark <= p.shared && st.lossy.shared_watermark <= p.lossy_shared
-        );
+        prop_assert!(st.lossless.shared_watermark <= p.shared && st.lossy.shared_watermark <= p.lossy_shared);
         Ok(())
     }
 }
@@ -320,22 +256,9 @@ fn quanta(speed: u64) -> u64 {
 /// started; its last bits travel D back. Returns (lossless drops, headroom bytes used).
 fn link_model(speed: u64, cable: f64, mtu: u32, sw_ns: u64, headroom: u64) -> (u32, u64) {
     let t_shared = 20 * u64::from(mtu);
-    let pg = PgProfile {
-        size: 0,
-        xoff: headroom,
-        xon: 0,
-        xon_offset: 0,
-        threshold: Threshold::Static(t_shared),
-    };
-    let m = Mmu::new(MmuConfig::uniform(
-        2,
-        LOSSLESS,
-        pg,
-        QueueProfile::default(),
-        4 * headroom + 4 * t_shared,
-        0,
-    ))
-    .unwrap();
+    let pg = PgProfile { size: 0, xoff: headroom, xon: 0, xon_offset: 0, threshold: Threshold::Static(t_shared) };
+    let m =
+        Mmu::new(MmuConfig::uniform(2, LOSSLESS, pg, QueueProfile::default(), 4 * headroom + 4 * t_shared, 0)).unwrap();
     let c = speed as f64;
     let tau = f64::from(mtu) * 8.0 / c;
     let d = cable / PROPAGATION_V_MPS as f64;
@@ -350,14 +273,8 @@ fn link_model(speed: u64, cable: f64, mtu: u32, sw_ns: u64, headroom: u64) -> (u
         }
         assert!(k < 10_000_000, "model did not stop");
         match m.admit(0, 3, 1, 3, mtu, true) {
-            Verdict::Admit {
-                edge: Some(e),
-                charge,
-            } => {
-                assert_eq!(
-                    (e.kind, charge.segment()),
-                    (EdgeKind::Pause, Segment::Shared)
-                );
+            Verdict::Admit { edge: Some(e), charge } => {
+                assert_eq!((e.kind, charge.segment()), (EdgeKind::Pause, Segment::Shared));
                 let t_edge = start + tau + d;
                 t_stop = t_edge + sw + tau + d + resp;
             }
@@ -378,13 +295,7 @@ fn calculated_headroom_is_enough_and_less_is_not() {
         (400_000_000_000, 100.0, 9216, 20_000),
         (40_000_000_000, 2000.0, 4096, 5_000),
     ] {
-        let eta = compute(&HeadroomInputs {
-            speed_bps: speed,
-            cable_m: cable,
-            mtu,
-            sw_response_ns: sw,
-        })
-        .headroom_bytes;
+        let eta = compute(&HeadroomInputs { speed_bps: speed, cable_m: cable, mtu, sw_response_ns: sw }).headroom_bytes;
         let (drops, used) = link_model(speed, cable, mtu, sw, eta);
         assert_eq!(drops, 0, "{speed} {cable} {mtu}: drops with η = {eta}");
         // The calculator is within two frames of what was actually needed.
@@ -431,7 +342,14 @@ fn run_ops() -> impl Strategy<Value = Vec<RunOp>> {
         proptest::collection::vec(prop_oneof![Just(64u32), Just(1500u32), 60u32..9300], 1..40),
         any::<bool>(),
     )
-        .prop_map(|(in_port, pg, out_port, queue, lens, lossless)| RunOp::Admit { in_port, pg, out_port, queue, lens, lossless });
+        .prop_map(|(in_port, pg, out_port, queue, lens, lossless)| RunOp::Admit {
+            in_port,
+            pg,
+            out_port,
+            queue,
+            lens,
+            lossless,
+        });
     proptest::collection::vec(prop_oneof![3 => admit, 2 => (0usize..8).prop_map(RunOp::Release)], 1..120)
 }
 
@@ -439,8 +357,17 @@ fn run_ops() -> impl Strategy<Value = Vec<RunOp>> {
 #[test]
 fn bulk_path_is_taken() {
     let p = Params {
-        private: 1000, xoff: 9216, xon: 0, xon_offset: 0, th: Threshold::Dynamic(0), shared: 100_000,
-        q_private: 1000, q_th: Threshold::Dynamic(0), lossy_shared: 100_000, cell: 1, order: ReleaseOrder::HeadroomFirst,
+        private: 1000,
+        xoff: 9216,
+        xon: 0,
+        xon_offset: 0,
+        th: Threshold::Dynamic(0),
+        shared: 100_000,
+        q_private: 1000,
+        q_th: Threshold::Dynamic(0),
+        lossy_shared: 100_000,
+        cell: 1,
+        order: ReleaseOrder::HeadroomFirst,
     };
     let m = Mmu::new(config(&p)).unwrap();
     // 15 × 64 fit the private 1000, the 16th does not; the next go to shared (T ≈ 100 000).

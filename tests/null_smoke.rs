@@ -38,7 +38,15 @@ tx = ["Ethernet0", "Ethernet4"]
     let cfg_path = d.join("null.toml");
     std::fs::write(&cfg_path, cfg).unwrap();
     let json = d.join("stats.json");
-    let out = run_switch(&["run", "--config", cfg_path.to_str().unwrap(), "--duration", "2", "--stats-json", json.to_str().unwrap()]);
+    let out = run_switch(&[
+        "run",
+        "--config",
+        cfg_path.to_str().unwrap(),
+        "--duration",
+        "2",
+        "--stats-json",
+        json.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", show(&out));
     let j = read_json(&json);
     for name in ["Ethernet0", "Ethernet4"] {
@@ -100,7 +108,15 @@ tx = ["Ethernet0"]
     let cfg_path = d.join("null2w.toml");
     std::fs::write(&cfg_path, cfg).unwrap();
     let json = d.join("stats.json");
-    let out = run_switch(&["run", "--config", cfg_path.to_str().unwrap(), "--duration", "2", "--stats-json", json.to_str().unwrap()]);
+    let out = run_switch(&[
+        "run",
+        "--config",
+        cfg_path.to_str().unwrap(),
+        "--duration",
+        "2",
+        "--stats-json",
+        json.to_str().unwrap(),
+    ]);
     let j = read_json(&json);
     assert_conserved(&j);
     for name in ["Ethernet0", "Ethernet4"] {

@@ -42,7 +42,15 @@ fn learning_bridge_golden_pcaps() {
     let cfg_path = d.join("pcap.toml");
     std::fs::write(&cfg_path, cfg).unwrap();
     let json = d.join("stats.json");
-    let out = run_switch(&["run", "--config", cfg_path.to_str().unwrap(), "--duration", "1.5", "--stats-json", json.to_str().unwrap()]);
+    let out = run_switch(&[
+        "run",
+        "--config",
+        cfg_path.to_str().unwrap(),
+        "--duration",
+        "1.5",
+        "--stats-json",
+        json.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", show(&out));
 
     let expect0 = vec![b_to_a, b_bcast.clone(), c_to_a, c_mcast.clone()];
@@ -50,7 +58,14 @@ fn learning_bridge_golden_pcaps() {
     let expect2 = vec![a_bcast, a_to_b, b_bcast];
     for (i, expect) in [expect0, expect1, expect2].iter().enumerate() {
         let got = read_pcap(&d.join(&format!("out{i}.pcap")));
-        assert_eq!(got.len(), expect.len(), "out{i}.pcap: {} frames, expected {}\n{}", got.len(), expect.len(), show(&out));
+        assert_eq!(
+            got.len(),
+            expect.len(),
+            "out{i}.pcap: {} frames, expected {}\n{}",
+            got.len(),
+            expect.len(),
+            show(&out)
+        );
         for (k, (g, e)) in got.iter().zip(expect.iter()).enumerate() {
             assert_eq!(g, e, "out{i}.pcap frame {k} differs (tags: got {}, expected {})", g[14], e[14]);
         }

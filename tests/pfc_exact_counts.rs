@@ -62,7 +62,28 @@ fn lossless_frame(seq: u16) -> Vec<u8> {
     f.extend_from_slice(&[0x02, 0, 0, 0, 0, 0xaa]);
     f.extend_from_slice(&[0x08, 0x00]);
     let total = (FRAME - 14) as u16;
-    let mut ip = vec![0x45, 3 << 2, (total >> 8) as u8, total as u8, (seq >> 8) as u8, seq as u8, 0, 0, 64, 17, 0, 0, 192, 0, 2, 1, 192, 0, 2, 2];
+    let mut ip = vec![
+        0x45,
+        3 << 2,
+        (total >> 8) as u8,
+        total as u8,
+        (seq >> 8) as u8,
+        seq as u8,
+        0,
+        0,
+        64,
+        17,
+        0,
+        0,
+        192,
+        0,
+        2,
+        1,
+        192,
+        0,
+        2,
+        2,
+    ];
     let mut sum = 0u32;
     for c in ip.chunks(2) {
         sum += u16::from_be_bytes([c[0], c[1]]) as u32;
@@ -136,7 +157,12 @@ dynamic_th = 0
 fn pfc_frames(frames: &[Vec<u8>]) -> Vec<(u16, u16)> {
     frames
         .iter()
-        .filter(|f| f.len() >= 34 && f[0..6] == [0x01, 0x80, 0xc2, 0, 0, 1] && f[12..14] == [0x88, 0x08] && f[14..16] == [0x01, 0x01])
+        .filter(|f| {
+            f.len() >= 34
+                && f[0..6] == [0x01, 0x80, 0xc2, 0, 0, 1]
+                && f[12..14] == [0x88, 0x08]
+                && f[14..16] == [0x01, 0x01]
+        })
         .map(|f| (u16::from_be_bytes([f[16], f[17]]), u16::from_be_bytes([f[18 + 6], f[19 + 6]])))
         .collect()
 }
@@ -155,7 +181,12 @@ fn run(n: usize, enable_tx_after: Option<Duration>) -> Outcome {
 
 /// [`run`], with `before` injected ahead of the lossless frames and the configuration
 /// passed through `edit`.
-fn run_with(n: usize, enable_tx_after: Option<Duration>, before: &[Vec<u8>], edit: impl Fn(String) -> String) -> Outcome {
+fn run_with(
+    n: usize,
+    enable_tx_after: Option<Duration>,
+    before: &[Vec<u8>],
+    edit: impl Fn(String) -> String,
+) -> Outcome {
     let d = TestDir::new("exact");
     let frames: Vec<_> = before.iter().cloned().chain((0..n).map(|i| lossless_frame(i as u16))).collect();
     write_pcap(&d.join("in0.pcap"), &frames);
@@ -196,7 +227,11 @@ fn run_with(n: usize, enable_tx_after: Option<Duration>, before: &[Vec<u8>], edi
     assert!(out.status.success(), "{}\n{log}", show(&out));
     let j = read_json(&json);
     assert_conserved(&j);
-    let o = Outcome { pfc: pfc_frames(&read_pcap(&d.join("out0.pcap"))), json: j, out1: read_pcap(&d.join("out1.pcap")).len() };
+    let o = Outcome {
+        pfc: pfc_frames(&read_pcap(&d.join("out0.pcap"))),
+        json: j,
+        out1: read_pcap(&d.join("out1.pcap")).len(),
+    };
     // Every PFC frame on the wire is counted, and only those (whichever lcore sent it).
     let e0 = port(&o.json, "Ethernet0");
     let pauses = o.pfc.iter().filter(|&&(_, q)| q != 0).count() as u64;
@@ -275,7 +310,11 @@ fn pause_refreshed_while_control_lcore_naps() {
             + "\n[lcores]\ncontrol = 0\ncontrol_nap = \"10ms\"\n[[lcores.worker]]\nlcore = 1\nrx = [\"Ethernet0:0\", \"Ethernet4:0\"]\ntx = [\"Ethernet0\", \"Ethernet4\"]\n"
     });
     assert_eq!(lossless_drops(&o), 0);
-    assert!(o.pfc.iter().all(|&(ce, q)| ce == 0x0008 && q == 0xffff), "PAUSEs only: {:?}", &o.pfc[..o.pfc.len().min(8)]);
+    assert!(
+        o.pfc.iter().all(|&(ce, q)| ce == 0x0008 && q == 0xffff),
+        "PAUSEs only: {:?}",
+        &o.pfc[..o.pfc.len().min(8)]
+    );
     let refreshes = o.json["workers"][0]["pause_refreshes"].as_u64().unwrap();
     assert!(refreshes >= 1, "the worker did not refresh its PAUSE while the control lcore napped");
     assert!(o.pfc.len() as u64 > refreshes, "{} PAUSE frames, {refreshes} of them worker refreshes", o.pfc.len());

@@ -78,7 +78,12 @@ impl Outcome {
         port(&self.json, "Ethernet0")
     }
     fn pfc(&self, field: &str) -> Vec<u64> {
-        self.x()["pfc"][field].as_array().unwrap_or_else(|| panic!("no pfc.{field}")).iter().map(|v| v.as_u64().unwrap()).collect()
+        self.x()["pfc"][field]
+            .as_array()
+            .unwrap_or_else(|| panic!("no pfc.{field}"))
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect()
     }
     fn count_between(&self, pcp: u8, from: u64, to: u64) -> usize {
         self.tx.iter().filter(|&&(t, p)| p == pcp && t > from && t < to).count()
@@ -197,7 +202,13 @@ fn finish(rig: Rig) -> Outcome {
     assert_eq!(o.tx.len() as u64 + flushed, 2 * PER_PCP as u64, "frames lost: {}", x["drops"]);
     for p in [x, s] {
         assert_eq!(p["lossless_drops"], 0, "{}", p["drops"]);
-        assert_eq!(p["drops_total"].as_u64().unwrap(), p["drops"]["flushed_at_stop"].as_u64().unwrap(), "{}: drops {}", p["name"], p["drops"]);
+        assert_eq!(
+            p["drops_total"].as_u64().unwrap(),
+            p["drops"]["flushed_at_stop"].as_u64().unwrap(),
+            "{}: drops {}",
+            p["name"],
+            p["drops"]
+        );
     }
     // The queues really were backlogged until the end (else gaps would mean nothing).
     assert!(flushed > 1000, "backlog ran dry before the end of the run: {flushed} left");
@@ -213,7 +224,11 @@ fn assert_flows_within(o: &Outcome, pcp: u8, from: u64, to: u64) {
     ts.push(to);
     let n = ts.len() - 2;
     let expect = line_fps() * (to - from) as f64 / 1e9;
-    assert!(n as f64 >= 0.8 * expect, "PCP {pcp} sent {n} frames in {:.1} ms, line rate allows {expect:.0}", ms(to - from));
+    assert!(
+        n as f64 >= 0.8 * expect,
+        "PCP {pcp} sent {n} frames in {:.1} ms, line rate allows {expect:.0}",
+        ms(to - from)
+    );
     let g = largest_other_gap(&ts, None);
     assert!(g < STRICT_GAP_NS, "PCP {pcp} stopped for {:.1} ms within the window", ms(g));
 }
@@ -260,9 +275,21 @@ fn pfc_pause_stops_only_the_named_priority_for_its_quanta() {
         ms(d),
         (g0 as f64 - t_pause as f64) / 1e6
     );
-    assert!(g1 - g0 + EARLY_NS >= d && g1 - g0 <= d + LATE_NS, "priority 3 paused {:.1} ms, expected {:.1} ms", ms(g1 - g0), ms(d));
-    assert!(g0 + 20_000_000 >= t_pause && g0 <= t_pause + 100_000_000, "pause began {:+.1} ms from the frame", (g0 as f64 - t_pause as f64) / 1e6);
-    assert!(p3.iter().any(|&t| t < g0) && p3.iter().filter(|&&t| t > g1).count() > 300, "priority 3 not flowing before and after the pause");
+    assert!(
+        g1 - g0 + EARLY_NS >= d && g1 - g0 <= d + LATE_NS,
+        "priority 3 paused {:.1} ms, expected {:.1} ms",
+        ms(g1 - g0),
+        ms(d)
+    );
+    assert!(
+        g0 + 20_000_000 >= t_pause && g0 <= t_pause + 100_000_000,
+        "pause began {:+.1} ms from the frame",
+        (g0 as f64 - t_pause as f64) / 1e6
+    );
+    assert!(
+        p3.iter().any(|&t| t < g0) && p3.iter().filter(|&&t| t > g1).count() > 300,
+        "priority 3 not flowing before and after the pause"
+    );
     assert_steady(&o, 3, Some(g0), STRICT_GAP_NS);
     // During the pause priority 1 had the link to itself (work-conserving scheduler).
     assert_flows_within(&o, 1, g0, g1);
@@ -294,11 +321,24 @@ fn pfc_resume_restarts_at_once() {
     let (g0, g1) = largest_gap(&p3);
     let sent = t_resume - t_pause;
     eprintln!("PCP3 gap {:.1} ms; PAUSE→RESUME sent {:.1} ms apart", ms(g1 - g0), ms(sent));
-    assert!(g1 - g0 + EARLY_NS >= sent && g1 - g0 <= sent + LATE_NS, "priority 3 paused {:.1} ms, RESUME came {:.1} ms after the PAUSE", ms(g1 - g0), ms(sent));
-    assert!(g0 + 20_000_000 >= t_pause && g0 <= t_pause + 100_000_000, "pause began {:+.1} ms from the frame", (g0 as f64 - t_pause as f64) / 1e6);
+    assert!(
+        g1 - g0 + EARLY_NS >= sent && g1 - g0 <= sent + LATE_NS,
+        "priority 3 paused {:.1} ms, RESUME came {:.1} ms after the PAUSE",
+        ms(g1 - g0),
+        ms(sent)
+    );
+    assert!(
+        g0 + 20_000_000 >= t_pause && g0 <= t_pause + 100_000_000,
+        "pause began {:+.1} ms from the frame",
+        (g0 as f64 - t_pause as f64) / 1e6
+    );
     // net_pcap stamps captures from the TSC (rte_get_timer_hz, estimated at start) plus one
     // gettimeofday at start, so its clock drifts from the test's by a few ms over a run.
-    assert!(g1 + 20_000_000 >= t_resume && g1 <= t_resume + 100_000_000, "restart {:+.1} ms from the RESUME", (g1 as f64 - t_resume as f64) / 1e6);
+    assert!(
+        g1 + 20_000_000 >= t_resume && g1 <= t_resume + 100_000_000,
+        "restart {:+.1} ms from the RESUME",
+        (g1 as f64 - t_resume as f64) / 1e6
+    );
     assert!(p3.iter().filter(|&&t| t > g1).count() > 500, "priority 3 not flowing after the RESUME");
     assert_steady(&o, 3, Some(g0), STRICT_GAP_NS);
     assert_flows_within(&o, 1, g0, g1);
@@ -307,7 +347,12 @@ fn pfc_resume_restarts_at_once() {
     assert_eq!(o.pfc("rx_resume"), [0, 0, 0, 1, 0, 0, 0, 0]);
     assert_eq!(o.pfc("rx_on2off"), [0, 0, 0, 1, 0, 0, 0, 0]);
     let dur = o.pfc("rx_pause_duration_us")[3] * 1000;
-    assert!(dur.abs_diff(g1 - g0) <= 60_000_000, "rx_pause_duration_us[3] = {:.1} ms, wire shows {:.1} ms", ms(dur), ms(g1 - g0));
+    assert!(
+        dur.abs_diff(g1 - g0) <= 60_000_000,
+        "rx_pause_duration_us[3] = {:.1} ms, wire shows {:.1} ms",
+        ms(dur),
+        ms(g1 - g0)
+    );
 }
 
 /// (c) A PFC frame whose class-enable vector names only priority 1 (not in
@@ -350,13 +395,32 @@ fn link_pause_stops_every_priority() {
 
     let all: Vec<u64> = o.tx.iter().map(|&(t, _)| t).collect();
     let (g0, g1) = largest_gap(&all);
-    eprintln!("link silent {:.1} ms (quanta say {:.1} ms), from {:+.1} ms after the PAUSE", ms(g1 - g0), ms(d), (g0 as f64 - t_pause as f64) / 1e6);
-    assert!(g1 - g0 + EARLY_NS >= d && g1 - g0 <= d + LATE_NS, "link paused {:.1} ms, expected {:.1} ms", ms(g1 - g0), ms(d));
-    assert!(g0 + 20_000_000 >= t_pause && g0 <= t_pause + 100_000_000, "pause began {:+.1} ms from the frame", (g0 as f64 - t_pause as f64) / 1e6);
+    eprintln!(
+        "link silent {:.1} ms (quanta say {:.1} ms), from {:+.1} ms after the PAUSE",
+        ms(g1 - g0),
+        ms(d),
+        (g0 as f64 - t_pause as f64) / 1e6
+    );
+    assert!(
+        g1 - g0 + EARLY_NS >= d && g1 - g0 <= d + LATE_NS,
+        "link paused {:.1} ms, expected {:.1} ms",
+        ms(g1 - g0),
+        ms(d)
+    );
+    assert!(
+        g0 + 20_000_000 >= t_pause && g0 <= t_pause + 100_000_000,
+        "pause began {:+.1} ms from the frame",
+        (g0 as f64 - t_pause as f64) / 1e6
+    );
     for pcp in [1, 3] {
         let ts = o.times(pcp);
         let (a, b) = largest_gap(&ts);
-        assert!(a <= g0 + 5_000_000 && b + 5_000_000 >= g1, "PCP {pcp}: largest gap {:.1}..{:.1} ms not the link pause", ms(a - g0), ms(b - g0));
+        assert!(
+            a <= g0 + 5_000_000 && b + 5_000_000 >= g1,
+            "PCP {pcp}: largest gap {:.1}..{:.1} ms not the link pause",
+            ms(a - g0),
+            ms(b - g0)
+        );
         assert_steady(&o, pcp, Some(a), DWRR_GAP_NS);
         assert!(ts.iter().filter(|&&t| t > g1).count() > 300, "PCP {pcp} not flowing after the pause");
     }

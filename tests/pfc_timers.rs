@@ -33,11 +33,7 @@ fn pause_duration_to_the_tick() {
         (TSC_1, 400 * G, 1, 2),                  // 1.28
     ];
     for (hz, speed, q, ticks) in cases {
-        assert_eq!(
-            quanta_to_ticks(q, speed, hz),
-            ticks,
-            "{q} quanta at {speed} bps, {hz} Hz"
-        );
+        assert_eq!(quanta_to_ticks(q, speed, hz), ticks, "{q} quanta at {speed} bps, {hz} Hz");
         // The receiver obeys exactly that long.
         let mut rx = PfcRx::new(0xff, speed);
         let t0 = 1_000_000;
@@ -59,20 +55,9 @@ fn sender_pause_refresh_resume_sequence() {
         let t0 = 42_000;
         assert_eq!(tx.poll(t0), None);
         assert_eq!(tx.next_deadline(), None);
-        assert_eq!(
-            tx.on_edge(EdgeKind::Resume, t0),
-            None,
-            "RESUME while ON sends nothing"
-        );
-        assert_eq!(
-            tx.on_edge(EdgeKind::Pause, t0),
-            Some(Send { quanta: 0xffff })
-        );
-        assert_eq!(
-            tx.on_edge(EdgeKind::Pause, t0 + 1),
-            None,
-            "duplicate PAUSE edge"
-        );
+        assert_eq!(tx.on_edge(EdgeKind::Resume, t0), None, "RESUME while ON sends nothing");
+        assert_eq!(tx.on_edge(EdgeKind::Pause, t0), Some(Send { quanta: 0xffff }));
+        assert_eq!(tx.on_edge(EdgeKind::Pause, t0 + 1), None, "duplicate PAUSE edge");
         // Refreshes at t0 + half, t0 + 2·half, ... when polled on time.
         let mut sent = vec![t0];
         let mut t = t0;
@@ -92,10 +77,7 @@ fn sender_pause_refresh_resume_sequence() {
         // The peer never sees a gap longer than the pause time.
         assert!(sent.windows(2).all(|w| w[1] - w[0] < full));
         // One RESUME, then nothing at all.
-        assert_eq!(
-            tx.on_edge(EdgeKind::Resume, late + 10),
-            Some(Send { quanta: 0 })
-        );
+        assert_eq!(tx.on_edge(EdgeKind::Resume, late + 10), Some(Send { quanta: 0 }));
         assert_eq!(tx.next_deadline(), None);
         for dt in [0, half, full, 10 * full] {
             assert_eq!(tx.poll(late + 10 + dt), None);
@@ -109,43 +91,25 @@ fn port_aggregate_one_frame_for_several_priorities() {
     let hz = TSC_1;
     let speed = 100 * G;
     let half = quanta_to_ticks(0xffff, speed, hz) / 2; // 167 770
-    let mut tx = PfcPortTx::new(
-        PfcTxConfig {
-            coalesce_ticks: 1000,
-            ..Default::default()
-        },
-        speed,
-        hz,
-    );
+    let mut tx = PfcPortTx::new(PfcTxConfig { coalesce_ticks: 1000, ..Default::default() }, speed, hz);
     let counters = tx.counters();
     // A PG carrying priorities 3 and 4 goes OFF: one frame, both classes.
     let f = tx.on_edge(0b0001_1000, EdgeKind::Pause, 0).unwrap();
     assert_eq!(f, MacControl::pfc_pause(0b0001_1000, 0xffff));
     assert_eq!(tx.off_mask(), 0b0001_1000);
     // Priority 1 pauses 500 ticks later (its own PG).
-    assert_eq!(
-        tx.on_edge(0b10, EdgeKind::Pause, 500),
-        Some(MacControl::pfc_pause(0b10, 0xffff))
-    );
+    assert_eq!(tx.on_edge(0b10, EdgeKind::Pause, 500), Some(MacControl::pfc_pause(0b10, 0xffff)));
     assert_eq!(tx.next_deadline(), Some(half));
     assert_eq!(tx.poll(half - 1), None);
     // At 3/4's deadline, priority 1 (due at half + 500, within 1000) rides along.
-    assert_eq!(
-        tx.poll(half),
-        Some(MacControl::pfc_pause(0b0001_1010, 0xffff))
-    );
+    assert_eq!(tx.poll(half), Some(MacControl::pfc_pause(0b0001_1010, 0xffff)));
     assert_eq!(tx.next_deadline(), Some(2 * half));
     // RESUME for 3/4 only.
-    let r = tx
-        .on_edge(0b0001_1000, EdgeKind::Resume, half + 100)
-        .unwrap();
+    let r = tx.on_edge(0b0001_1000, EdgeKind::Resume, half + 100).unwrap();
     assert_eq!(r, MacControl::pfc_resume(0b0001_1000));
     assert_eq!(tx.off_mask(), 0b10);
     assert_eq!(tx.poll(2 * half), Some(MacControl::pfc_pause(0b10, 0xffff)));
-    assert_eq!(
-        tx.on_edge(0b10, EdgeKind::Resume, 2 * half + 5),
-        Some(MacControl::pfc_resume(0b10))
-    );
+    assert_eq!(tx.on_edge(0b10, EdgeKind::Resume, 2 * half + 5), Some(MacControl::pfc_resume(0b10)));
     assert_eq!(tx.next_deadline(), None);
     assert_eq!(tx.poll(100 * half), None);
     let rx = PfcRx::new(0, speed);
@@ -167,15 +131,7 @@ fn receiver_rules() {
     let q100 = quanta_to_ticks(100, speed, hz); // 512 ns
                                                 // Priorities 3 and 5 in the vector: 5 has no PFC → ignored, keeps running.
     let o = rx.on_frame(&MacControl::pfc_pause(0b0010_1000, 100), 1000, hz);
-    assert_eq!(
-        o,
-        RxOutcome {
-            paused: 0b1000,
-            resumed: 0,
-            on2off: 0b1000,
-            ignored: 0b10_0000
-        }
-    );
+    assert_eq!(o, RxOutcome { paused: 0b1000, resumed: 0, on2off: 0b1000, ignored: 0b10_0000 });
     assert_eq!(d.paused_mask(1000), 0b1000);
     assert!(d.is_paused(3, 1000 + q100 - 1) && !d.is_paused(3, 1000 + q100));
     assert!(!d.is_paused(5, 1001) && !d.is_paused(200, 1001));
@@ -200,14 +156,8 @@ fn receiver_rules() {
     let c = rx.counters();
     let s = PfcPrioStats::snapshot(&PfcTxCounters::default(), &c, hz);
     assert_eq!((s[3].rx_pause, s[3].rx_resume, s[3].rx_on2off), (2, 1, 2));
-    assert_eq!(
-        s[5].rx_pause, 1,
-        "received frames are counted even if not obeyed"
-    );
-    assert_eq!(
-        c.link_pause_frames.get(),
-        1
-    );
+    assert_eq!(s[5].rx_pause, 1, "received frames are counted even if not obeyed");
+    assert_eq!(c.link_pause_frames.get(), 1);
     // Priority 3 paused 1000→1101 and 2000→3000: 1101 ns → 1 µs.
     assert_eq!(s[3].rx_pause_duration_us, (101 + 1000) / 1000);
 }

@@ -245,17 +245,32 @@ fn switch_pfc_frames_decode_in_tshark() {
     // PAUSE (0xFFFF for C3), its refreshes, and one RESUME (0) as the last frame.
     let (last, pauses) = dec.split_last().unwrap();
     assert_eq!(last.times[3], Some(0), "the last PFC frame must be the RESUME: {last:?}");
-    assert!(pauses.iter().all(|f| f.times[3] == Some(0xffff)), "only PAUSEs before the one RESUME: {:?}", dec.iter().map(|f| f.times[3]).collect::<Vec<_>>());
+    assert!(
+        pauses.iter().all(|f| f.times[3] == Some(0xffff)),
+        "only PAUSEs before the one RESUME: {:?}",
+        dec.iter().map(|f| f.times[3]).collect::<Vec<_>>()
+    );
     // The RESUME answers the TX enable (draining B), not something earlier.
-    assert!(last.time_ns + 20_000_000 >= t_usr1, "RESUME {:.1} ms before SIGUSR1", (t_usr1 - last.time_ns) as f64 / 1e6);
+    assert!(
+        last.time_ns + 20_000_000 >= t_usr1,
+        "RESUME {:.1} ms before SIGUSR1",
+        (t_usr1 - last.time_ns) as f64 / 1e6
+    );
     assert!(last.time_ns < t_usr1 + 300_000_000, "RESUME {:.1} ms after SIGUSR1", (last.time_ns - t_usr1) as f64 / 1e6);
     assert!(pauses.iter().all(|f| f.time_ns < t_usr1 + 20_000_000), "PAUSE after TX was enabled");
     // Refreshed at about half the pause time, so the peer never un-pauses meanwhile.
     let pause_ns = 65535 * 512 * 1_000_000_000 / A_SPEED_BPS;
     let gaps: Vec<u64> = pauses.windows(2).map(|w| w[1].time_ns - w[0].time_ns).collect();
-    eprintln!("{} PAUSE frames, refresh gaps (ms): {:?}", pauses.len(), gaps.iter().map(|&g| g / 1_000_000).collect::<Vec<_>>());
+    eprintln!(
+        "{} PAUSE frames, refresh gaps (ms): {:?}",
+        pauses.len(),
+        gaps.iter().map(|&g| g / 1_000_000).collect::<Vec<_>>()
+    );
     assert!(pauses.len() >= 4, "PAUSE not refreshed during ~1.2 s of congestion: {} frames", pauses.len());
-    assert!(gaps.iter().all(|&g| g > pause_ns / 4 && g < pause_ns * 3 / 4), "refresh gaps {gaps:?} ns, pause time {pause_ns} ns");
+    assert!(
+        gaps.iter().all(|&g| g > pause_ns / 4 && g < pause_ns * 3 / 4),
+        "refresh gaps {gaps:?} ns, pause time {pause_ns} ns"
+    );
 
     // The dissector's full decode says the same in words.
     let v = tshark(&["-r", d.join("out0.pcap").to_str().unwrap(), "-V"]);

@@ -60,25 +60,19 @@ struct Params {
 
 fn params() -> impl Strategy<Value = Params> {
     (
-        prop_oneof![
-            Just(Action::Drop),
-            Just(Action::Forward),
-            Just(Action::Alert)
-        ],
+        prop_oneof![Just(Action::Drop), Just(Action::Forward), Just(Action::Alert)],
         20u64..400,
         20u64..400,
         1u64..25,
         prop_oneof![Just(0b0001_1000u8), any::<u8>()],
     )
-        .prop_map(
-            |(action, detection, restoration, interval, pfc_enable)| Params {
-                action,
-                detection,
-                restoration,
-                interval: interval.min(detection).min(restoration),
-                pfc_enable,
-            },
-        )
+        .prop_map(|(action, detection, restoration, interval, pfc_enable)| Params {
+            action,
+            detection,
+            restoration,
+            interval: interval.min(detection).min(restoration),
+            pfc_enable,
+        })
 }
 
 /// Ground truth per priority (only priorities that obey PFC are tracked).
@@ -106,13 +100,7 @@ struct Sim {
 
 impl Sim {
     fn new(p: Params) -> Sim {
-        let wd = Pfcwd::with_ticks(
-            p.action,
-            p.detection,
-            p.restoration,
-            p.interval,
-            p.pfc_enable,
-        );
+        let wd = Pfcwd::with_ticks(p.action, p.detection, p.restoration, p.interval, p.pfc_enable);
         let stamps = wd.rx_stamps();
         Sim {
             p,
@@ -160,14 +148,8 @@ impl Sim {
                     }
                 }
             }
-            Ev::Pfc {
-                class_enable,
-                quanta,
-            } => {
-                let f = MacControl::Pfc {
-                    class_enable,
-                    quanta: [quanta; 8],
-                };
+            Ev::Pfc { class_enable, quanta } => {
+                let f = MacControl::Pfc { class_enable, quanta: [quanta; 8] };
                 self.frame(f, class_enable & self.p.pfc_enable, [quanta; 8]);
             }
             Ev::Pause8023x(q) => self.frame(MacControl::Pause { quanta: q }, 0xff, [q; 8]),
@@ -187,21 +169,12 @@ impl Sim {
         self.progress = 0;
         let t = self.wd.poll(now, paused, nonempty, progress);
         prop_assert_eq!(t.detected & t.restored, 0);
-        prop_assert_eq!(
-            (t.detected | t.restored) & !self.p.pfc_enable,
-            0,
-            "unwatched priority changed"
-        );
+        prop_assert_eq!((t.detected | t.restored) & !self.p.pfc_enable, 0, "unwatched priority changed");
         for i in 0..8u8 {
             let bit = 1u8 << i;
             let tr = &mut self.truth[usize::from(i)];
             if t.detected & bit != 0 {
-                prop_assert!(
-                    tr.deadline > now,
-                    "prio {} stormed at {} while not paused",
-                    i,
-                    now
-                );
+                prop_assert!(tr.deadline > now, "prio {} stormed at {} while not paused", i, now);
                 prop_assert!(paused & nonempty & !progress & bit != 0);
                 prop_assert!(
                     now - tr.began >= self.p.detection,
@@ -236,10 +209,7 @@ impl Sim {
             prop_assert_eq!(s.storms_detected, tr.detected);
             prop_assert_eq!(s.storms_restored, tr.restored);
             prop_assert_eq!(s.stormed, tr.detected == tr.restored + 1);
-            prop_assert_eq!(
-                self.wd.state().prio[usize::from(i)].stormed.load(Relaxed),
-                s.stormed
-            );
+            prop_assert_eq!(self.wd.state().prio[usize::from(i)].stormed.load(Relaxed), s.stormed);
         }
         let stormed = self.wd.stormed_mask();
         let (ignore, drop) = match self.p.action {
@@ -247,15 +217,9 @@ impl Sim {
             Action::Forward => (stormed, 0),
             Action::Alert => (0, 0),
         };
-        prop_assert_eq!(
-            (self.wd.ignore_pfc_mask(), self.wd.drop_mask()),
-            (ignore, drop)
-        );
+        prop_assert_eq!((self.wd.ignore_pfc_mask(), self.wd.drop_mask()), (ignore, drop));
         let st = self.wd.state();
-        prop_assert_eq!(
-            (st.ignore_pfc_mask(), st.drop_mask(), st.stormed_mask()),
-            (ignore, drop, stormed)
-        );
+        prop_assert_eq!((st.ignore_pfc_mask(), st.drop_mask(), st.stormed_mask()), (ignore, drop, stormed));
         Ok(())
     }
 }
@@ -298,10 +262,7 @@ fn sequences_reach_storms() {
     let (mut storms, mut restores) = (0, 0);
     for _ in 0..200 {
         let p = params().new_tree(&mut runner).unwrap().current();
-        let evs = prop::collection::vec(ev(false), 300..600)
-            .new_tree(&mut runner)
-            .unwrap()
-            .current();
+        let evs = prop::collection::vec(ev(false), 300..600).new_tree(&mut runner).unwrap().current();
         let mut sim = Sim::new(p);
         for e in &evs {
             sim.apply(e).unwrap();
@@ -309,8 +270,5 @@ fn sequences_reach_storms() {
         storms += sim.storms;
         restores += sim.truth.iter().map(|t| t.restored).sum::<u64>();
     }
-    assert!(
-        storms > 20 && restores > 10,
-        "storms {storms}, restores {restores}"
-    );
+    assert!(storms > 20 && restores > 10, "storms {storms}, restores {restores}");
 }

@@ -90,7 +90,8 @@ fn run(tag: &str, action: &str, script: impl FnOnce(&Veth)) -> Option<Run> {
     let log = sw.stop();
     drop(veth);
     let json = read_json(&d.join("stats.json"));
-    let out = read_pcap_ts(&d.join("out0.pcap")).into_iter().filter_map(|(t, f)| frame_pcp(&f).map(|p| (t, p))).collect();
+    let out =
+        read_pcap_ts(&d.join("out0.pcap")).into_iter().filter_map(|(t, f)| frame_pcp(&f).map(|p| (t, p))).collect();
     assert_conserved(&json);
     Some(Run { out, json, log })
 }
@@ -133,12 +134,20 @@ fn storm_detected_within_detection_time_then_forwarded_then_restored() {
     let stop = p3.iter().rev().find(|&&t| t <= t0 + 2_000_000).copied().expect("PCP 3 before the storm");
     let again = p3.iter().find(|&&t| t > t0 + 2_000_000).copied().expect("PCP 3 after detection");
     let gap_ms = (again - t0) as f64 / 1e6;
-    eprintln!("PCP3 last before storm {:.1} ms before, first after {:.1} ms after the first PAUSE", (t0 as f64 - stop as f64) / 1e6, gap_ms);
+    eprintln!(
+        "PCP3 last before storm {:.1} ms before, first after {:.1} ms after the first PAUSE",
+        (t0 as f64 - stop as f64) / 1e6,
+        gap_ms
+    );
     assert!(gap_ms >= DETECT_MS as f64 - 5.0, "stormed too early: PCP 3 back after {gap_ms:.1} ms");
     // Once PFC is ignored, PCP 3's next frame may wait for the DWRR round PCP 1 is in:
     // one quantum (9238 B at weight 1) at the 1 Mb/s shaper is 74 ms.
     let dwrr_round_ms = (9238.0 + 24.0) * 8.0 / 1e6 * 1e3;
-    assert!(gap_ms <= (DETECT_MS + POLL_MS) as f64 + dwrr_round_ms + 40.0, "stormed too late: PCP 3 back after {gap_ms:.1} ms\n{}", r.log);
+    assert!(
+        gap_ms <= (DETECT_MS + POLL_MS) as f64 + dwrr_round_ms + 40.0,
+        "stormed too late: PCP 3 back after {gap_ms:.1} ms\n{}",
+        r.log
+    );
     assert!(again < last, "PCP 3 must flow while PAUSE frames keep coming (PFC ignored)");
     // Other priorities unaffected: PCP 1 never stops for long.
     let p1 = times(&r, 1);
@@ -169,7 +178,12 @@ fn xon_stream_is_not_a_storm_and_drop_action_drops() {
         return;
     };
     let e0 = port(&r.json, "Ethernet0");
-    assert_eq!(wd(&r.json, "prio3_storms_detected"), 1, "XON frames counted as a storm, or the storm was missed: {}", e0["pfcwd"]);
+    assert_eq!(
+        wd(&r.json, "prio3_storms_detected"),
+        1,
+        "XON frames counted as a storm, or the storm was missed: {}",
+        e0["pfcwd"]
+    );
     assert_eq!(wd(&r.json, "prio3_storms_restored"), 1);
     assert!(e0["pfc"]["rx_resume"][3].as_u64().unwrap() >= 30, "XON frames reached the switch");
     // Action drop: the stormed queue was flushed and arrivals dropped, counted by reason.

@@ -57,7 +57,15 @@ tx = ["Ethernet0", "Ethernet4"]
     std::fs::write(&cfg_path, cfg).unwrap();
     let json = d.join("stats.json");
     let mut child = Command::new(BIN)
-        .args(["run", "--config", cfg_path.to_str().unwrap(), "--duration", "40", "--stats-json", json.to_str().unwrap()])
+        .args([
+            "run",
+            "--config",
+            cfg_path.to_str().unwrap(),
+            "--duration",
+            "40",
+            "--stats-json",
+            json.to_str().unwrap(),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -87,7 +95,8 @@ tx = ["Ethernet0", "Ethernet4"]
         panic!("switch never started forwarding\n{}\n{}", show(&out), reader.join().unwrap());
     }
     let t0 = Instant::now();
-    while !(sh(&format!("ip link show {if0}")).status.success() && sh(&format!("ip link show {if1}")).status.success()) {
+    while !(sh(&format!("ip link show {if0}")).status.success() && sh(&format!("ip link show {if1}")).status.success())
+    {
         assert!(t0.elapsed() < Duration::from_secs(10), "tap interfaces never appeared");
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -51,13 +51,23 @@ fn show_lists_every_port_of_a_big_switch() {
         "[eal]\nargs = [\"--no-huge\", \"-m\", \"512\", \"--no-pci\", \"--lcores=0@0,1@1\"]\nfile_prefix = \"{prefix}\"\n[switch]\nrx_ring_size = 64\ntx_ring_size = 64\n[buffer]\ntotal_size = \"2MiB\"\n"
     );
     for (i, n) in names().iter().enumerate() {
-        cfg.push_str(&format!("[[port]]\nname = \"{n}\"\ndevargs = \"net_null{i},no-rx=1\"\nspeed = \"10G\"\nmtu = 1500\n"));
+        cfg.push_str(&format!(
+            "[[port]]\nname = \"{n}\"\ndevargs = \"net_null{i},no-rx=1\"\nspeed = \"10G\"\nmtu = 1500\n"
+        ));
     }
     let cfg_path = d.join("t.toml");
     std::fs::write(&cfg_path, cfg).unwrap();
     let json = d.join("stats.json");
     let mut child = Command::new(BIN)
-        .args(["run", "--config", cfg_path.to_str().unwrap(), "--duration", "30", "--stats-json", json.to_str().unwrap()])
+        .args([
+            "run",
+            "--config",
+            cfg_path.to_str().unwrap(),
+            "--duration",
+            "30",
+            "--stats-json",
+            json.to_str().unwrap(),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -90,7 +100,11 @@ fn show_lists_every_port_of_a_big_switch() {
     }
     let table = sh(&["pfc", "counters"]);
     for n in names() {
-        assert_eq!(table.lines().filter(|l| l.trim_start().starts_with(&format!("{n} "))).count(), 2, "{n} in the Rx and Tx tables:\n{table}");
+        assert_eq!(
+            table.lines().filter(|l| l.trim_start().starts_with(&format!("{n} "))).count(),
+            2,
+            "{n} in the Rx and Tx tables:\n{table}"
+        );
     }
     let cons: serde_json::Value = serde_json::from_str(&sh(&["--json", "conservation"])).unwrap();
     assert_eq!(cons.as_object().unwrap().len(), PORTS);
@@ -100,13 +114,22 @@ fn show_lists_every_port_of_a_big_switch() {
 
     // DPDK's own client: the whole reply would not fit, so it is an error naming the
     // parameter; one port by name; the port list.
-    let r = dpdk_telemetry(&prefix, &["/pfcswitch/pfc_counters", "/pfcswitch/pfc_counters,Ethernet60", "/pfcswitch/ports", "/pfcswitch/latency,nosuchport"]);
+    let r = dpdk_telemetry(
+        &prefix,
+        &[
+            "/pfcswitch/pfc_counters",
+            "/pfcswitch/pfc_counters,Ethernet60",
+            "/pfcswitch/ports",
+            "/pfcswitch/latency,nosuchport",
+        ],
+    );
     let err = r[0]["/pfcswitch/pfc_counters"]["error"].as_str().unwrap_or_else(|| panic!("no error object: {}", r[0]));
     assert!(err.contains("/pfcswitch/pfc_counters,<port>") && err.contains("16384"), "{err}");
     let one = r[1]["/pfcswitch/pfc_counters"].as_object().unwrap();
     assert_eq!(one.keys().collect::<Vec<_>>(), ["Ethernet60"]);
     assert_eq!(one["Ethernet60"], ours["Ethernet60"]);
-    let listed: Vec<&str> = r[2]["/pfcswitch/ports"]["ports"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let listed: Vec<&str> =
+        r[2]["/pfcswitch/ports"]["ports"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert_eq!(listed, names());
     assert!(r[3]["/pfcswitch/latency"]["error"].as_str().unwrap().contains("unknown port"), "{}", r[3]);
 

@@ -75,7 +75,11 @@ total_size = "200KiB"
     py.stdin.take().unwrap().write_all(b"/pfcswitch/pfc_counters\n").unwrap();
     let out = py.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().map(|l| l.trim_start_matches("--> ")).find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON from dpdk-telemetry.py: {text}"));
+    let line = text
+        .lines()
+        .map(|l| l.trim_start_matches("--> "))
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON from dpdk-telemetry.py: {text}"));
     let theirs: serde_json::Value = serde_json::from_str(line).unwrap();
     assert_eq!(ours, theirs["/pfcswitch/pfc_counters"], "show --json and dpdk-telemetry.py disagree");
     let e0 = &ours["Ethernet0"];
@@ -105,7 +109,8 @@ total_size = "200KiB"
     assert_eq!(c3["TC3_dropped"], c3["drop_lossless_headroom_full"], "{c3}");
     assert_eq!(c3["TC3_in_flight"].as_u64().unwrap() + c3["TC3_dropped"].as_u64().unwrap(), 60, "{c3}");
     assert!(sh(&["conservation"]).contains("In flight"));
-    let pgw: serde_json::Value = serde_json::from_str(&sh(&["--json", "priority-group", "watermark", "shared"])).unwrap();
+    let pgw: serde_json::Value =
+        serde_json::from_str(&sh(&["--json", "priority-group", "watermark", "shared"])).unwrap();
     assert!(c3["drop_lossless_headroom_full"].as_u64().unwrap() > 0, "{c3}");
     assert_eq!(pgw["Ethernet0"]["PG3_lossless_drops"], c3["drop_lossless_headroom_full"], "{}", pgw["Ethernet0"]);
     // One port by name, through DPDK's own client.
@@ -133,7 +138,11 @@ total_size = "200KiB"
     // instance's snapshot must not be subtracted from them.
     let mut child = start(&cfg_path, &json);
     let again: serde_json::Value = serde_json::from_str(&sh(&["--json", "pfc", "counters"])).unwrap();
-    assert_eq!(again["Ethernet0"]["rx_pfc4"], 2, "the old snapshot was applied to a new instance: {}", again["Ethernet0"]);
+    assert_eq!(
+        again["Ethernet0"]["rx_pfc4"], 2,
+        "the old snapshot was applied to a new instance: {}",
+        again["Ethernet0"]
+    );
     let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
     assert!(child.wait().unwrap().success());
 }
@@ -173,6 +182,10 @@ fn dpdk_telemetry(prefix: &str, cmd: &str) -> serde_json::Value {
     writeln!(py.stdin.take().unwrap(), "{cmd}").unwrap();
     let out = py.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().map(|l| l.trim_start_matches("--> ")).find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON from dpdk-telemetry.py: {text}"));
+    let line = text
+        .lines()
+        .map(|l| l.trim_start_matches("--> "))
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON from dpdk-telemetry.py: {text}"));
     serde_json::from_str(line).unwrap()
 }

@@ -37,8 +37,17 @@ total_size = "1MiB"
     let csv = d.join("timeline.csv");
     let json = d.join("stats.json");
     let out = run_switch(&[
-        "run", "--config", cfg_path.to_str().unwrap(), "--duration", "1", "--stats-json", json.to_str().unwrap(),
-        "--timeline", csv.to_str().unwrap(), "--timeline-interval-us", "1000",
+        "run",
+        "--config",
+        cfg_path.to_str().unwrap(),
+        "--duration",
+        "1",
+        "--stats-json",
+        json.to_str().unwrap(),
+        "--timeline",
+        csv.to_str().unwrap(),
+        "--timeline-interval-us",
+        "1000",
     ]);
     // net_null ignores PFC, so the lossless PG overflows: lossless drops are expected here
     // (the exit status is still success; conservation holds).
@@ -57,7 +66,11 @@ total_size = "1MiB"
     assert!(pg.iter().any(|r| r[1] == "Ethernet0" && r[3] == "3" && r[7] == "1"), "PG 3 never OFF in the timeline");
     assert!(pg.iter().any(|r| r[9] != "0"), "no PFC frames in the timeline");
     // The queue that builds is the shaped egress port's queue 3, not Ethernet0's.
-    let q3: Vec<u64> = rows.iter().filter(|r| r[2] == "queue" && r[1] == "Ethernet4" && r[3] == "3").map(|r| r[10].parse().unwrap()).collect();
+    let q3: Vec<u64> = rows
+        .iter()
+        .filter(|r| r[2] == "queue" && r[1] == "Ethernet4" && r[3] == "3")
+        .map(|r| r[10].parse().unwrap())
+        .collect();
     assert!(q3.iter().any(|&d| d > 10), "Ethernet4 queue 3 never built up: {:?}", &q3[..q3.len().min(20)]);
 
     let png = d.join("timeline.png");
@@ -85,7 +98,13 @@ fn assert_latency_covers_tx(j: &serde_json::Value) {
             seen += 1;
             assert_eq!(l["count"].as_u64(), Some(tx), "{name} TC{tc}: latency count vs tx packets");
             let v = |k: &str| l[k].as_u64().unwrap_or_else(|| panic!("{name} TC{tc}: no {k}: {l}"));
-            assert!(v("p50_ns") > 0 && v("p50_ns") <= v("p99_ns") && v("p99_ns") <= v("p999_ns") && v("p999_ns") <= v("max_ns"), "{name} TC{tc}: {l}");
+            assert!(
+                v("p50_ns") > 0
+                    && v("p50_ns") <= v("p99_ns")
+                    && v("p99_ns") <= v("p999_ns")
+                    && v("p999_ns") <= v("max_ns"),
+                "{name} TC{tc}: {l}"
+            );
         }
     }
     assert!(seen > 0, "no traffic: {}", j["latency"]);

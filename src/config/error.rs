@@ -19,19 +19,10 @@ pub enum ConfigError {
     Io { file: String, msg: String },
     /// The text is not valid TOML.
     #[error("{file}: line {line}, column {column}: {msg}")]
-    Syntax {
-        file: String,
-        line: usize,
-        column: usize,
-        msg: String,
-    },
+    Syntax { file: String, line: usize, column: usize, msg: String },
     /// A field is missing, unknown, of the wrong type, or fails validation.
     #[error("{file}: {path}: {msg}")]
-    Field {
-        file: String,
-        path: String,
-        msg: String,
-    },
+    Field { file: String, path: String, msg: String },
 }
 
 impl ConfigError {
@@ -39,9 +30,7 @@ impl ConfigError {
     /// [`super::load`]).
     pub fn file(&self) -> &str {
         match self {
-            ConfigError::Io { file, .. }
-            | ConfigError::Syntax { file, .. }
-            | ConfigError::Field { file, .. } => file,
+            ConfigError::Io { file, .. } | ConfigError::Syntax { file, .. } | ConfigError::Field { file, .. } => file,
         }
     }
 
@@ -56,9 +45,7 @@ impl ConfigError {
     /// The message without file and path.
     pub fn message(&self) -> &str {
         match self {
-            ConfigError::Io { msg, .. }
-            | ConfigError::Syntax { msg, .. }
-            | ConfigError::Field { msg, .. } => msg,
+            ConfigError::Io { msg, .. } | ConfigError::Syntax { msg, .. } | ConfigError::Field { msg, .. } => msg,
         }
     }
 }
@@ -72,18 +59,11 @@ pub(crate) struct FieldError {
 
 impl FieldError {
     pub fn new(path: impl Into<String>, msg: impl Into<String>) -> FieldError {
-        FieldError {
-            path: path.into(),
-            msg: one_line(&msg.into()),
-        }
+        FieldError { path: path.into(), msg: one_line(&msg.into()) }
     }
 
     pub fn with_file(self, file: &str) -> ConfigError {
-        ConfigError::Field {
-            file: one_line(file),
-            path: one_line(&self.path),
-            msg: self.msg,
-        }
+        ConfigError::Field { file: one_line(file), path: one_line(&self.path), msg: self.msg }
     }
 }
 
@@ -107,15 +87,8 @@ pub(crate) fn one_line(s: &str) -> String {
 
 /// `parent.key`, quoting `key` when it is not a bare TOML key.
 pub(crate) fn join(parent: &str, key: &str) -> String {
-    let bare = !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    let k = if bare {
-        key.to_string()
-    } else {
-        format!("{key:?}")
-    };
+    let bare = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    let k = if bare { key.to_string() } else { format!("{key:?}") };
     if parent.is_empty() {
         k
     } else {

@@ -159,10 +159,8 @@ use std::path::Path;
 /// file name in error messages.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
-        file: error::one_line(&file),
-        msg: error::one_line(&e.to_string()),
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::Io { file: error::one_line(&file), msg: error::one_line(&e.to_string()) })?;
     from_str(&text, &file)
 }
 
@@ -179,12 +177,7 @@ pub fn from_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
             line,
             column,
             msg: error::one_line(
-                &e.message()
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .collect::<Vec<_>>()
-                    .join("; "),
+                &e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; "),
             ),
         }
     })?;

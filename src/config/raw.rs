@@ -47,9 +47,7 @@ impl<'de> Deserialize<'de> for Human {
                 Ok(Human::Int(v))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Human, E> {
-                i64::try_from(v)
-                    .map(Human::Int)
-                    .map_err(|_| E::custom(format!("{v} is too large")))
+                i64::try_from(v).map(Human::Int).map_err(|_| E::custom(format!("{v} is too large")))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Human, E> {
                 Ok(Human::Float(v))
@@ -73,18 +71,13 @@ impl<'de> Deserialize<'de> for IntLike {
                 f.write_str("an integer")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<IntLike, E> {
-                v.trim()
-                    .parse()
-                    .map(IntLike)
-                    .map_err(|_| E::custom(format!("'{v}' is not an integer")))
+                v.trim().parse().map(IntLike).map_err(|_| E::custom(format!("'{v}' is not an integer")))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<IntLike, E> {
                 Ok(IntLike(v))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<IntLike, E> {
-                i64::try_from(v)
-                    .map(IntLike)
-                    .map_err(|_| E::custom(format!("{v} is too large")))
+                i64::try_from(v).map(IntLike).map_err(|_| E::custom(format!("{v} is too large")))
             }
         }
         d.deserialize_any(V)
@@ -270,10 +263,7 @@ fn type_name(v: &Value) -> &'static str {
 pub(crate) fn expect_table<'a>(v: &'a Value, path: &str) -> FResult<&'a Table> {
     match v {
         Value::Table(t) => Ok(t),
-        other => Err(FieldError::new(
-            path,
-            format!("expected a table, found {}", type_name(other)),
-        )),
+        other => Err(FieldError::new(path, format!("expected a table, found {}", type_name(other)))),
     }
 }
 
@@ -292,10 +282,7 @@ pub(crate) fn de<T: DeserializeOwned>(v: &Value, path: &str) -> FResult<T> {
         Err(e) => e.message().to_string(),
     };
     if let Some((field, rest)) = field_between(&err, "unknown field `") {
-        return Err(FieldError::new(
-            join(path, field),
-            format!("unknown field{rest}"),
-        ));
+        return Err(FieldError::new(join(path, field), format!("unknown field{rest}")));
     }
     if let Some((field, _)) = field_between(&err, "missing field `") {
         return Err(FieldError::new(join(path, field), "missing field"));
@@ -325,26 +312,14 @@ mod tests {
 
     #[test]
     fn paths_of_serde_errors() {
-        let e = de::<RawPort>(
-            &value("name='a'\ndevargs='x'\nspeed='1G'\nspede=1"),
-            "port[0]",
-        )
-        .unwrap_err();
+        let e = de::<RawPort>(&value("name='a'\ndevargs='x'\nspeed='1G'\nspede=1"), "port[0]").unwrap_err();
         assert_eq!(e.path, "port[0].spede");
-        assert!(
-            e.msg.starts_with("unknown field, expected one of"),
-            "{}",
-            e.msg
-        );
+        assert!(e.msg.starts_with("unknown field, expected one of"), "{}", e.msg);
 
         let e = de::<RawPort>(&value("name='a'\nspeed='1G'"), "port[2]").unwrap_err();
         assert_eq!(e, FieldError::new("port[2].devargs", "missing field"));
 
-        let e = de::<RawPort>(
-            &value("name='a'\nspeed='1G'\nmtu='big'\ndevargs='x'"),
-            "port[0]",
-        )
-        .unwrap_err();
+        let e = de::<RawPort>(&value("name='a'\nspeed='1G'\nmtu='big'\ndevargs='x'"), "port[0]").unwrap_err();
         assert_eq!(e.path, "port[0].mtu");
 
         let e = de::<RawPort>(&value("name='a'\nspeed='1G'\ntrust='dsc'"), "port[0]").unwrap_err();
@@ -353,19 +328,12 @@ mod tests {
 
         let e = de::<RawPort>(&value("name='a'\nspeed=true\ndevargs='x'"), "port[0]").unwrap_err();
         assert_eq!(e.path, "port[0].speed");
-        assert!(
-            e.msg.contains("a number or a string with a unit"),
-            "{}",
-            e.msg
-        );
+        assert!(e.msg.contains("a number or a string with a unit"), "{}", e.msg);
     }
 
     #[test]
     fn join_quotes_non_bare_keys() {
-        assert_eq!(
-            join("buffer.pg", "Ethernet0|3-4"),
-            "buffer.pg.\"Ethernet0|3-4\""
-        );
+        assert_eq!(join("buffer.pg", "Ethernet0|3-4"), "buffer.pg.\"Ethernet0|3-4\"");
         assert_eq!(join("", "eal"), "eal");
         assert_eq!(join("qos.dscp_to_tc", "46"), "qos.dscp_to_tc.46");
     }

@@ -47,21 +47,13 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn warn(&mut self, path: &str, msg: impl AsRef<str>) {
-        self.warnings.push(format!(
-            "{}: {}: {}",
-            self.origin,
-            path,
-            super::error::one_line(msg.as_ref())
-        ));
+        self.warnings.push(format!("{}: {}: {}", self.origin, path, super::error::one_line(msg.as_ref())));
     }
 }
 
 fn in_range(v: i64, lo: i64, hi: i64, path: &str) -> FResult<i64> {
     if v < lo || v > hi {
-        Err(FieldError::new(
-            path,
-            format!("{v} is out of range {lo}..={hi}"),
-        ))
+        Err(FieldError::new(path, format!("{v} is out of range {lo}..={hi}")))
     } else {
         Ok(v)
     }
@@ -135,10 +127,7 @@ pub fn parse_devargs(s: &str) -> Result<PortDevice, String> {
             if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 return Err(format!("'{name}' is not a valid vdev name"));
             }
-            return Ok(PortDevice::Vdev {
-                driver: p.trim_end_matches('_').to_string(),
-                name: name.to_string(),
-            });
+            return Ok(PortDevice::Vdev { driver: p.trim_end_matches('_').to_string(), name: name.to_string() });
         }
     }
     Err(format!(
@@ -165,10 +154,7 @@ pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
 
 /// Entry point: the parsed document → validated config.
 pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
-    let mut ctx = Ctx {
-        origin,
-        warnings: Vec::new(),
-    };
+    let mut ctx = Ctx { origin, warnings: Vec::new() };
     for k in top.keys() {
         if !SECTIONS.contains(&k.as_str()) {
             return Err(FieldError::new(
@@ -182,10 +168,7 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
             expect_table(v, "eal")?;
             de(v, "eal")?
         }
-        None => RawEal {
-            args: Vec::new(),
-            file_prefix: None,
-        },
+        None => RawEal { args: Vec::new(), file_prefix: None },
     };
     let sw: RawSwitch = match top.get("switch") {
         Some(v) => {
@@ -216,10 +199,7 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
     compute_mbufs(&mut switch, &sw, &ports, &lcores, &buffer, &mut ctx)?;
     Ok(Config {
         origin: origin.to_string(),
-        eal: EalConfig {
-            args: eal.args,
-            file_prefix: eal.file_prefix,
-        },
+        eal: EalConfig { args: eal.args, file_prefix: eal.file_prefix },
         switch,
         ports,
         lcores,
@@ -297,19 +277,9 @@ fn resolve_switch(sw: &RawSwitch) -> FResult<SwitchConfig> {
 
 fn resolve_ports(v: Option<&Value>, ctx: &mut Ctx) -> FResult<Vec<PortConfig>> {
     let arr = match v {
-        None => {
-            return Err(FieldError::new(
-                "port",
-                "missing: at least one [[port]] is required",
-            ))
-        }
+        None => return Err(FieldError::new("port", "missing: at least one [[port]] is required")),
         Some(Value::Array(a)) => a,
-        Some(_) => {
-            return Err(FieldError::new(
-                "port",
-                "expected an array of tables: write [[port]], not [port]",
-            ))
-        }
+        Some(_) => return Err(FieldError::new("port", "expected an array of tables: write [[port]], not [port]")),
     };
     if arr.is_empty() {
         return Err(FieldError::new("port", "at least one [[port]] is required"));
@@ -330,12 +300,7 @@ fn resolve_ports(v: Option<&Value>, ctx: &mut Ctx) -> FResult<Vec<PortConfig>> {
             if q.dpdk_name() == p.dpdk_name() {
                 return Err(FieldError::new(
                     join(&path, "devargs"),
-                    format!(
-                        "device '{}' is already used by port[{}] ({})",
-                        p.dpdk_name(),
-                        q.index,
-                        q.name
-                    ),
+                    format!("device '{}' is already used by port[{}] ({})", p.dpdk_name(), q.index, q.name),
                 ));
             }
             if p.mac.is_some() && q.mac == p.mac {
@@ -356,20 +321,13 @@ fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -> FResult<P
     if name.is_empty() {
         return Err(FieldError::new(f("name"), "must not be empty"));
     }
-    if name
-        .chars()
-        .any(|c| c.is_whitespace() || c == ':' || c == '|')
-    {
-        return Err(FieldError::new(
-            f("name"),
-            format!("'{name}' must not contain whitespace, ':' or '|'"),
-        ));
+    if name.chars().any(|c| c.is_whitespace() || c == ':' || c == '|') {
+        return Err(FieldError::new(f("name"), format!("'{name}' must not contain whitespace, ':' or '|'")));
     }
     let device = parse_devargs(&raw.devargs).map_err(|m| FieldError::new(f("devargs"), m))?;
     let speed_bps = speed(&raw.speed, &f("speed"))?;
     let cable_length_m = match &raw.cable_length {
-        Some(h) => parse_length_m(&h.text())
-            .map_err(|e| FieldError::new(f("cable_length"), e.to_string()))?,
+        Some(h) => parse_length_m(&h.text()).map_err(|e| FieldError::new(f("cable_length"), e.to_string()))?,
         None => parse_length_m(defaults::CABLE_LENGTH).expect("default cable length"),
     };
     let mtu = match raw.mtu {
@@ -400,11 +358,7 @@ fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -> FResult<P
             if r > speed_bps {
                 return Err(FieldError::new(
                     f("shaper_rate"),
-                    format!(
-                        "{} exceeds the port speed {}",
-                        format_speed(r),
-                        format_speed(speed_bps)
-                    ),
+                    format!("{} exceeds the port speed {}", format_speed(r), format_speed(speed_bps)),
                 ));
             }
             Some(r)
@@ -416,17 +370,10 @@ fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -> FResult<P
     };
     let mac = match &raw.mac {
         Some(s) => {
-            let m = parse_mac(s).ok_or_else(|| {
-                FieldError::new(
-                    f("mac"),
-                    format!("'{s}' is not a MAC address (aa:bb:cc:dd:ee:ff)"),
-                )
-            })?;
+            let m = parse_mac(s)
+                .ok_or_else(|| FieldError::new(f("mac"), format!("'{s}' is not a MAC address (aa:bb:cc:dd:ee:ff)")))?;
             if m[0] & 1 != 0 {
-                return Err(FieldError::new(
-                    f("mac"),
-                    format!("'{s}' is a group (multicast) address"),
-                ));
+                return Err(FieldError::new(f("mac"), format!("'{s}' is a group (multicast) address")));
             }
             if m == [0; 6] {
                 return Err(FieldError::new(f("mac"), "the all-zero MAC is not valid"));
@@ -437,10 +384,7 @@ fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -> FResult<P
     };
     let tx_enable = raw.tx_enable.unwrap_or(true);
     if !tx_enable {
-        ctx.warn(
-            &f("tx_enable"),
-            "false: this port transmits nothing (test knob)",
-        );
+        ctx.warn(&f("tx_enable"), "false: this port transmits nothing (test knob)");
     }
     Ok(PortConfig {
         index: i,
@@ -469,10 +413,7 @@ fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -> FResult<P
 fn port_by_name(ports: &[PortConfig], name: &str, path: &str) -> FResult<usize> {
     ports.iter().position(|p| p.name == name).ok_or_else(|| {
         let names: Vec<&str> = ports.iter().map(|p| p.name.as_str()).collect();
-        FieldError::new(
-            path,
-            format!("unknown port '{name}' (ports: {})", names.join(", ")),
-        )
+        FieldError::new(path, format!("unknown port '{name}' (ports: {})", names.join(", ")))
     })
 }
 
@@ -493,9 +434,7 @@ fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FResult<LcoreC
             control_nap_ns: DEFAULT_CONTROL_NAP_NS,
             workers: vec![WorkerConfig {
                 lcore: 1,
-                rx: (0..ports.len())
-                    .map(|port| RxQueueRef { port, queue: 0 })
-                    .collect(),
+                rx: (0..ports.len()).map(|port| RxQueueRef { port, queue: 0 }).collect(),
                 tx: (0..ports.len()).collect(),
             }],
         };
@@ -512,10 +451,7 @@ fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FResult<LcoreC
         None | Some("sleep") => ControlIdle::Sleep,
         Some("poll") => ControlIdle::Poll,
         Some(o) => {
-            return Err(FieldError::new(
-                "lcores.control_idle",
-                format!("'{o}' is not one of \"sleep\", \"poll\""),
-            ))
+            return Err(FieldError::new("lcores.control_idle", format!("'{o}' is not one of \"sleep\", \"poll\"")))
         }
     };
     let control_nap_ns = match &raw.control_nap {
@@ -530,10 +466,7 @@ fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FResult<LcoreC
     };
     let wv = raw.worker.unwrap_or_default();
     if wv.is_empty() {
-        return Err(FieldError::new(
-            "lcores.worker",
-            "at least one [[lcores.worker]] is required",
-        ));
+        return Err(FieldError::new("lcores.worker", "at least one [[lcores.worker]] is required"));
     }
     let mut workers: Vec<WorkerConfig> = Vec::new();
     // (port, queue) → (worker index, rx index)
@@ -546,36 +479,26 @@ fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FResult<LcoreC
         let lp = join(&path, "lcore");
         let lcore = lcore_id(raw.lcore, &lp)?;
         if lcore == control {
-            return Err(FieldError::new(
-                lp,
-                format!("lcore {lcore} is the control lcore (lcores.control)"),
-            ));
+            return Err(FieldError::new(lp, format!("lcore {lcore} is the control lcore (lcores.control)")));
         }
         if let Some(k) = workers.iter().position(|w| w.lcore == lcore) {
-            return Err(FieldError::new(
-                lp,
-                format!("lcore {lcore} is already used by lcores.worker[{k}]"),
-            ));
+            return Err(FieldError::new(lp, format!("lcore {lcore} is already used by lcores.worker[{k}]")));
         }
         if raw.rx.is_empty() && raw.tx.is_empty() {
-            return Err(FieldError::new(
-                &path,
-                "worker polls no rx queue and owns no tx port",
-            ));
+            return Err(FieldError::new(&path, "worker polls no rx queue and owns no tx port"));
         }
         let mut rx = Vec::new();
         for (r, e) in raw.rx.iter().enumerate() {
             let rp = format!("{}[{r}]", join(&path, "rx"));
-            let (pname, q) = e.rsplit_once(':').ok_or_else(|| {
-                FieldError::new(
-                    &rp,
-                    format!("'{e}' is not '<port>:<queue>' (e.g. Ethernet0:0)"),
-                )
-            })?;
+            let (pname, q) = e
+                .rsplit_once(':')
+                .ok_or_else(|| FieldError::new(&rp, format!("'{e}' is not '<port>:<queue>' (e.g. Ethernet0:0)")))?;
             let port = port_by_name(ports, pname, &rp)?;
-            let queue: u16 = q.parse().ok().filter(|&q: &u16| q < 1024).ok_or_else(|| {
-                FieldError::new(&rp, format!("'{q}' in '{e}' is not a queue number 0..1023"))
-            })?;
+            let queue: u16 = q
+                .parse()
+                .ok()
+                .filter(|&q: &u16| q < 1024)
+                .ok_or_else(|| FieldError::new(&rp, format!("'{q}' in '{e}' is not a queue number 0..1023")))?;
             if let Some(&(wj, wr)) = polled.get(&(port, queue)) {
                 return Err(FieldError::new(
                     &rp,
@@ -595,9 +518,7 @@ fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FResult<LcoreC
             if let Some(k) = tx_owner[port] {
                 return Err(FieldError::new(
                     &tp,
-                    format!(
-                        "TX of {name} is already owned by lcores.worker[{k}]; a port has exactly one TX owner"
-                    ),
+                    format!("TX of {name} is already owned by lcores.worker[{k}]; a port has exactly one TX owner"),
                 ));
             }
             tx_owner[port] = Some(j);
@@ -606,11 +527,8 @@ fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FResult<LcoreC
         workers.push(WorkerConfig { lcore, rx, tx });
     }
     for (i, p) in ports.iter_mut().enumerate() {
-        let mut qs: Vec<(u16, (usize, usize))> = polled
-            .iter()
-            .filter(|((port, _), _)| *port == i)
-            .map(|((_, q), at)| (*q, *at))
-            .collect();
+        let mut qs: Vec<(u16, (usize, usize))> =
+            polled.iter().filter(|((port, _), _)| *port == i).map(|((_, q), at)| (*q, *at)).collect();
         qs.sort();
         if qs.is_empty() {
             return Err(FieldError::new(
@@ -638,20 +556,12 @@ fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FResult<LcoreC
             None => {
                 return Err(FieldError::new(
                     "lcores.worker",
-                    format!(
-                        "port[{i}] ({}) has no TX owner (list it in the tx of exactly one worker)",
-                        p.name
-                    ),
+                    format!("port[{i}] ({}) has no TX owner (list it in the tx of exactly one worker)", p.name),
                 ))
             }
         }
     }
-    Ok(LcoreConfig {
-        control,
-        control_idle,
-        control_nap_ns,
-        workers,
-    })
+    Ok(LcoreConfig { control, control_idle, control_nap_ns, workers })
 }
 
 fn qos_map<const N: usize>(
@@ -664,9 +574,8 @@ fn qos_map<const N: usize>(
     let Some(t) = t else { return Ok(()) };
     for (k, v) in t {
         let kp = join(path, k);
-        let key: i64 = k.trim().parse().map_err(|_| {
-            FieldError::new(&kp, format!("key '{k}' is not an integer 0..={key_max}"))
-        })?;
+        let key: i64 =
+            k.trim().parse().map_err(|_| FieldError::new(&kp, format!("key '{k}' is not an integer 0..={key_max}")))?;
         let key = in_range(key, 0, key_max, &kp)?;
         let IntLike(val) = de(v, &kp)?;
         out[key as usize] = in_range(val, 0, val_max, &kp)? as u8;
@@ -677,47 +586,26 @@ fn qos_map<const N: usize>(
 fn resolve_qos(raw: &RawQos) -> FResult<QosConfig> {
     let mut q = QosConfig::default();
     qos_map(&raw.dscp_to_tc, "qos.dscp_to_tc", &mut q.dscp_to_tc, 63, 7)?;
-    qos_map(
-        &raw.dot1p_to_tc,
-        "qos.dot1p_to_tc",
-        &mut q.dot1p_to_tc,
-        7,
-        7,
-    )?;
+    qos_map(&raw.dot1p_to_tc, "qos.dot1p_to_tc", &mut q.dot1p_to_tc, 7, 7)?;
     qos_map(&raw.tc_to_pg, "qos.tc_to_pg", &mut q.tc_to_pg, 7, 7)?;
-    qos_map(
-        &raw.tc_to_queue,
-        "qos.tc_to_queue",
-        &mut q.tc_to_queue,
-        7,
-        7,
-    )?;
+    qos_map(&raw.tc_to_queue, "qos.tc_to_queue", &mut q.tc_to_queue, 7, 7)?;
     if let Some(t) = &raw.scheduler {
         for (k, v) in t {
             let kp = join("qos.scheduler", k);
-            let tc: i64 = k
-                .trim()
-                .parse()
-                .map_err(|_| FieldError::new(&kp, format!("key '{k}' is not a TC 0..=7")))?;
+            let tc: i64 = k.trim().parse().map_err(|_| FieldError::new(&kp, format!("key '{k}' is not a TC 0..=7")))?;
             let tc = in_range(tc, 0, 7, &kp)? as usize;
             expect_table(v, &kp)?;
             let s: RawScheduler = de(v, &kp)?;
             q.scheduler[tc] = match s.kind.to_ascii_lowercase().as_str() {
                 "strict" => {
                     if s.weight.is_some() {
-                        return Err(FieldError::new(
-                            join(&kp, "weight"),
-                            "a STRICT scheduler has no weight",
-                        ));
+                        return Err(FieldError::new(join(&kp, "weight"), "a STRICT scheduler has no weight"));
                     }
                     Scheduler::Strict
                 }
                 "dwrr" | "wrr" => {
                     let w = s.weight.ok_or_else(|| {
-                        FieldError::new(
-                            join(&kp, "weight"),
-                            "missing field (DWRR needs a weight 1..=100)",
-                        )
+                        FieldError::new(join(&kp, "weight"), "missing field (DWRR needs a weight 1..=100)")
                     })?;
                     Scheduler::Dwrr(in_range(w.0, 1, 100, &join(&kp, "weight"))? as u8)
                 }
@@ -735,17 +623,13 @@ fn resolve_qos(raw: &RawQos) -> FResult<QosConfig> {
 
 /// `<port>|<n>` or `<port>|<a>-<b>` → (port index, lo, hi).
 fn parse_binding_key(k: &str, ports: &[PortConfig], path: &str) -> FResult<(usize, u8, u8)> {
-    let (pname, range) = k.rsplit_once('|').ok_or_else(|| {
-        FieldError::new(
-            path,
-            format!("key '{k}' is not '<port>|<n>' or '<port>|<a>-<b>'"),
-        )
-    })?;
+    let (pname, range) = k
+        .rsplit_once('|')
+        .ok_or_else(|| FieldError::new(path, format!("key '{k}' is not '<port>|<n>' or '<port>|<a>-<b>'")))?;
     let port = port_by_name(ports, pname, path)?;
     let num = |s: &str| -> FResult<u8> {
-        let n: i64 = s.trim().parse().map_err(|_| {
-            FieldError::new(path, format!("'{s}' in key '{k}' is not a number 0..=7"))
-        })?;
+        let n: i64 =
+            s.trim().parse().map_err(|_| FieldError::new(path, format!("'{s}' in key '{k}' is not a number 0..=7")))?;
         Ok(in_range(n, 0, 7, path)? as u8)
     };
     let (lo, hi) = match range.split_once('-') {
@@ -756,10 +640,7 @@ fn parse_binding_key(k: &str, ports: &[PortConfig], path: &str) -> FResult<(usiz
         }
     };
     if lo > hi {
-        return Err(FieldError::new(
-            path,
-            format!("empty range {lo}-{hi} in key '{k}'"),
-        ));
+        return Err(FieldError::new(path, format!("empty range {lo}-{hi} in key '{k}'")));
     }
     Ok((port, lo, hi))
 }
@@ -780,12 +661,7 @@ fn generated_buffer(
             kind: PoolType::Ingress,
             mode: PoolMode::Dynamic,
         },
-        PoolConfig {
-            name: "egress_lossy_pool".into(),
-            size: egress,
-            kind: PoolType::Egress,
-            mode: PoolMode::Dynamic,
-        },
+        PoolConfig { name: "egress_lossy_pool".into(), size: egress, kind: PoolType::Egress, mode: PoolMode::Dynamic },
     ];
     let profiles = vec![
         ProfileConfig {
@@ -835,32 +711,12 @@ fn generated_buffer(
         pg_profile.push(pg);
         queue_profile.push(q);
     }
-    BufferConfig {
-        total_size,
-        cell_size,
-        headroom_policy,
-        pools,
-        profiles,
-        pg_profile,
-        queue_profile,
-        generated: true,
-    }
+    BufferConfig { total_size, cell_size, headroom_policy, pools, profiles, pg_profile, queue_profile, generated: true }
 }
 
-fn resolve_buffer(
-    v: Option<&Value>,
-    ports: &[PortConfig],
-    qos: &QosConfig,
-    ctx: &mut Ctx,
-) -> FResult<BufferConfig> {
+fn resolve_buffer(v: Option<&Value>, ports: &[PortConfig], qos: &QosConfig, ctx: &mut Ctx) -> FResult<BufferConfig> {
     let Some(v) = v else {
-        return Ok(generated_buffer(
-            defaults::TOTAL_SIZE,
-            defaults::CELL_SIZE,
-            HeadroomPolicy::Static,
-            ports,
-            qos,
-        ));
+        return Ok(generated_buffer(defaults::TOTAL_SIZE, defaults::CELL_SIZE, HeadroomPolicy::Static, ports, qos));
     };
     expect_table(v, "buffer")?;
     let raw: RawBuffer = de(v, "buffer")?;
@@ -869,10 +725,7 @@ fn resolve_buffer(
         None => defaults::TOTAL_SIZE,
     };
     if total_size == 0 {
-        return Err(FieldError::new(
-            "buffer.total_size",
-            "must be greater than zero",
-        ));
+        return Err(FieldError::new("buffer.total_size", "must be greater than zero"));
     }
     let cell_size = match raw.cell_size {
         Some(0) | None => 0,
@@ -880,22 +733,13 @@ fn resolve_buffer(
     };
     let headroom_policy = match raw.headroom_policy {
         Some(RawHeadroomPolicy::Shared) => {
-            ctx.warn(
-                "buffer.headroom_policy",
-                "\"shared\" (DSH) is reserved and may not be implemented by this build",
-            );
+            ctx.warn("buffer.headroom_policy", "\"shared\" (DSH) is reserved and may not be implemented by this build");
             HeadroomPolicy::Shared
         }
         _ => HeadroomPolicy::Static,
     };
     if raw.pool.is_none() && raw.profile.is_none() && raw.pg.is_none() && raw.queue.is_none() {
-        return Ok(generated_buffer(
-            total_size,
-            cell_size,
-            headroom_policy,
-            ports,
-            qos,
-        ));
+        return Ok(generated_buffer(total_size, cell_size, headroom_policy, ports, qos));
     }
 
     // Pools.
@@ -907,10 +751,7 @@ fn resolve_buffer(
         let rp: RawPool = de(pv, &path)?;
         let size = bytes(&rp.size, &join(&path, "size"))?;
         if size == 0 {
-            return Err(FieldError::new(
-                join(&path, "size"),
-                "must be greater than zero",
-            ));
+            return Err(FieldError::new(join(&path, "size"), "must be greater than zero"));
         }
         sum += size;
         pools.push(PoolConfig {
@@ -929,11 +770,7 @@ fn resolve_buffer(
     if sum > total_size {
         return Err(FieldError::new(
             "buffer.pool",
-            format!(
-                "pool sizes add up to {}, more than buffer.total_size {}",
-                fmt_bytes(sum),
-                fmt_bytes(total_size)
-            ),
+            format!("pool sizes add up to {}, more than buffer.total_size {}", fmt_bytes(sum), fmt_bytes(total_size)),
         ));
     }
     let pool_names = || {
@@ -951,15 +788,9 @@ fn resolve_buffer(
         let path = join("buffer.profile", name);
         expect_table(pv, &path)?;
         let rp: RawProfile = de(pv, &path)?;
-        let pool = pools
-            .iter()
-            .position(|p| p.name == rp.pool)
-            .ok_or_else(|| {
-                FieldError::new(
-                    join(&path, "pool"),
-                    format!("unknown pool '{}' (pools: {})", rp.pool, pool_names()),
-                )
-            })?;
+        let pool = pools.iter().position(|p| p.name == rp.pool).ok_or_else(|| {
+            FieldError::new(join(&path, "pool"), format!("unknown pool '{}' (pools: {})", rp.pool, pool_names()))
+        })?;
         let size = match &rp.size {
             Some(h) => bytes(h, &join(&path, "size"))?,
             None => 0,
@@ -997,14 +828,9 @@ fn resolve_buffer(
         let xon_offset = opt(&rp.xon_offset, "xon_offset")?;
         let threshold = match (&rp.dynamic_th, &rp.static_th) {
             (Some(_), Some(_)) => {
-                return Err(FieldError::new(
-                    join(&path, "static_th"),
-                    "give dynamic_th or static_th, not both",
-                ))
+                return Err(FieldError::new(join(&path, "static_th"), "give dynamic_th or static_th, not both"))
             }
-            (Some(IntLike(d)), None) => {
-                Threshold::Dynamic(in_range(*d, -8, 7, &join(&path, "dynamic_th"))? as i8)
-            }
+            (Some(IntLike(d)), None) => Threshold::Dynamic(in_range(*d, -8, 7, &join(&path, "dynamic_th"))? as i8),
             (None, Some(h)) => Threshold::Static(bytes(h, &join(&path, "static_th"))?),
             (None, None) => {
                 return Err(FieldError::new(
@@ -1013,22 +839,11 @@ fn resolve_buffer(
                 ))
             }
         };
-        profiles.push(ProfileConfig {
-            name: name.clone(),
-            pool,
-            size,
-            xon,
-            xoff,
-            xon_offset,
-            threshold,
-        });
+        profiles.push(ProfileConfig { name: name.clone(), pool, size, xon, xoff, xon_offset, threshold });
     }
 
     // PG / queue bindings.
-    let bind = |t: &Option<Table>,
-                section: &str,
-                want: PoolType|
-     -> FResult<Vec<[Option<usize>; NUM_TC]>> {
+    let bind = |t: &Option<Table>, section: &str, want: PoolType| -> FResult<Vec<[Option<usize>; NUM_TC]>> {
         let mut out = vec![[None; NUM_TC]; ports.len()];
         let mut by: HashMap<(usize, u8), String> = HashMap::new();
         for (k, pv) in t.iter().flatten() {
@@ -1037,22 +852,13 @@ fn resolve_buffer(
             let pname: String = match pv {
                 Value::String(s) => s.clone(),
                 other => {
-                    return Err(FieldError::new(
-                        &path,
-                        format!("expected a profile name (string), found {other}"),
-                    ))
+                    return Err(FieldError::new(&path, format!("expected a profile name (string), found {other}")))
                 }
             };
-            let prof = profiles
-                .iter()
-                .position(|p| p.name == pname)
-                .ok_or_else(|| {
-                    let v: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
-                    FieldError::new(
-                        &path,
-                        format!("unknown profile '{pname}' (profiles: {})", v.join(", ")),
-                    )
-                })?;
+            let prof = profiles.iter().position(|p| p.name == pname).ok_or_else(|| {
+                let v: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
+                FieldError::new(&path, format!("unknown profile '{pname}' (profiles: {})", v.join(", ")))
+            })?;
             let pool = &pools[profiles[prof].pool];
             if pool.kind != want {
                 return Err(FieldError::new(
@@ -1064,11 +870,7 @@ fn resolve_buffer(
                             PoolType::Egress => "egress",
                         },
                         pool.name,
-                        if want == PoolType::Ingress {
-                            "PG"
-                        } else {
-                            "queue"
-                        },
+                        if want == PoolType::Ingress { "PG" } else { "queue" },
                         match want {
                             PoolType::Ingress => "ingress",
                             PoolType::Egress => "egress",
@@ -1082,11 +884,7 @@ fn resolve_buffer(
                         &path,
                         format!(
                             "{} {n} of {} is already bound by {}",
-                            if want == PoolType::Ingress {
-                                "PG"
-                            } else {
-                                "queue"
-                            },
+                            if want == PoolType::Ingress { "PG" } else { "queue" },
                             ports[port].name,
                             prev
                         ),
@@ -1180,10 +978,8 @@ fn eal_lcores(args: &[String]) -> Option<(usize, String, BTreeSet<u32>)> {
             continue;
         };
         let set = if a == "-c" {
-            val.and_then(|v| {
-                u128::from_str_radix(v.trim_start_matches("0x").trim_start_matches("0X"), 16).ok()
-            })
-            .map(|m| (0..128).filter(|b| m & (1u128 << b) != 0).collect())
+            val.and_then(|v| u128::from_str_radix(v.trim_start_matches("0x").trim_start_matches("0X"), 16).ok())
+                .map(|m| (0..128).filter(|b| m & (1u128 << b) != 0).collect())
         } else {
             val.and_then(parse_lcore_set)
         };
@@ -1195,16 +991,9 @@ fn eal_lcores(args: &[String]) -> Option<(usize, String, BTreeSet<u32>)> {
     found
 }
 
-fn check_eal(
-    eal: &RawEal,
-    ports: &[PortConfig],
-    lcores: &LcoreConfig,
-    lcores_written: bool,
-) -> FResult<()> {
+fn check_eal(eal: &RawEal, ports: &[PortConfig], lcores: &LcoreConfig, lcores_written: bool) -> FResult<()> {
     let args = &eal.args;
-    let has_prefix_arg = args
-        .iter()
-        .position(|a| a == "--file-prefix" || a.starts_with("--file-prefix="));
+    let has_prefix_arg = args.iter().position(|a| a == "--file-prefix" || a.starts_with("--file-prefix="));
     if let Some(p) = &eal.file_prefix {
         if p.is_empty() || p.contains('/') || p.chars().any(char::is_whitespace) {
             return Err(FieldError::new(
@@ -1226,10 +1015,7 @@ fn check_eal(
             if let Some(p) = ports.iter().find(|p| p.is_pci()) {
                 return Err(FieldError::new(
                     path,
-                    format!(
-                        "--no-pci conflicts with PCI port port[{}] ({}, {})",
-                        p.index, p.name, p.devargs
-                    ),
+                    format!("--no-pci conflicts with PCI port port[{}] ({}, {})", p.index, p.name, p.devargs),
                 ));
             }
         }
@@ -1266,10 +1052,7 @@ fn check_eal(
             if set.contains(&lc) {
                 Ok(())
             } else {
-                Err(FieldError::new(
-                    path,
-                    format!("lcore {lc} is not enabled by eal.args[{i}] '{shown}'"),
-                ))
+                Err(FieldError::new(path, format!("lcore {lc} is not enabled by eal.args[{i}] '{shown}'")))
             }
         };
         let p = |s: &str| {
@@ -1288,8 +1071,7 @@ fn check_eal(
         let v = if a == "--main-lcore" || a == "--master-lcore" {
             args.get(i + 1).map(|s| s.as_str())
         } else {
-            a.strip_prefix("--main-lcore=")
-                .or_else(|| a.strip_prefix("--master-lcore="))
+            a.strip_prefix("--main-lcore=").or_else(|| a.strip_prefix("--master-lcore="))
         };
         if let Some(v) = v {
             if v.parse::<u32>().ok() != Some(lcores.control) {
@@ -1316,10 +1098,8 @@ fn compute_mbufs(
 ) -> FResult<()> {
     let per_pkt = (buffer.cell_size as u64).max(64);
     let buffered = buffer.total_size.div_ceil(per_pkt);
-    let rings: u64 = ports
-        .iter()
-        .map(|p| p.rx_queues as u64 * switch.rx_ring_size as u64 + switch.tx_ring_size as u64)
-        .sum();
+    let rings: u64 =
+        ports.iter().map(|p| p.rx_queues as u64 * switch.rx_ring_size as u64 + switch.tx_ring_size as u64).sum();
     let inflight = lcores.workers.len() as u64 * switch.burst_size as u64 * 2;
     let cache = (lcores.workers.len() as u64 + 1) * MBUF_CACHE_SIZE as u64 * 3 / 2;
     let floor = rings + inflight + cache;

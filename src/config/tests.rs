@@ -69,11 +69,7 @@ fn minimal_resolves_with_defaults() {
     assert_eq!(b.pg_profile[0][1], None);
     assert_eq!(b.queue_profile[0][3], None);
     assert_eq!(b.queue_profile[0][0], Some(lossy_q));
-    assert_eq!(
-        b.pg_profile[1][3],
-        Some(lossy_pg),
-        "no PFC on port 1: TC 3 → PG 3 is lossy"
-    );
+    assert_eq!(b.pg_profile[1][3], Some(lossy_pg), "no PFC on port 1: TC 3 → PG 3 is lossy");
     assert_eq!(b.queue_profile[1][3], Some(lossy_q));
     // mbufs: 12MiB/256 + 2 × (1024 + 1024) + 1×32×2 + 2×384
     assert_eq!(c.switch.mbuf_count, 49152 + 4096 + 64 + 768);
@@ -89,10 +85,7 @@ fn eal_args_order() {
     let c = from_str(MIN, "t.toml").unwrap();
     let a = c.eal_args("pfcswitch");
     assert_eq!(a[0], "pfcswitch");
-    assert_eq!(
-        &a[1..6],
-        &["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0,1@1"]
-    );
+    assert_eq!(&a[1..6], &["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0,1@1"]);
     assert!(a[6].starts_with("--file-prefix=pfcswitch-"));
     assert_eq!(a[7], "--main-lcore=0");
     assert_eq!(&a[8..], &["--vdev=net_null0", "--vdev=net_null1,size=64"]);
@@ -105,13 +98,7 @@ fn eal_args_order() {
     let t = MIN.replace("\"--no-pci\",", "\"--no-pci\", \"--file-prefix\", \"abc\",");
     let c = from_str(&t, "t.toml").unwrap();
     assert_eq!(c.file_prefix(), "abc");
-    assert_eq!(
-        c.eal_args("x")
-            .iter()
-            .filter(|a| a.contains("file-prefix"))
-            .count(),
-        1
-    );
+    assert_eq!(c.eal_args("x").iter().filter(|a| a.contains("file-prefix")).count(), 1);
 }
 
 #[test]
@@ -133,22 +120,13 @@ speed = "100G"
     assert_eq!(c.ports[0].shaper_bps, None);
     let a = c.eal_args("p");
     let n = a.len();
-    assert_eq!(
-        &a[n - 4..],
-        &["-a", "0000:3B:00.0", "-a", "3b:00.1,rxq_cqe_comp_en=0"]
-    );
+    assert_eq!(&a[n - 4..], &["-a", "0000:3B:00.0", "-a", "3b:00.1,rxq_cqe_comp_en=0"]);
 }
 
 #[test]
 fn devargs_recognition() {
-    assert!(matches!(
-        parse_devargs("net_tap0,iface=x"),
-        Ok(PortDevice::Vdev { .. })
-    ));
-    assert!(matches!(
-        parse_devargs("eth_pcap0"),
-        Ok(PortDevice::Vdev { .. })
-    ));
+    assert!(matches!(parse_devargs("net_tap0,iface=x"), Ok(PortDevice::Vdev { .. })));
+    assert!(matches!(parse_devargs("eth_pcap0"), Ok(PortDevice::Vdev { .. })));
     assert!(parse_devargs("").is_err());
     assert!(parse_devargs("net_foo0").is_err());
     assert!(parse_devargs("0000:3b:20.0").is_err(), "device > 0x1f");
@@ -179,117 +157,45 @@ fn syntax_error_has_line_and_column() {
 #[test]
 fn field_errors() {
     assert_err(&format!("{MIN}\n[foo]\n"), "foo", "unknown section");
-    assert_err(
-        &MIN.replace("speed = \"25G\"", "speed = \"25X\""),
-        "port[1].speed",
-        "unknown unit 'X' in '25X'",
-    );
-    assert_err(
-        &MIN.replace("speed = \"25G\"", "speed = \"25G\"\nspede = 1"),
-        "port[1].spede",
-        "unknown field",
-    );
-    assert_err(
-        &MIN.replace("devargs = \"net_null0\"\n", ""),
-        "port[0].devargs",
-        "missing field",
-    );
+    assert_err(&MIN.replace("speed = \"25G\"", "speed = \"25X\""), "port[1].speed", "unknown unit 'X' in '25X'");
+    assert_err(&MIN.replace("speed = \"25G\"", "speed = \"25G\"\nspede = 1"), "port[1].spede", "unknown field");
+    assert_err(&MIN.replace("devargs = \"net_null0\"\n", ""), "port[0].devargs", "missing field");
     assert_err(
         &MIN.replace("cable_length = \"40m\"", "cable_length = \"40ft\""),
         "port[1].cable_length",
         "unknown unit",
     );
-    assert_err(
-        &MIN.replace("pfc_enable = []", "mtu = 9300"),
-        "port[1].mtu",
-        "out of range 68..=9216",
-    );
-    assert_err(
-        &MIN.replace("pfc_enable = []", "mtu = \"big\""),
-        "port[1].mtu",
-        "invalid type",
-    );
+    assert_err(&MIN.replace("pfc_enable = []", "mtu = 9300"), "port[1].mtu", "out of range 68..=9216");
+    assert_err(&MIN.replace("pfc_enable = []", "mtu = \"big\""), "port[1].mtu", "invalid type");
     assert_err(
         &MIN.replace("pfc_enable = []", "pfc_enable = [3, 9]"),
         "port[1].pfc_enable[1]",
         "9 is out of range 0..=7",
     );
-    assert_err(
-        &MIN.replace("pfc_enable = []", "pfc_enable = [3, 3]"),
-        "port[1].pfc_enable[1]",
-        "twice",
-    );
-    assert_err(
-        &MIN.replace("pfc_enable = []", "default_tc = 8"),
-        "port[1].default_tc",
-        "out of range",
-    );
-    assert_err(
-        &MIN.replace("pfc_enable = []", "trust = \"ip\""),
-        "port[1].trust",
-        "unknown variant",
-    );
-    assert_err(
-        &MIN.replace("Ethernet4", "Ethernet0"),
-        "port[1].name",
-        "duplicate port name",
-    );
-    assert_err(
-        &MIN.replace("net_null1,size=64", "net_null0,size=64"),
-        "port[1].devargs",
-        "already used",
-    );
-    assert_err(
-        &MIN.replace("net_null1,size=64", "null1"),
-        "port[1].devargs",
-        "neither a known vdev",
-    );
+    assert_err(&MIN.replace("pfc_enable = []", "pfc_enable = [3, 3]"), "port[1].pfc_enable[1]", "twice");
+    assert_err(&MIN.replace("pfc_enable = []", "default_tc = 8"), "port[1].default_tc", "out of range");
+    assert_err(&MIN.replace("pfc_enable = []", "trust = \"ip\""), "port[1].trust", "unknown variant");
+    assert_err(&MIN.replace("Ethernet4", "Ethernet0"), "port[1].name", "duplicate port name");
+    assert_err(&MIN.replace("net_null1,size=64", "net_null0,size=64"), "port[1].devargs", "already used");
+    assert_err(&MIN.replace("net_null1,size=64", "null1"), "port[1].devargs", "neither a known vdev");
     assert_err(
         &MIN.replace("pfc_enable = []", "shaper_rate = \"40G\""),
         "port[1].shaper_rate",
         "exceeds the port speed",
     );
-    assert_err(
-        &MIN.replace("pfc_enable = []", "mac = \"01:00:5e:00:00:01\""),
-        "port[1].mac",
-        "group",
-    );
+    assert_err(&MIN.replace("pfc_enable = []", "mac = \"01:00:5e:00:00:01\""), "port[1].mac", "group");
     assert_err(
         &MIN.replace("\"--no-pci\",", "\"--no-pci\", \"--vdev=net_null1\","),
         "eal.args[4]",
         "added to the EAL arguments",
     );
-    assert_err(
-        &MIN.replace("--lcores=0@0,1@1", "-l0"),
-        "lcores",
-        "lcore 1 is not enabled",
-    );
+    assert_err(&MIN.replace("--lcores=0@0,1@1", "-l0"), "lcores", "lcore 1 is not enabled");
     assert_err("[eal]\nargs=[]\n", "port", "at least one");
-    assert_err(
-        &format!("{MIN}\n[switch]\nfdb_size = 1000\n"),
-        "switch.fdb_size",
-        "power of two",
-    );
-    assert_err(
-        &format!("{MIN}\n[switch]\nburst_size = 0\n"),
-        "switch.burst_size",
-        "out of range",
-    );
-    assert_err(
-        &format!("{MIN}\n[switch]\nmbuf_count = 100\n"),
-        "switch.mbuf_count",
-        "cannot even fill",
-    );
-    assert_err(
-        &format!("{MIN}\n[qos]\ndscp_to_tc = {{ \"64\" = 1 }}\n"),
-        "qos.dscp_to_tc.64",
-        "out of range 0..=63",
-    );
-    assert_err(
-        &format!("{MIN}\n[qos]\ntc_to_pg = {{ \"1\" = \"9\" }}\n"),
-        "qos.tc_to_pg.1",
-        "out of range 0..=7",
-    );
+    assert_err(&format!("{MIN}\n[switch]\nfdb_size = 1000\n"), "switch.fdb_size", "power of two");
+    assert_err(&format!("{MIN}\n[switch]\nburst_size = 0\n"), "switch.burst_size", "out of range");
+    assert_err(&format!("{MIN}\n[switch]\nmbuf_count = 100\n"), "switch.mbuf_count", "cannot even fill");
+    assert_err(&format!("{MIN}\n[qos]\ndscp_to_tc = {{ \"64\" = 1 }}\n"), "qos.dscp_to_tc.64", "out of range 0..=63");
+    assert_err(&format!("{MIN}\n[qos]\ntc_to_pg = {{ \"1\" = \"9\" }}\n"), "qos.tc_to_pg.1", "out of range 0..=7");
     assert_err(
         &format!("{MIN}\n[qos.scheduler]\n\"3\" = {{ type = \"DWRR\", weight = 0 }}\n"),
         "qos.scheduler.3.weight",
@@ -325,10 +231,7 @@ fn lcores_resolve() {
     assert_eq!(c.ports[0].rx_queues, 2);
     assert_eq!(c.ports[1].rx_queues, 1);
     assert_eq!(c.ports[1].tx_lcore, 2);
-    assert_eq!(
-        c.lcores.workers[1].rx,
-        vec![RxQueueRef { port: 0, queue: 1 }]
-    );
+    assert_eq!(c.lcores.workers[1].rx, vec![RxQueueRef { port: 0, queue: 1 }]);
     assert_eq!(c.lcores.workers[1].tx, vec![1]);
     assert_eq!(c.all_lcores(), vec![0, 1, 2]);
 }
@@ -338,78 +241,23 @@ fn lcores_errors() {
     let e = |from: &str, to: &str, path: &str, needle: &str| {
         assert_err(&with_lcores(&LCORES.replace(from, to)), path, needle)
     };
-    e(
-        "lcore = 2",
-        "lcore = 0",
-        "lcores.worker[1].lcore",
-        "control lcore",
-    );
-    e(
-        "lcore = 2",
-        "lcore = 1",
-        "lcores.worker[1].lcore",
-        "already used",
-    );
-    e(
-        "lcore = 2",
-        "lcore = 128",
-        "lcores.worker[1].lcore",
-        "out of range 0..=127",
-    );
-    e(
-        "lcore = 2",
-        "lcore = 5",
-        "lcores.worker[1].lcore",
-        "not enabled by eal.args[4] '-l0-3'",
-    );
-    e(
-        "\"Ethernet0:1\"",
-        "\"Ethernet9:1\"",
-        "lcores.worker[1].rx[0]",
-        "unknown port 'Ethernet9'",
-    );
-    e(
-        "\"Ethernet0:1\"",
-        "\"Ethernet0\"",
-        "lcores.worker[1].rx[0]",
-        "'<port>:<queue>'",
-    );
+    e("lcore = 2", "lcore = 0", "lcores.worker[1].lcore", "control lcore");
+    e("lcore = 2", "lcore = 1", "lcores.worker[1].lcore", "already used");
+    e("lcore = 2", "lcore = 128", "lcores.worker[1].lcore", "out of range 0..=127");
+    e("lcore = 2", "lcore = 5", "lcores.worker[1].lcore", "not enabled by eal.args[4] '-l0-3'");
+    e("\"Ethernet0:1\"", "\"Ethernet9:1\"", "lcores.worker[1].rx[0]", "unknown port 'Ethernet9'");
+    e("\"Ethernet0:1\"", "\"Ethernet0\"", "lcores.worker[1].rx[0]", "'<port>:<queue>'");
     e(
         "\"Ethernet0:1\"",
         "\"Ethernet0:0\"",
         "lcores.worker[1].rx[0]",
         "already polled by lcore 1 (lcores.worker[0].rx[0])",
     );
-    e(
-        "\"Ethernet0:1\"",
-        "\"Ethernet0:2\"",
-        "lcores.worker[1].rx[0]",
-        "Ethernet0:1 is not polled",
-    );
-    e(
-        "tx = [\"Ethernet4\"]",
-        "tx = [\"Ethernet0\"]",
-        "lcores.worker[1].tx[0]",
-        "already owned",
-    );
-    e(
-        "tx = [\"Ethernet4\"]",
-        "tx = []",
-        "lcores.worker",
-        "port[1] (Ethernet4) has no TX owner",
-    );
-    e(
-        "rx = [\"Ethernet0:0\", \"Ethernet4:0\"]",
-        "rx = [\"Ethernet0:0\"]",
-        "lcores.worker",
-        "no rx queue polled",
-    );
-    e(
-        "lcore = 2\n",
-        "lcore = 2\nrxq = 1\n",
-        "lcores.worker[1].rxq",
-        "unknown field",
-    );
+    e("\"Ethernet0:1\"", "\"Ethernet0:2\"", "lcores.worker[1].rx[0]", "Ethernet0:1 is not polled");
+    e("tx = [\"Ethernet4\"]", "tx = [\"Ethernet0\"]", "lcores.worker[1].tx[0]", "already owned");
+    e("tx = [\"Ethernet4\"]", "tx = []", "lcores.worker", "port[1] (Ethernet4) has no TX owner");
+    e("rx = [\"Ethernet0:0\", \"Ethernet4:0\"]", "rx = [\"Ethernet0:0\"]", "lcores.worker", "no rx queue polled");
+    e("lcore = 2\n", "lcore = 2\nrxq = 1\n", "lcores.worker[1].rxq", "unknown field");
 }
 
 const BUF: &str = r#"
@@ -454,16 +302,10 @@ fn buffer_explicit() {
     assert_eq!(p.threshold.alpha(), Some(0.25));
     assert_eq!(b.pg_profile[0][3], Some(lossless));
     assert_eq!(b.pg_profile[0][0], None);
-    assert_eq!(
-        b.queue_profile[1][5],
-        b.profile_index("queue_lossy_profile")
-    );
+    assert_eq!(b.queue_profile[1][5], b.profile_index("queue_lossy_profile"));
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     // Without the PG binding: warning for the PFC priorities of Ethernet0.
-    let t = format!(
-        "{MIN}\n{}",
-        BUF.replace("\"Ethernet0|3-4\" = \"pg_lossless_profile\"", "")
-    );
+    let t = format!("{MIN}\n{}", BUF.replace("\"Ethernet0|3-4\" = \"pg_lossless_profile\"", ""));
     let c = from_str(&t, "t.toml").unwrap();
     assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
     assert!(c.warnings[0].starts_with("t.toml: buffer.pg: Ethernet0 has PFC enabled on priority 3"));
@@ -471,11 +313,7 @@ fn buffer_explicit() {
 
 #[test]
 fn buffer_only_total_generates_scaled_layout() {
-    let c = from_str(
-        &format!("{MIN}\n[buffer]\ntotal_size = \"3MiB\"\n"),
-        "t.toml",
-    )
-    .unwrap();
+    let c = from_str(&format!("{MIN}\n[buffer]\ntotal_size = \"3MiB\"\n"), "t.toml").unwrap();
     assert!(c.buffer.generated);
     assert_eq!(c.buffer.cell_size, 0);
     assert_eq!(c.buffer.pools[0].size, 2 << 20);
@@ -495,36 +333,16 @@ fn buffer_errors() {
         "buffer.pool",
         "pool sizes add up to 13.00 MiB (13631488 B), more than buffer.total_size 12.00 MiB",
     );
-    e(
-        "size = \"4MiB\"",
-        "size = \"4XB\"",
-        "buffer.pool.egress_lossy_pool.size",
-        "unknown unit",
-    );
-    e(
-        "type = \"egress\"",
-        "type = \"both\"",
-        "buffer.pool.egress_lossy_pool.type",
-        "unknown variant",
-    );
-    e(
-        "dynamic_th = -2",
-        "dynamic_th = 9",
-        "buffer.profile.pg_lossless_profile.dynamic_th",
-        "out of range -8..=7",
-    );
+    e("size = \"4MiB\"", "size = \"4XB\"", "buffer.pool.egress_lossy_pool.size", "unknown unit");
+    e("type = \"egress\"", "type = \"both\"", "buffer.pool.egress_lossy_pool.type", "unknown variant");
+    e("dynamic_th = -2", "dynamic_th = 9", "buffer.profile.pg_lossless_profile.dynamic_th", "out of range -8..=7");
     e(
         "dynamic_th = -2",
         "dynamic_th = -2\nstatic_th = 1000",
         "buffer.profile.pg_lossless_profile.static_th",
         "not both",
     );
-    e(
-        "dynamic_th = 3",
-        "",
-        "buffer.profile.queue_lossy_profile.dynamic_th",
-        "missing field",
-    );
+    e("dynamic_th = 3", "", "buffer.profile.queue_lossy_profile.dynamic_th", "missing field");
     e(
         "pool = \"egress_lossy_pool\"",
         "pool = \"egress_pool\"",
@@ -567,12 +385,7 @@ fn buffer_errors() {
         "buffer.queue.\"Ethernet0|2\"",
         "already bound by buffer.queue.\"Ethernet0|0-2\"",
     );
-    e(
-        "cell_size = 256",
-        "cell_size = 8",
-        "buffer.cell_size",
-        "out of range",
-    );
+    e("cell_size = 256", "cell_size = 8", "buffer.cell_size", "out of range");
 }
 
 #[test]
@@ -583,21 +396,9 @@ fn sw_response_default_explicit_and_refused() {
     assert_eq!(c.switch.sw_response_ns, 3_500);
     let c = from_str(&format!("{MIN}\n[switch]\nsw_response = \"800ns\"\n"), "t.toml").unwrap();
     assert_eq!(c.switch.sw_response_ns, 800);
-    assert_err(
-        &format!("{MIN}\n[switch]\nsw_response = 10\n"),
-        "switch.sw_response",
-        "has no unit",
-    );
-    assert_err(
-        &format!("{MIN}\n[switch]\nsw_response = \"fast\"\n"),
-        "switch.sw_response",
-        "not a number",
-    );
-    assert_err(
-        &format!("{MIN}\n[switch]\nsw_response = \"5s\"\n"),
-        "switch.sw_response",
-        "out of range",
-    );
+    assert_err(&format!("{MIN}\n[switch]\nsw_response = 10\n"), "switch.sw_response", "has no unit");
+    assert_err(&format!("{MIN}\n[switch]\nsw_response = \"fast\"\n"), "switch.sw_response", "not a number");
+    assert_err(&format!("{MIN}\n[switch]\nsw_response = \"5s\"\n"), "switch.sw_response", "out of range");
 }
 
 #[test]

@@ -323,13 +323,7 @@ impl Default for QosConfig {
         scheduler[3] = Scheduler::Dwrr(15);
         scheduler[4] = Scheduler::Dwrr(15);
         scheduler[7] = Scheduler::Strict;
-        QosConfig {
-            dscp_to_tc,
-            dot1p_to_tc: identity,
-            tc_to_pg,
-            tc_to_queue: identity,
-            scheduler,
-        }
+        QosConfig { dscp_to_tc, dot1p_to_tc: identity, tc_to_pg, tc_to_queue: identity, scheduler }
     }
 }
 
@@ -371,12 +365,7 @@ impl Config {
     pub fn eal_args(&self, program: &str) -> Vec<String> {
         let mut v = vec![program.to_string()];
         v.extend(self.eal.args.iter().cloned());
-        let has = |opt: &str| {
-            self.eal
-                .args
-                .iter()
-                .any(|a| a == opt || a.starts_with(&format!("{opt}=")))
-        };
+        let has = |opt: &str| self.eal.args.iter().any(|a| a == opt || a.starts_with(&format!("{opt}=")));
         if !has("--file-prefix") {
             v.push(format!("--file-prefix={}", self.file_prefix()));
         }

@@ -196,7 +196,12 @@ fn nap_length(spec: &SwitchSpec, timeline_every: Option<Duration>) -> Duration {
 /// (busy-polled while any PG is paused, so refreshes and RESUMEs are on time), the
 /// timeline, and every millisecond the stop conditions, SIGUSR1 and live counters.
 /// Returns how long the switch forwarded.
-pub fn run_loop(control: &mut Control, spec: &SwitchSpec, opts: &RunOptions, mut timeline: Option<Timeline>) -> Duration {
+pub fn run_loop(
+    control: &mut Control,
+    spec: &SwitchSpec,
+    opts: &RunOptions,
+    mut timeline: Option<Timeline>,
+) -> Duration {
     let shared = control.shared.clone();
     let hz = dpdk::tsc_hz();
     let nports = shared.ports.len();

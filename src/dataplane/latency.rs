@@ -31,7 +31,14 @@ impl PortLatency {
             .enumerate()
             .filter(|(_, x)| !x.is_empty())
             .map(|(tc, x)| {
-                (tc as u8, x.len(), ns(x.value_at_quantile(0.5)), ns(x.value_at_quantile(0.99)), ns(x.value_at_quantile(0.999)), ns(x.max()))
+                (
+                    tc as u8,
+                    x.len(),
+                    ns(x.value_at_quantile(0.5)),
+                    ns(x.value_at_quantile(0.99)),
+                    ns(x.value_at_quantile(0.999)),
+                    ns(x.max()),
+                )
             })
             .collect()
     }
@@ -52,7 +59,12 @@ pub struct LatencyRecorder {
 
 impl LatencyRecorder {
     pub fn new(tsc_hz: u64, now: u64) -> LatencyRecorder {
-        LatencyRecorder { local: (0..8).map(|_| new_hist(tsc_hz)).collect(), dirty: false, next_publish: now, publish_every: tsc_hz / 10 }
+        LatencyRecorder {
+            local: (0..8).map(|_| new_hist(tsc_hz)).collect(),
+            dirty: false,
+            next_publish: now,
+            publish_every: tsc_hz / 10,
+        }
     }
 
     /// `count` packets of TC `tc` each took `ticks`.

@@ -74,7 +74,13 @@ impl Drop for StopOnDrop<'_> {
 /// Start the switch described by `spec`, run until `opts` says stop, stop cleanly.
 pub fn run(spec: &SwitchSpec, opts: &RunOptions) -> Result<RunReport, DataplaneError> {
     let eal = Eal::init(&spec.eal_args).map_err(DataplaneError::Eal)?;
-    log::info!("{} up: {} lcores, {} ports probed, TSC {} Hz", Eal::version(), eal.lcore_count(), eal.port_count(), tsc_hz());
+    log::info!(
+        "{} up: {} lcores, {} ports probed, TSC {} Hz",
+        Eal::version(),
+        eal.lcore_count(),
+        eal.port_count(),
+        tsc_hz()
+    );
     if spec.eal_args.iter().any(|a| a == "--no-huge") {
         log::info!("capture: running without hugepages, dpdk-dumpcap cannot attach (see README)");
     } else {
@@ -100,7 +106,12 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     let mut pfc = setup::PfcSides::new(spec, hz);
     let shared = setup::shared_state(spec, mmu, &ports, &pfc, pools, hz);
     let mut control = control::Control::new(shared.clone(), hz);
-    telemetry::register(telemetry::Views { shared: shared.clone(), pfc_tx: control.tx_counters(), port_ids: ports.ids.clone(), tsc_hz: hz });
+    telemetry::register(telemetry::Views {
+        shared: shared.clone(),
+        pfc_tx: control.tx_counters(),
+        port_ids: ports.ids.clone(),
+        tsc_hz: hz,
+    });
     let timeline = match &opts.timeline {
         Some((path, every)) => Some(
             timeline::Timeline::create(path, *every, hz, dpdk::rdtsc())

@@ -11,8 +11,8 @@ use crate::dpdk::{Mempool, PortStats};
 use crate::pfc::PfcPrioStats;
 
 use super::control::Control;
-use super::spec::{PortSpec, SwitchSpec};
 use super::shared::Shared;
+use super::spec::{PortSpec, SwitchSpec};
 
 /// Per port at stop.
 #[derive(Debug, Clone)]
@@ -148,7 +148,10 @@ impl RunReport {
     }
 
     pub fn lossless_loss(&self) -> LosslessLoss {
-        self.ports.iter().map(|p| p.lossless_loss()).fold(LosslessLoss::default(), |a, b| LosslessLoss { switch: a.switch + b.switch, nic: a.nic + b.nic })
+        self.ports
+            .iter()
+            .map(|p| p.lossless_loss())
+            .fold(LosslessLoss::default(), |a, b| LosslessLoss { switch: a.switch + b.switch, nic: a.nic + b.nic })
     }
 
     /// Packets of a lossless class lost anywhere (switch drops and NIC loss).
@@ -158,7 +161,8 @@ impl RunReport {
 
     /// `{"<port>": {"<tc>": {"count", "p50_ns", "p99_ns", "p999_ns", "max_ns"}}}`.
     pub fn latency_json(&self) -> Value {
-        let per_port = |p: &PortReport| Value::Object(p.latency.iter().map(|l| (l.tc.to_string(), l.to_json())).collect());
+        let per_port =
+            |p: &PortReport| Value::Object(p.latency.iter().map(|l| (l.tc.to_string(), l.to_json())).collect());
         Value::Object(self.ports.iter().map(|p| (p.name.clone(), per_port(p))).collect())
     }
 
@@ -169,9 +173,21 @@ impl RunReport {
         for p in &self.ports {
             for l in &p.latency {
                 if s.is_empty() {
-                    s.push_str(&format!("{:<12} {:>3} {:>12} {:>10} {:>10} {:>10} {:>10}\n", "Port", "TC", "Packets", "p50(us)", "p99(us)", "p99.9(us)", "max(us)"));
+                    s.push_str(&format!(
+                        "{:<12} {:>3} {:>12} {:>10} {:>10} {:>10} {:>10}\n",
+                        "Port", "TC", "Packets", "p50(us)", "p99(us)", "p99.9(us)", "max(us)"
+                    ));
                 }
-                s.push_str(&format!("{:<12} {:>3} {:>12} {:>10} {:>10} {:>10} {:>10}\n", p.name, l.tc, l.count, us(l.p50_ns), us(l.p99_ns), us(l.p999_ns), us(l.max_ns)));
+                s.push_str(&format!(
+                    "{:<12} {:>3} {:>12} {:>10} {:>10} {:>10} {:>10}\n",
+                    p.name,
+                    l.tc,
+                    l.count,
+                    us(l.p50_ns),
+                    us(l.p99_ns),
+                    us(l.p999_ns),
+                    us(l.max_ns)
+                ));
             }
         }
         s
@@ -262,7 +278,14 @@ pub(super) struct Final {
     pub elapsed: Duration,
 }
 
-pub(super) fn build(spec: &SwitchSpec, shared: &Shared, control: &Control, fin: Final, pool: &Mempool, ctl_pool: &Mempool) -> RunReport {
+pub(super) fn build(
+    spec: &SwitchSpec,
+    shared: &Shared,
+    control: &Control,
+    fin: Final,
+    pool: &Mempool,
+    ctl_pool: &Mempool,
+) -> RunReport {
     let Final { totals, pmd, ids, elapsed } = fin;
     let hz = crate::dpdk::tsc_hz();
     let txc = control.tx_counters();
@@ -299,12 +322,23 @@ pub(super) fn build(spec: &SwitchSpec, shared: &Shared, control: &Control, fin: 
                 .latency
                 .summary()
                 .into_iter()
-                .map(|(tc, count, p50_ns, p99_ns, p999_ns, max_ns)| TcLatency { tc, count, p50_ns, p99_ns, p999_ns, max_ns })
+                .map(|(tc, count, p50_ns, p99_ns, p999_ns, max_ns)| TcLatency {
+                    tc,
+                    count,
+                    p50_ns,
+                    p99_ns,
+                    p999_ns,
+                    max_ns,
+                })
                 .collect(),
         });
     }
     let ps = shared.mmu.pool_stats();
-    let mmu_bytes = ps.lossless.private_used + ps.lossless.shared_used + ps.lossless.headroom_used + ps.lossy.private_used + ps.lossy.shared_used;
+    let mmu_bytes = ps.lossless.private_used
+        + ps.lossless.shared_used
+        + ps.lossless.headroom_used
+        + ps.lossy.private_used
+        + ps.lossy.shared_used;
     let reaction: Vec<u64> = shared.counters.iter().flat_map(|c| c.pfc_reaction.values()).collect();
     RunReport {
         ports,

@@ -50,7 +50,10 @@ pub fn port_ids(spec: &SwitchSpec) -> Result<Vec<u16>, DataplaneError> {
             Port::id_by_name(ps.dev_name()).map_err(|err| DataplaneError::Port {
                 name: ps.name.clone(),
                 devargs: ps.devargs.clone(),
-                err: dpdk::DpdkError { msg: format!("device not probed by EAL (see the EAL messages above): {}", err.msg), ..err },
+                err: dpdk::DpdkError {
+                    msg: format!("device not probed by EAL (see the EAL messages above): {}", err.msg),
+                    ..err
+                },
             })
         })
         .collect()
@@ -66,7 +69,10 @@ pub fn mempools(spec: &SwitchSpec) -> Result<(Arc<Mempool>, Arc<Mempool>), Datap
     let pool = Mempool::new("pfcsw_pool", n_mbufs, MEMPOOL_CACHE, data_room, -1).map_err(|e| {
         let mib = (n_mbufs as u64 * (data_room as u64 + 192)) >> 20;
         DataplaneError::Mempool(dpdk::DpdkError {
-            msg: format!("{} (needs about {mib} MiB: raise EAL -m/--socket-mem, lower the ports' mtu or the buffer size)", e.msg),
+            msg: format!(
+                "{} (needs about {mib} MiB: raise EAL -m/--socket-mem, lower the ports' mtu or the buffer size)",
+                e.msg
+            ),
             ..e
         })
     })?;
@@ -129,7 +135,12 @@ impl PfcSides {
         let watchdogs: Vec<Option<Pfcwd>> =
             spec.plan.ports.iter().map(|pp| spec.pfcwd.map(|c| Pfcwd::new(&c, tsc_hz, pp.pfc_mask))).collect();
         PfcSides {
-            rx: spec.ports.iter().zip(&spec.plan.ports).map(|(ps, pp)| Some(PfcRx::new(pp.pfc_mask, ps.speed_bps))).collect(),
+            rx: spec
+                .ports
+                .iter()
+                .zip(&spec.plan.ports)
+                .map(|(ps, pp)| Some(PfcRx::new(pp.pfc_mask, ps.speed_bps)))
+                .collect(),
             wd_stamps: watchdogs.iter().map(|w| w.as_ref().map(|w| w.rx_stamps())).collect(),
             watchdogs,
         }
@@ -187,7 +198,13 @@ pub fn shared_state(
 /// One [`Worker`] per `[[lcores.worker]]`, holding the RX queues it polls, the TX of the
 /// ports it owns, and the receive side of PFC of the ports whose queue 0 it polls (NICs
 /// steer non-IP frames there).
-pub fn workers(spec: &SwitchSpec, shared: &Arc<Shared>, ports: &mut Ports, pfc: &mut PfcSides, tsc_hz: u64) -> Vec<Worker> {
+pub fn workers(
+    spec: &SwitchSpec,
+    shared: &Arc<Shared>,
+    ports: &mut Ports,
+    pfc: &mut PfcSides,
+    tsc_hz: u64,
+) -> Vec<Worker> {
     let now = rdtsc();
     spec.workers
         .iter()

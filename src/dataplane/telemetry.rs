@@ -34,7 +34,9 @@ type PortView = fn(&Views, &Totals, usize) -> Map<String, Value>;
 /// tells `show` a restarted switch from the one a `clear` snapshot was taken of.
 fn start_time_ns() -> u64 {
     static START: OnceLock<u64> = OnceLock::new();
-    *START.get_or_init(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64))
+    *START.get_or_init(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    })
 }
 
 fn error(msg: String) -> Value {
@@ -63,14 +65,18 @@ impl Views {
         }
         match self.shared.ports.iter().position(|p| p.name == name) {
             Some(i) => Ok(vec![i]),
-            None => Err(format!("unknown port '{}' (names: /pfcswitch/ports)", name.chars().take(64).collect::<String>())),
+            None => {
+                Err(format!("unknown port '{}' (names: /pfcswitch/ports)", name.chars().take(64).collect::<String>()))
+            }
         }
     }
 
     /// `{"<port>": {...}}` for the selected ports.
     fn per_port(&self, ports: &[usize], f: PortView) -> Value {
         let t = self.totals();
-        Value::Object(ports.iter().map(|&i| (self.shared.ports[i].name.clone(), Value::Object(f(self, &t, i)))).collect())
+        Value::Object(
+            ports.iter().map(|&i| (self.shared.ports[i].name.clone(), Value::Object(f(self, &t, i)))).collect(),
+        )
     }
 
     pub fn ports(&self) -> Value {
@@ -263,15 +269,47 @@ enum Scope {
 
 /// The commands, their help, and what they answer for.
 const COMMANDS: [(&str, &str, Scope); 10] = [
-    ("/pfcswitch/ports", "Port names (for the per-port commands' parameter), pid and start time", Scope::Switch(Views::ports)),
-    ("/pfcswitch/pfcwd", "PFC watchdog per port and priority: status, storms detected/restored, drops. Param: port", Scope::PerPort(Views::pfcwd)),
-    ("/pfcswitch/pfc_counters", "PFC frames per port and priority (SAI PFC_n_RX/TX_PKTS, durations, ON2OFF). Param: port", Scope::PerPort(Views::pfc_counters)),
-    ("/pfcswitch/queue_counters", "Per egress queue packets, bytes, drops, depth. Param: port", Scope::PerPort(Views::queue_counters)),
-    ("/pfcswitch/pg_watermark", "Per ingress PG shared/headroom watermarks, occupancy, lossless drops. Param: port", Scope::PerPort(Views::pg_watermark)),
-    ("/pfcswitch/buffer_pool", "Buffer pools: occupancy, watermarks, current DT threshold", Scope::Switch(Views::buffer_pool)),
+    (
+        "/pfcswitch/ports",
+        "Port names (for the per-port commands' parameter), pid and start time",
+        Scope::Switch(Views::ports),
+    ),
+    (
+        "/pfcswitch/pfcwd",
+        "PFC watchdog per port and priority: status, storms detected/restored, drops. Param: port",
+        Scope::PerPort(Views::pfcwd),
+    ),
+    (
+        "/pfcswitch/pfc_counters",
+        "PFC frames per port and priority (SAI PFC_n_RX/TX_PKTS, durations, ON2OFF). Param: port",
+        Scope::PerPort(Views::pfc_counters),
+    ),
+    (
+        "/pfcswitch/queue_counters",
+        "Per egress queue packets, bytes, drops, depth. Param: port",
+        Scope::PerPort(Views::queue_counters),
+    ),
+    (
+        "/pfcswitch/pg_watermark",
+        "Per ingress PG shared/headroom watermarks, occupancy, lossless drops. Param: port",
+        Scope::PerPort(Views::pg_watermark),
+    ),
+    (
+        "/pfcswitch/buffer_pool",
+        "Buffer pools: occupancy, watermarks, current DT threshold",
+        Scope::Switch(Views::buffer_pool),
+    ),
     ("/pfcswitch/latency", "RX to tx_burst latency per port and TC (ns). Param: port", Scope::PerPort(Views::latency)),
-    ("/pfcswitch/port_counters", "Per port packets, bytes, drops by reason, lossless loss. Param: port", Scope::PerPort(Views::port_counters)),
-    ("/pfcswitch/conservation", "Per ingress port and TC: rx + flood copies = tx + dropped + in flight. Param: port", Scope::PerPort(Views::conservation)),
+    (
+        "/pfcswitch/port_counters",
+        "Per port packets, bytes, drops by reason, lossless loss. Param: port",
+        Scope::PerPort(Views::port_counters),
+    ),
+    (
+        "/pfcswitch/conservation",
+        "Per ingress port and TC: rx + flood copies = tx + dropped + in flight. Param: port",
+        Scope::PerPort(Views::conservation),
+    ),
     ("/pfcswitch/fdb", "FDB entries per worker lcore", Scope::Switch(Views::fdb)),
 ];
 

@@ -22,7 +22,8 @@ use crate::pfc::PfcTxCounters;
 use super::shared::Shared;
 use super::NUM_TC;
 
-pub const HEADER: &str = "t_us,port,series,index,occupancy_bytes,shared_bytes,headroom_bytes,off,threshold_bytes,pfc_tx_frames,depth_pkts";
+pub const HEADER: &str =
+    "t_us,port,series,index,occupancy_bytes,shared_bytes,headroom_bytes,off,threshold_bytes,pfc_tx_frames,depth_pkts";
 
 pub struct Timeline {
     out: BufWriter<File>,
@@ -67,7 +68,11 @@ impl Timeline {
                     .filter(|i| prios & (1 << i) != 0)
                     .map(|i| pfc_tx[p].prio[i].pause_frames.get() + pfc_tx[p].prio[i].resume_frames.get())
                     .sum();
-                let _ = writeln!(self.out, "{t_us},{},pg,{pg},{},{},{},{off},{th},{frames},", rt.name, occ.total, occ.shared, occ.headroom);
+                let _ = writeln!(
+                    self.out,
+                    "{t_us},{},pg,{pg},{},{},{},{off},{th},{frames},",
+                    rt.name, occ.total, occ.shared, occ.headroom
+                );
             }
         }
     }

@@ -71,7 +71,15 @@ pub struct TxPort {
 }
 
 impl TxPort {
-    pub fn new(port: usize, txq: TxQueue, shared: &Shared, spec: &SwitchSpec, wd: Option<Pfcwd>, tsc_hz: u64, now: u64) -> TxPort {
+    pub fn new(
+        port: usize,
+        txq: TxQueue,
+        shared: &Shared,
+        spec: &SwitchSpec,
+        wd: Option<Pfcwd>,
+        tsc_hz: u64,
+        now: u64,
+    ) -> TxPort {
         let (burst, queue_len) = (spec.burst_size, spec.egress_queue_len);
         let rt = &shared.ports[port];
         let plan = &rt.plan;
@@ -85,7 +93,9 @@ impl TxPort {
             cap: queue_len.max(1),
             published: [0; 8],
             sched: Scheduler::new(plan.sched),
-            shaper: plan.shaper_bps.map(|bps| Shaper::new(bps, Shaper::default_burst(bps, max_frame + WIRE_OVERHEAD), tsc_hz, now)),
+            shaper: plan
+                .shaper_bps
+                .map(|bps| Shaper::new(bps, Shaper::default_burst(bps, max_frame + WIRE_OVERHEAD), tsc_hz, now)),
             rx_pause: rt.rx_pause.clone(),
             priority_queue: plan.priority_queue,
             burst: burst.clamp(1, BURST_CAP),
@@ -218,7 +228,9 @@ impl TxPort {
                     break;
                 }
                 let tcq = &self.tcq;
-                let Some(tc) = self.sched.pick(eligible, |t| tcq[t].front().map_or(0, |q| q.m.len() as u32)) else { break };
+                let Some(tc) = self.sched.pick(eligible, |t| tcq[t].front().map_or(0, |q| q.m.len() as u32)) else {
+                    break;
+                };
                 let len = self.tcq[tc].front().map_or(0, |q| q.m.len() as u32);
                 if let Some(s) = self.shaper.as_mut() {
                     if !s.try_consume(len + WIRE_OVERHEAD) {
@@ -229,7 +241,8 @@ impl TxPort {
                 let Some(q) = self.tcq[tc].pop_front() else { break };
                 self.progress |= 1 << (q.tc & 7);
                 let i = self.pending.len();
-                self.meta[i] = Meta { charge: Some(q.charge), tsc: q.rx_tsc, len, in_port: q.in_port, tc: q.tc, queue: q.queue };
+                self.meta[i] =
+                    Meta { charge: Some(q.charge), tsc: q.rx_tsc, len, in_port: q.in_port, tc: q.tc, queue: q.queue };
                 let _ = self.pending.push(q.m);
                 moved += 1;
                 if self.tcq[tc].is_empty() {
@@ -308,7 +321,12 @@ impl TxPort {
         let t = wd.poll(now, paused, nonempty, self.progress);
         self.progress = 0;
         if t.detected != 0 {
-            log::warn!("pfcwd: storm detected on {} priorities {:#04x} (action {})", shared.ports[self.port].name, t.detected, wd.action().as_str());
+            log::warn!(
+                "pfcwd: storm detected on {} priorities {:#04x} (action {})",
+                shared.ports[self.port].name,
+                t.detected,
+                wd.action().as_str()
+            );
         }
         if t.restored != 0 {
             log::info!("pfcwd: storm restored on {} priorities {:#04x}", shared.ports[self.port].name, t.restored);

@@ -340,7 +340,11 @@ impl Worker {
         let wd_drop = shared.ports[out_u].pfcwd.as_ref().is_some_and(|wd| wd.drop_mask() & (1 << class.priority) != 0);
         let mut i = 0;
         while i < k {
-            let prefix = if wd_drop { None } else { shared.mmu.admit_prefix(in_port, class.pg, out, queue, &self.run_lens[i..k], lossless) };
+            let prefix = if wd_drop {
+                None
+            } else {
+                shared.mmu.admit_prefix(in_port, class.pg, out, queue, &self.run_lens[i..k], lossless)
+            };
             match prefix {
                 Some((seg, cnt)) => {
                     let (mmu, lens, mbufs) = (&shared.mmu, &self.run_lens, &mut self.run_mbufs);
@@ -372,7 +376,17 @@ impl Worker {
 
     /// Admit one packet (MMU, watchdog) and enqueue it, or drop it under its reason.
     #[allow(clippy::too_many_arguments)]
-    fn admit_one(&mut self, shared: &Shared, in_port: u16, out: usize, class: Class, lossless: bool, m: Mbuf, now: u64, c: &LcoreCounters) {
+    fn admit_one(
+        &mut self,
+        shared: &Shared,
+        in_port: u16,
+        out: usize,
+        class: Class,
+        lossless: bool,
+        m: Mbuf,
+        now: u64,
+        c: &LcoreCounters,
+    ) {
         let len = m.len() as u32;
         let (tc, queue) = (class.tc & 7, class.queue & 7);
         // PFC watchdog, action drop: a stormed priority's arrivals are dropped before admission.
@@ -403,7 +417,9 @@ impl Worker {
                     let prios = shared.ports[port].plan.pg_priorities[pg as usize];
                     e.kind == mmu::EdgeKind::Pause
                         && prios != 0
-                        && self.notes.pause(&shared.ports[port].pause[pg as usize], e.port, pg, now, || shared.queue_pause(port, prios, now))
+                        && self.notes.pause(&shared.ports[port].pause[pg as usize], e.port, pg, now, || {
+                            shared.queue_pause(port, prios, now)
+                        })
                 });
                 if !sent {
                     shared.push_edge(self.index, edge, now, c);
@@ -422,7 +438,9 @@ impl Worker {
     fn refresh_pauses(&mut self, shared: &Shared, now: u64, c: &LcoreCounters) {
         let n = self.notes.refresh(
             |port, pg| &shared.ports[port as usize].pause[pg as usize],
-            |port, pg, last| now.wrapping_sub(last) >= shared.ports[port as usize].refresh_ticks && shared.mmu.is_off(port, pg),
+            |port, pg, last| {
+                now.wrapping_sub(last) >= shared.ports[port as usize].refresh_ticks && shared.mmu.is_off(port, pg)
+            },
             |port, pg| {
                 let prios = shared.ports[port as usize].plan.pg_priorities[pg as usize];
                 shared.queue_pause(port as usize, prios, 0)
@@ -437,7 +455,15 @@ impl Worker {
 /// owns the port's TX, else through the port's inbound ring. A full queue drops it
 /// (after admission: the charge is given back).
 #[inline(always)]
-fn enqueue(shared: &Shared, txs: &mut [TxPort], local_tx: &[Option<usize>], worker: usize, q: Queued, now: u64, c: &LcoreCounters) {
+fn enqueue(
+    shared: &Shared,
+    txs: &mut [TxPort],
+    local_tx: &[Option<usize>],
+    worker: usize,
+    q: Queued,
+    now: u64,
+    c: &LcoreCounters,
+) {
     let out = q.charge.out_port() as usize;
     let res = match local_tx.get(out).copied().flatten() {
         Some(ix) => txs[ix].enqueue(q),

@@ -20,7 +20,10 @@ impl Eal {
         }
         let cargs: Vec<CString> = args
             .iter()
-            .map(|a| CString::new(a.as_str()).map_err(|_| DpdkError::msg("rte_eal_init", format!("argument contains NUL: {a:?}"))))
+            .map(|a| {
+                CString::new(a.as_str())
+                    .map_err(|_| DpdkError::msg("rte_eal_init", format!("argument contains NUL: {a:?}")))
+            })
             .collect::<Result<_, _>>()?;
         // EAL may permute argv; give it an owned array of pointers that outlives the call.
         // The strings are leaked on purpose: EAL keeps pointers into argv (e.g. for

@@ -23,7 +23,9 @@ impl Mempool {
         let p = unsafe { sys::rte_pktmbuf_pool_create(cname.as_ptr(), n, cache, 0, data_room, socket) };
         match NonNull::new(p) {
             Some(raw) => Ok(Mempool { raw, size: n }),
-            None => Err(DpdkError::from_errno(format!("rte_pktmbuf_pool_create({name}, n={n}, data_room={data_room})"))),
+            None => {
+                Err(DpdkError::from_errno(format!("rte_pktmbuf_pool_create({name}, n={n}, data_room={data_room})")))
+            }
         }
     }
 

@@ -7,15 +7,15 @@
 //!   ([`RxQueue`], [`TxQueue`]) that are `Send` but not `Clone`;
 //! * an mbuf has exactly one owner ([`Mbuf`] frees itself on drop).
 
-pub mod sys;
-mod error;
 mod eal;
+mod error;
 mod lcore;
-mod tsc;
-mod mempool;
 mod mbuf;
+mod mempool;
 mod port;
+pub mod sys;
 pub mod telemetry;
+mod tsc;
 
 pub use eal::{pdump_init, Eal};
 pub use error::DpdkError;

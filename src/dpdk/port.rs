@@ -116,7 +116,10 @@ impl Port {
             // SAFETY: plain call.
             let ret = unsafe { sys::rte_eth_dev_set_mtu(id, mtu) };
             if ret != 0 {
-                log::info!("port {id} ({driver}): MTU {mtu} not set: {}", DpdkError::from_ret("rte_eth_dev_set_mtu", ret).msg);
+                log::info!(
+                    "port {id} ({driver}): MTU {mtu} not set: {}",
+                    DpdkError::from_ret("rte_eth_dev_set_mtu", ret).msg
+                );
             }
         }
         // SAFETY: plain call.
@@ -124,7 +127,8 @@ impl Port {
         let socket = if socket < 0 { sys::SOCKET_ID_ANY } else { socket };
         for q in 0..nb_rx {
             // SAFETY: the pool outlives the port (held in Port::_pool).
-            let ret = unsafe { sys::rte_eth_rx_queue_setup(id, q, rx_desc, socket as u32, std::ptr::null(), pool.as_ptr()) };
+            let ret =
+                unsafe { sys::rte_eth_rx_queue_setup(id, q, rx_desc, socket as u32, std::ptr::null(), pool.as_ptr()) };
             if ret != 0 {
                 return Err(DpdkError::from_ret(format!("rte_eth_rx_queue_setup(port {id}, queue {q})"), ret));
             }

@@ -32,7 +32,8 @@ unsafe extern "C" fn trampoline(cmd: *const c_char, params: *const c_char, d: *m
     // SAFETY: DPDK passes NUL-terminated strings (params may be NULL) and a valid data
     // object for this call.
     let cmd = unsafe { CStr::from_ptr(cmd) }.to_string_lossy().into_owned();
-    let params = if params.is_null() { String::new() } else { unsafe { CStr::from_ptr(params) }.to_string_lossy().into_owned() };
+    let params =
+        if params.is_null() { String::new() } else { unsafe { CStr::from_ptr(params) }.to_string_lossy().into_owned() };
     let value = {
         let Ok(h) = handlers().lock() else { return -1 };
         match h.get(&cmd) {
@@ -176,9 +177,13 @@ pub fn register(cmd: &str, help: &str, f: impl Fn(&str) -> Value + Send + Sync +
 
 /// Where a running instance's telemetry socket is, by EAL file prefix.
 pub fn socket_path(file_prefix: &str) -> PathBuf {
-    let base = std::env::var_os("RUNTIME_DIRECTORY")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| if is_root() { PathBuf::from("/var/run/dpdk") } else { xdg_runtime() });
+    let base = std::env::var_os("RUNTIME_DIRECTORY").map(PathBuf::from).unwrap_or_else(|| {
+        if is_root() {
+            PathBuf::from("/var/run/dpdk")
+        } else {
+            xdg_runtime()
+        }
+    });
     base.join(file_prefix).join("dpdk_telemetry.v2")
 }
 
@@ -187,7 +192,9 @@ fn is_root() -> bool {
 }
 
 fn xdg_runtime() -> PathBuf {
-    std::env::var_os("XDG_RUNTIME_DIR").map(|p| PathBuf::from(p).join("dpdk")).unwrap_or_else(|| PathBuf::from("/tmp/dpdk"))
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .map(|p| PathBuf::from(p).join("dpdk"))
+        .unwrap_or_else(|| PathBuf::from("/tmp/dpdk"))
 }
 
 /// The largest reply DPDK 22.11's telemetry sends (`MAX_OUTPUT_LEN` in telemetry.c):
@@ -278,7 +285,13 @@ impl Client {
         let addr = SockAddr::unix(socket).map_err(|e| io("address", e))?;
         s.connect(&addr).map_err(|source| ClientError::Connect { path: path.clone(), source })?;
         s.set_read_timeout(Some(std::time::Duration::from_secs(5))).ok();
-        let mut c = Client { sock: s, path, buf: vec![std::mem::MaybeUninit::<u8>::uninit(); 65536], pid: 0, max_output_len: MAX_REPLY_LEN };
+        let mut c = Client {
+            sock: s,
+            path,
+            buf: vec![std::mem::MaybeUninit::<u8>::uninit(); 65536],
+            pid: 0,
+            max_output_len: MAX_REPLY_LEN,
+        };
         // The server greets with {"version":..,"pid":..,"max_output_len":..}.
         let greeting = c.recv_json("greeting")?;
         c.pid = greeting.get("pid").and_then(Value::as_u64).unwrap_or(0);
@@ -289,15 +302,27 @@ impl Client {
     /// Send one command (`/cmd` or `/cmd,param`) and return the data of the reply (DPDK
     /// wraps it as `{"<cmd>": <data>}`; an unknown command's data is null).
     pub fn query(&mut self, cmd: &str) -> Result<Value, ClientError> {
-        self.sock.send(cmd.as_bytes()).map_err(|source| ClientError::Io { path: self.path.clone(), op: "send", source })?;
+        self.sock.send(cmd.as_bytes()).map_err(|source| ClientError::Io {
+            path: self.path.clone(),
+            op: "send",
+            source,
+        })?;
         let v = self.recv_json(cmd)?;
         let cmd_key = cmd.split(',').next().unwrap_or(cmd);
         Ok(v.get(cmd_key).cloned().unwrap_or(v))
     }
 
     fn recv_json(&mut self, what: &str) -> Result<Value, ClientError> {
-        let n = self.sock.recv(&mut self.buf).map_err(|source| ClientError::Io { path: self.path.clone(), op: "recv", source })?;
-        serde_json::from_slice(&bytes(&self.buf, n)).map_err(|source| ClientError::BadReply { path: self.path.clone(), cmd: what.to_string(), source })
+        let n = self.sock.recv(&mut self.buf).map_err(|source| ClientError::Io {
+            path: self.path.clone(),
+            op: "recv",
+            source,
+        })?;
+        serde_json::from_slice(&bytes(&self.buf, n)).map_err(|source| ClientError::BadReply {
+            path: self.path.clone(),
+            cmd: what.to_string(),
+            source,
+        })
     }
 }
 
@@ -322,7 +347,14 @@ mod tests {
         let v = json!({"Ethernet0": {"a": 1, "b": {"c": "x"}}, "n": 5});
         assert_eq!(reply_len("/x", &v), r#"{"/x":{"Ethernet0":{"a":1,"b.c":"x"},"n":5}}"#.len());
         assert_eq!(check_reply("/x", &v), Ok(()));
-        let big: serde_json::Map<String, Value> = (0..200).map(|i| (format!("Ethernet{i}"), json!({"a_counter_with_a_long_name": 1u64 << 40, "another_counter": 1u64 << 40}))).collect();
+        let big: serde_json::Map<String, Value> = (0..200)
+            .map(|i| {
+                (
+                    format!("Ethernet{i}"),
+                    json!({"a_counter_with_a_long_name": 1u64 << 40, "another_counter": 1u64 << 40}),
+                )
+            })
+            .collect();
         match check_reply("/x", &Value::Object(big)) {
             Err(ReplyTooLarge::Bytes { len }) => assert!(len > MAX_REPLY_LEN),
             other => panic!("{other:?}"),

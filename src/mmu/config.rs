@@ -40,13 +40,7 @@ pub struct PgProfile {
 
 impl Default for PgProfile {
     fn default() -> Self {
-        PgProfile {
-            size: 0,
-            xoff: 0,
-            xon: 0,
-            xon_offset: 0,
-            threshold: Threshold::Dynamic(0),
-        }
+        PgProfile { size: 0, xoff: 0, xon: 0, xon_offset: 0, threshold: Threshold::Dynamic(0) }
     }
 }
 
@@ -61,10 +55,7 @@ pub struct QueueProfile {
 
 impl Default for QueueProfile {
     fn default() -> Self {
-        QueueProfile {
-            size: 0,
-            threshold: Threshold::Dynamic(0),
-        }
+        QueueProfile { size: 0, threshold: Threshold::Dynamic(0) }
     }
 }
 
@@ -142,14 +133,7 @@ impl MmuConfig {
             lossy_pool_size,
             headroom_policy: HeadroomPolicy::Static,
             release_order: ReleaseOrder::HeadroomFirst,
-            ports: vec![
-                PortMmuConfig {
-                    lossless_pgs,
-                    pgs: [pg; 8],
-                    queues: [queue; 8]
-                };
-                usize::from(num_ports)
-            ],
+            ports: vec![PortMmuConfig { lossless_pgs, pgs: [pg; 8], queues: [queue; 8] }; usize::from(num_ports)],
         }
     }
 
@@ -158,23 +142,13 @@ impl MmuConfig {
     pub fn lossless_reserved(&self) -> u64 {
         self.ports
             .iter()
-            .flat_map(|p| {
-                p.pgs
-                    .iter()
-                    .enumerate()
-                    .filter(move |(i, _)| p.lossless_pgs & (1 << i) != 0)
-            })
-            .fold(0u64, |a, (_, g)| {
-                a.saturating_add(g.size).saturating_add(g.xoff)
-            })
+            .flat_map(|p| p.pgs.iter().enumerate().filter(move |(i, _)| p.lossless_pgs & (1 << i) != 0))
+            .fold(0u64, |a, (_, g)| a.saturating_add(g.size).saturating_add(g.xoff))
     }
 
     /// Σ queue private sizes.
     pub fn lossy_reserved(&self) -> u64 {
-        self.ports
-            .iter()
-            .flat_map(|p| p.queues.iter())
-            .fold(0u64, |a, q| a.saturating_add(q.size))
+        self.ports.iter().flat_map(|p| p.queues.iter()).fold(0u64, |a, q| a.saturating_add(q.size))
     }
 
     /// Checks the configuration; on success returns (Bs lossless, Bs lossy).
@@ -186,9 +160,7 @@ impl MmuConfig {
             return Err(MmuError::ZeroCellSize);
         }
         if let HeadroomPolicy::Shared { .. } = self.headroom_policy {
-            return Err(MmuError::Unsupported(
-                "shared headroom (DSH) is not implemented yet",
-            ));
+            return Err(MmuError::Unsupported("shared headroom (DSH) is not implemented yet"));
         }
         let pools = self.lossless_pool_size.saturating_add(self.lossy_pool_size);
         if pools > self.total_size {
@@ -199,38 +171,22 @@ impl MmuConfig {
             });
         }
         for (port, p) in self.ports.iter().enumerate() {
-            let ths = p
-                .pgs
-                .iter()
-                .map(|g| g.threshold)
-                .chain(p.queues.iter().map(|q| q.threshold));
+            let ths = p.pgs.iter().map(|g| g.threshold).chain(p.queues.iter().map(|q| q.threshold));
             for (index, th) in ths.enumerate() {
                 if let Threshold::Dynamic(a) = th {
                     if !(-8..=7).contains(&a) {
-                        return Err(MmuError::DynamicThOutOfRange {
-                            port,
-                            index,
-                            value: a,
-                        });
+                        return Err(MmuError::DynamicThOutOfRange { port, index, value: a });
                     }
                 }
             }
         }
         let r = self.lossless_reserved();
         if r > self.lossless_pool_size {
-            return Err(MmuError::ReservedExceedsPool {
-                pool: "lossless",
-                reserved: r,
-                size: self.lossless_pool_size,
-            });
+            return Err(MmuError::ReservedExceedsPool { pool: "lossless", reserved: r, size: self.lossless_pool_size });
         }
         let q = self.lossy_reserved();
         if q > self.lossy_pool_size {
-            return Err(MmuError::ReservedExceedsPool {
-                pool: "lossy",
-                reserved: q,
-                size: self.lossy_pool_size,
-            });
+            return Err(MmuError::ReservedExceedsPool { pool: "lossy", reserved: q, size: self.lossy_pool_size });
         }
         Ok((self.lossless_pool_size - r, self.lossy_pool_size - q))
     }
@@ -247,25 +203,13 @@ pub enum MmuError {
     ZeroCellSize,
     /// The pools do not fit in the buffer.
     #[error("lossless pool {lossless} B + lossy pool {lossy} B exceed the buffer of {total} B")]
-    PoolsExceedTotal {
-        lossless: u64,
-        lossy: u64,
-        total: u64,
-    },
+    PoolsExceedTotal { lossless: u64, lossy: u64, total: u64 },
     /// Private + headroom reservations exceed the pool.
     #[error("{pool} pool: reserved {reserved} B exceeds its size {size} B")]
-    ReservedExceedsPool {
-        pool: &'static str,
-        reserved: u64,
-        size: u64,
-    },
+    ReservedExceedsPool { pool: &'static str, reserved: u64, size: u64 },
     /// `dynamic_th` outside -8..=7 (index 0..8 = PGs, 8..16 = queues).
     #[error("port {port} profile {index}: dynamic_th {value} is outside -8..=7")]
-    DynamicThOutOfRange {
-        port: usize,
-        index: usize,
-        value: i8,
-    },
+    DynamicThOutOfRange { port: usize, index: usize, value: i8 },
     /// A feature reserved for later.
     #[error("unsupported: {0}")]
     Unsupported(&'static str),

@@ -36,12 +36,11 @@ mod config;
 mod types;
 
 pub use config::{
-    HeadroomPolicy, MmuConfig, MmuError, PgProfile, PortMmuConfig, QueueProfile, ReleaseOrder,
-    Threshold,
+    HeadroomPolicy, MmuConfig, MmuError, PgProfile, PortMmuConfig, QueueProfile, ReleaseOrder, Threshold,
 };
 pub use types::{
-    Charge, DropReason, Edge, EdgeKind, LosslessPoolStats, LossyPoolStats, PgOccupancy,
-    PgWatermarks, PoolStats, QueueOccupancy, Segment, Verdict,
+    Charge, DropReason, Edge, EdgeKind, LosslessPoolStats, LossyPoolStats, PgOccupancy, PgWatermarks, PoolStats,
+    QueueOccupancy, Segment, Verdict,
 };
 
 use crossbeam_utils::CachePadded;
@@ -50,8 +49,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 /// Adds `b` to `c` only if the result stays ≤ `max`.
 #[inline]
 fn try_add_upto(c: &AtomicU64, b: u64, max: u64) -> bool {
-    c.fetch_update(Relaxed, Relaxed, |v| v.checked_add(b).filter(|n| *n <= max))
-        .is_ok()
+    c.fetch_update(Relaxed, Relaxed, |v| v.checked_add(b).filter(|n| *n <= max)).is_ok()
 }
 
 /// Takes up to `want` from `c`, returns what was taken.
@@ -155,12 +153,8 @@ impl Mmu {
             num_ports: n as u16,
             pg_limits: pg_limits.into_boxed_slice(),
             q_limits: q_limits.into_boxed_slice(),
-            pgs: (0..n * 8)
-                .map(|_| CachePadded::new(PgState::default()))
-                .collect(),
-            queues: (0..n * 8)
-                .map(|_| CachePadded::new(QueueState::default()))
-                .collect(),
+            pgs: (0..n * 8).map(|_| CachePadded::new(PgState::default())).collect(),
+            queues: (0..n * 8).map(|_| CachePadded::new(QueueState::default())).collect(),
             lossless: CachePadded::new(PoolState::default()),
             lossy: CachePadded::new(PoolState::default()),
             cfg,
@@ -193,24 +187,14 @@ impl Mmu {
 
     /// True if (port, PG) is configured lossless.
     pub fn is_lossless(&self, port: u16, pg: u8) -> bool {
-        self.idx(port, pg)
-            .and_then(|i| self.pg_limits.get(i))
-            .is_some_and(|l| l.lossless)
+        self.idx(port, pg).and_then(|i| self.pg_limits.get(i)).is_some_and(|l| l.lossless)
     }
 
     /// Admits `len` bytes from (in_port, pg) to (out_port, queue). The packet is lossless
     /// iff `lossless` is true *and* the PG is configured lossless on `in_port`; otherwise
     /// it is lossy and only egress (lossy pool) admission applies.
     #[inline]
-    pub fn admit(
-        &self,
-        in_port: u16,
-        pg: u8,
-        out_port: u16,
-        queue: u8,
-        len: u32,
-        lossless: bool,
-    ) -> Verdict {
+    pub fn admit(&self, in_port: u16, pg: u8, out_port: u16, queue: u8, len: u32, lossless: bool) -> Verdict {
         let (Some(pi), Some(qi)) = (self.idx(in_port, pg), self.idx(out_port, queue)) else {
             return Verdict::Drop(DropReason::InvalidIndex);
         };
@@ -221,14 +205,7 @@ impl Mmu {
         let Ok(bytes) = u32::try_from(b) else {
             return Verdict::Drop(DropReason::Oversize);
         };
-        let mut charge = Charge {
-            bytes,
-            in_port,
-            out_port,
-            pg,
-            queue,
-            segment: Segment::Private,
-        };
+        let mut charge = Charge { bytes, in_port, out_port, pg, queue, segment: Segment::Private };
         if lossless && lim.lossless {
             let Some(st) = self.pgs.get(pi) else {
                 return Verdict::Drop(DropReason::InvalidIndex);
@@ -237,23 +214,13 @@ impl Mmu {
                 Ok((segment, pause)) => {
                     charge.segment = segment;
                     let tot = q.lossless.fetch_add(b, Relaxed) + b;
-                    raise(
-                        &q.wm,
-                        tot + q.private.load(Relaxed) + q.shared.load(Relaxed),
-                    );
+                    raise(&q.wm, tot + q.private.load(Relaxed) + q.shared.load(Relaxed));
                     let edge = if pause {
-                        st.off
-                            .compare_exchange(false, true, AcqRel, Relaxed)
-                            .is_ok()
-                            .then_some(EdgeKind::Pause)
+                        st.off.compare_exchange(false, true, AcqRel, Relaxed).is_ok().then_some(EdgeKind::Pause)
                     } else {
                         self.try_resume(st, lim)
                     };
-                    let edge = edge.map(|kind| Edge {
-                        port: in_port,
-                        pg,
-                        kind,
-                    });
+                    let edge = edge.map(|kind| Edge { port: in_port, pg, kind });
                     Verdict::Admit { charge, edge }
                 }
                 Err(r) => Verdict::Drop(r),
@@ -382,41 +349,19 @@ impl Mmu {
 
     /// The charge of one packet of `len` bytes of a prefix admitted by [`Mmu::admit_prefix`].
     #[inline]
-    pub fn bulk_charge(
-        &self,
-        in_port: u16,
-        pg: u8,
-        out_port: u16,
-        queue: u8,
-        len: u32,
-        segment: Segment,
-    ) -> Charge {
-        Charge {
-            bytes: self.charge_bytes(len).min(u64::from(u32::MAX)) as u32,
-            in_port,
-            out_port,
-            pg,
-            queue,
-            segment,
-        }
+    pub fn bulk_charge(&self, in_port: u16, pg: u8, out_port: u16, queue: u8, len: u32, segment: Segment) -> Charge {
+        Charge { bytes: self.charge_bytes(len).min(u64::from(u32::MAX)) as u32, in_port, out_port, pg, queue, segment }
     }
 
     /// Cases 1–4; returns the segment and whether the Xoff point was reached.
     #[inline]
-    fn admit_lossless(
-        &self,
-        st: &PgState,
-        lim: &PgLimits,
-        b: u64,
-    ) -> Result<(Segment, bool), DropReason> {
+    fn admit_lossless(&self, st: &PgState, lim: &PgLimits, b: u64) -> Result<(Segment, bool), DropReason> {
         let pool = &*self.lossless;
         if try_add_upto(&st.private, b, lim.private) {
             pool.private.fetch_add(b, Relaxed);
             return Ok((Segment::Private, false));
         }
-        let t = lim
-            .th
-            .limit(self.bs_lossless.saturating_sub(pool.shared.load(Relaxed)));
+        let t = lim.th.limit(self.bs_lossless.saturating_sub(pool.shared.load(Relaxed)));
         if st.shared.load(Relaxed) < t && try_add_upto(&pool.shared, b, self.bs_lossless) {
             let s = st.shared.fetch_add(b, Relaxed) + b;
             raise(&st.shared_wm, s);
@@ -435,20 +380,13 @@ impl Mmu {
 
     /// Egress DT on the lossy pool.
     #[inline]
-    fn admit_lossy(
-        &self,
-        q: &QueueState,
-        ql: &QueueProfile,
-        b: u64,
-    ) -> Result<Segment, DropReason> {
+    fn admit_lossy(&self, q: &QueueState, ql: &QueueProfile, b: u64) -> Result<Segment, DropReason> {
         let pool = &*self.lossy;
         let seg = if try_add_upto(&q.private, b, ql.size) {
             pool.private.fetch_add(b, Relaxed);
             Segment::LossyPrivate
         } else {
-            let t = ql
-                .threshold
-                .limit(self.bs_lossy.saturating_sub(pool.shared.load(Relaxed)));
+            let t = ql.threshold.limit(self.bs_lossy.saturating_sub(pool.shared.load(Relaxed)));
             if q.shared.load(Relaxed) >= t {
                 return Err(DropReason::LossyDt);
             }
@@ -467,10 +405,7 @@ impl Mmu {
     /// The Xon threshold of a PG now: max(xon, T − xon_offset).
     #[inline]
     fn xon_threshold(&self, lim: &PgLimits) -> u64 {
-        let t = lim.th.limit(
-            self.bs_lossless
-                .saturating_sub(self.lossless.shared.load(Relaxed)),
-        );
+        let t = lim.th.limit(self.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed)));
         lim.xon.max(t.saturating_sub(lim.xon_offset))
     }
 
@@ -480,12 +415,7 @@ impl Mmu {
             return None;
         }
         let above_min = st.shared.load(Relaxed) + st.headroom.load(Relaxed);
-        if above_min <= self.xon_threshold(lim)
-            && st
-                .off
-                .compare_exchange(true, false, AcqRel, Relaxed)
-                .is_ok()
-        {
+        if above_min <= self.xon_threshold(lim) && st.off.compare_exchange(true, false, AcqRel, Relaxed).is_ok() {
             Some(EdgeKind::Resume)
         } else {
             None
@@ -510,8 +440,7 @@ impl Mmu {
 
     #[inline]
     fn release_bytes(&self, c: Charge, b: u64) -> Option<Edge> {
-        let (Some(pi), Some(qi)) = (self.idx(c.in_port, c.pg), self.idx(c.out_port, c.queue))
-        else {
+        let (Some(pi), Some(qi)) = (self.idx(c.in_port, c.pg), self.idx(c.out_port, c.queue)) else {
             return None;
         };
         let q = self.queues.get(qi)?;
@@ -544,11 +473,9 @@ impl Mmu {
                 // segment this release already looked at (the PG's segments always
                 // hold at least `rest` bytes between them).
                 for _ in 0..1024 {
-                    for (sc, pc) in [
-                        (&st.headroom, &pool.headroom),
-                        (&st.shared, &pool.shared),
-                        (&st.private, &pool.private),
-                    ] {
+                    for (sc, pc) in
+                        [(&st.headroom, &pool.headroom), (&st.shared, &pool.shared), (&st.private, &pool.private)]
+                    {
                         let got = take_upto(sc, rest);
                         if got != 0 {
                             pc.fetch_sub(got, Relaxed);
@@ -566,11 +493,7 @@ impl Mmu {
             }
         }
         q.lossless.fetch_sub(b, Relaxed);
-        self.try_resume(st, lim).map(|kind| Edge {
-            port: c.in_port,
-            pg: c.pg,
-            kind,
-        })
+        self.try_resume(st, lim).map(|kind| Edge { port: c.in_port, pg: c.pg, kind })
     }
 
     /// Re-evaluates Xon for (port, PG) without a packet event: T grows when *other* PGs
@@ -583,9 +506,7 @@ impl Mmu {
 
     /// True while (port, PG) is OFF (PAUSE asserted, RESUME not yet due).
     pub fn is_off(&self, port: u16, pg: u8) -> bool {
-        self.idx(port, pg)
-            .and_then(|i| self.pgs.get(i))
-            .is_some_and(|s| s.off.load(Acquire))
+        self.idx(port, pg).and_then(|i| self.pgs.get(i)).is_some_and(|s| s.off.load(Acquire))
     }
 
     /// Bytes held by (port, PG); zeros for an invalid index.
@@ -593,17 +514,8 @@ impl Mmu {
         let Some(s) = self.idx(port, pg).and_then(|i| self.pgs.get(i)) else {
             return PgOccupancy::default();
         };
-        let (private, shared, headroom) = (
-            s.private.load(Relaxed),
-            s.shared.load(Relaxed),
-            s.headroom.load(Relaxed),
-        );
-        PgOccupancy {
-            private,
-            shared,
-            headroom,
-            total: private + shared + headroom,
-        }
+        let (private, shared, headroom) = (s.private.load(Relaxed), s.shared.load(Relaxed), s.headroom.load(Relaxed));
+        PgOccupancy { private, shared, headroom, total: private + shared + headroom }
     }
 
     /// High-water marks of (port, PG).
@@ -611,10 +523,7 @@ impl Mmu {
         let Some(s) = self.idx(port, pg).and_then(|i| self.pgs.get(i)) else {
             return PgWatermarks::default();
         };
-        PgWatermarks {
-            shared: s.shared_wm.load(Relaxed),
-            headroom: s.headroom_wm.load(Relaxed),
-        }
+        PgWatermarks { shared: s.shared_wm.load(Relaxed), headroom: s.headroom_wm.load(Relaxed) }
     }
 
     /// Bytes held by egress (port, queue).
@@ -622,18 +531,8 @@ impl Mmu {
         let Some(q) = self.idx(port, queue).and_then(|i| self.queues.get(i)) else {
             return QueueOccupancy::default();
         };
-        let (lossless, private, shared) = (
-            q.lossless.load(Relaxed),
-            q.private.load(Relaxed),
-            q.shared.load(Relaxed),
-        );
-        QueueOccupancy {
-            lossless,
-            private,
-            shared,
-            total: lossless + private + shared,
-            watermark: q.wm.load(Relaxed),
-        }
+        let (lossless, private, shared) = (q.lossless.load(Relaxed), q.private.load(Relaxed), q.shared.load(Relaxed));
+        QueueOccupancy { lossless, private, shared, total: lossless + private + shared, watermark: q.wm.load(Relaxed) }
     }
 
     /// Both pools' usage and watermarks.
@@ -662,28 +561,22 @@ impl Mmu {
     /// Free shared bytes of the lossless pool, Bs − Σω: the pool's T for α = 1. Each PG's
     /// actual limit is [`Mmu::pg_threshold`].
     pub fn threshold(&self) -> u64 {
-        self.bs_lossless
-            .saturating_sub(self.lossless.shared.load(Relaxed))
+        self.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed))
     }
 
     /// Free shared bytes of the lossy pool (T for α = 1).
     pub fn lossy_threshold(&self) -> u64 {
-        self.bs_lossy
-            .saturating_sub(self.lossy.shared.load(Relaxed))
+        self.bs_lossy.saturating_sub(self.lossy.shared.load(Relaxed))
     }
 
     /// Current shared limit T of (port, PG).
     pub fn pg_threshold(&self, port: u16, pg: u8) -> u64 {
-        self.idx(port, pg)
-            .and_then(|i| self.pg_limits.get(i))
-            .map_or(0, |l| l.th.limit(self.threshold()))
+        self.idx(port, pg).and_then(|i| self.pg_limits.get(i)).map_or(0, |l| l.th.limit(self.threshold()))
     }
 
     /// Current Xon threshold of (port, PG): max(xon, T − xon_offset).
     pub fn pg_xon_threshold(&self, port: u16, pg: u8) -> u64 {
-        self.idx(port, pg)
-            .and_then(|i| self.pg_limits.get(i))
-            .map_or(0, |l| self.xon_threshold(l))
+        self.idx(port, pg).and_then(|i| self.pg_limits.get(i)).map_or(0, |l| self.xon_threshold(l))
     }
 
     /// Current lossy shared limit of egress (port, queue).
@@ -700,10 +593,7 @@ impl Mmu {
             s.headroom_wm.store(s.headroom.load(Relaxed), Relaxed);
         }
         for q in self.queues.iter() {
-            q.wm.store(
-                q.lossless.load(Relaxed) + q.private.load(Relaxed) + q.shared.load(Relaxed),
-                Relaxed,
-            );
+            q.wm.store(q.lossless.load(Relaxed) + q.private.load(Relaxed) + q.shared.load(Relaxed), Relaxed);
         }
         for p in [&*self.lossless, &*self.lossy] {
             p.shared_wm.store(p.shared.load(Relaxed), Relaxed);

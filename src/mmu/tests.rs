@@ -8,17 +8,8 @@ const B: u32 = 100;
 /// Bs = 18000 − 2·(1000 + 3000) = 10000. Queues: private 500 (α = 1/2), lossy
 /// Bs = 20000 − 16·500 = 12000.
 fn cfg(order: ReleaseOrder) -> MmuConfig {
-    let pg = PgProfile {
-        size: 1000,
-        xoff: 3000,
-        xon: 0,
-        xon_offset: 2000,
-        threshold: Threshold::Dynamic(0),
-    };
-    let q = QueueProfile {
-        size: 500,
-        threshold: Threshold::Dynamic(-1),
-    };
+    let pg = PgProfile { size: 1000, xoff: 3000, xon: 0, xon_offset: 2000, threshold: Threshold::Dynamic(0) };
+    let q = QueueProfile { size: 500, threshold: Threshold::Dynamic(-1) };
     let mut c = MmuConfig::uniform(2, 1 << 3, pg, q, 18_000, 20_000);
     c.release_order = order;
     c
@@ -50,11 +41,7 @@ fn four_cases_at_exact_boundaries() {
             _ => None,
         };
         assert_eq!(v.charge().map(|c| c.segment()), expect_seg, "packet {i}");
-        let expect_edge = (i == 60).then_some(Edge {
-            port: 0,
-            pg: 3,
-            kind: EdgeKind::Pause,
-        });
+        let expect_edge = (i == 60).then_some(Edge { port: 0, pg: 3, kind: EdgeKind::Pause });
         assert_eq!(v.edge(), expect_edge, "packet {i}");
         if i == 90 {
             assert_eq!(v, Verdict::Drop(DropReason::LosslessHeadroomFull));
@@ -62,65 +49,34 @@ fn four_cases_at_exact_boundaries() {
         charges.extend(v.charge());
         assert_eq!(m.is_off(0, 3), i >= 60);
     }
-    assert_eq!(
-        m.pg_occupancy(0, 3),
-        PgOccupancy {
-            private: 1000,
-            shared: 5000,
-            headroom: 3000,
-            total: 9000
-        }
-    );
+    assert_eq!(m.pg_occupancy(0, 3), PgOccupancy { private: 1000, shared: 5000, headroom: 3000, total: 9000 });
     assert_eq!(m.pg_threshold(0, 3), 5000);
-    assert_eq!(
-        m.pg_watermarks(0, 3),
-        PgWatermarks {
-            shared: 5000,
-            headroom: 3000
-        }
-    );
+    assert_eq!(m.pg_watermarks(0, 3), PgWatermarks { shared: 5000, headroom: 3000 });
     assert_eq!(m.queue_occupancy(1, 3).lossless, 9000);
     // Release FIFO. Headroom drains first (30 releases), then shared. Xon threshold after
     // k shared releases: max(0, (5000 + 100k) − 2000) = 3000 + 100k; usage 5000 − 100k:
     // resume when 200k ≥ 2000, k = 10 → release number 40 (index 39).
     for (i, c) in charges.iter().enumerate() {
         let e = m.release(*c);
-        let expect = (i == 39).then_some(Edge {
-            port: 0,
-            pg: 3,
-            kind: EdgeKind::Resume,
-        });
+        let expect = (i == 39).then_some(Edge { port: 0, pg: 3, kind: EdgeKind::Resume });
         assert_eq!(e, expect, "release {i}");
         if i == 29 {
             assert_eq!(m.pg_occupancy(0, 3).headroom, 0);
         }
     }
     assert_eq!(m.pg_occupancy(0, 3), PgOccupancy::default());
-    assert_eq!(
-        m.pool_stats().lossless.shared_used + m.pool_stats().lossless.private_used,
-        0
-    );
+    assert_eq!(m.pool_stats().lossless.shared_used + m.pool_stats().lossless.private_used, 0);
     assert_eq!(m.queue_occupancy(1, 3).total, 0);
 }
 
 #[test]
 fn as_charged_release_order() {
     let m = Mmu::new(cfg(ReleaseOrder::AsCharged)).unwrap();
-    let cs: Vec<_> = (0..70)
-        .filter_map(|_| m.admit(0, 3, 1, 3, B, true).charge())
-        .collect();
+    let cs: Vec<_> = (0..70).filter_map(|_| m.admit(0, 3, 1, 3, B, true).charge()).collect();
     assert_eq!(m.pg_occupancy(0, 3).headroom, 1000);
     // First release returns a private packet to private.
     assert_eq!(m.release(cs[0]), None);
-    assert_eq!(
-        m.pg_occupancy(0, 3),
-        PgOccupancy {
-            private: 900,
-            shared: 5000,
-            headroom: 1000,
-            total: 6900
-        }
-    );
+    assert_eq!(m.pg_occupancy(0, 3), PgOccupancy { private: 900, shared: 5000, headroom: 1000, total: 6900 });
     // Usage above private = s + h. Resume when 5000 − 100k + 1000 ≤ 3000 + 100k ⇔ k ≥ 15:
     // after releasing 9 more private and then 15 shared packets.
     let mut edge_at = None;
@@ -137,22 +93,8 @@ fn as_charged_release_order() {
 fn crossing_packet_in_shared_triggers_pause() {
     // Static threshold 1000, no private: 300-byte packets enter shared while s < 1000
     // (s = 0, 300, 600, 900); the 4th makes s = 1200 ≥ T → PAUSE on a shared packet.
-    let pg = PgProfile {
-        size: 0,
-        xoff: 1200,
-        xon: 0,
-        xon_offset: 500,
-        threshold: Threshold::Static(1000),
-    };
-    let m = Mmu::new(MmuConfig::uniform(
-        1,
-        1,
-        pg,
-        QueueProfile::default(),
-        100_000,
-        0,
-    ))
-    .unwrap();
+    let pg = PgProfile { size: 0, xoff: 1200, xon: 0, xon_offset: 500, threshold: Threshold::Static(1000) };
+    let m = Mmu::new(MmuConfig::uniform(1, 1, pg, QueueProfile::default(), 100_000, 0)).unwrap();
     let v: Vec<_> = (0..9).map(|_| m.admit(0, 0, 0, 0, 300, true)).collect();
     let segs: Vec<_> = v.iter().map(|v| v.charge().map(|c| c.segment())).collect();
     use Segment::*;
@@ -171,17 +113,10 @@ fn crossing_packet_in_shared_triggers_pause() {
         ]
     );
     assert_eq!(v[3].edge().map(|e| e.kind), Some(EdgeKind::Pause));
-    assert!(v
-        .iter()
-        .enumerate()
-        .all(|(i, v)| i == 3 || v.edge().is_none()));
+    assert!(v.iter().enumerate().all(|(i, v)| i == 3 || v.edge().is_none()));
     // Xon = max(0, 1000 − 500) = 500: usage 1200 + 1200 must fall to ≤ 500: after
     // releasing 2400 − 500 = 1900 → 7 packets (2100).
-    let edges: Vec<_> = v
-        .iter()
-        .filter_map(|v| v.charge())
-        .map(|c| m.release(c))
-        .collect();
+    let edges: Vec<_> = v.iter().filter_map(|v| v.charge()).map(|c| m.release(c)).collect();
     assert_eq!(edges.iter().position(|e| e.is_some()), Some(6));
     assert_eq!(edges.iter().flatten().count(), 1);
 }
@@ -205,10 +140,7 @@ fn lossy_dt_and_pool_full() {
     assert!(!m.admit(0, 0, 1, 5, B, true).charge().unwrap().is_lossless());
     // Pool full: α = 128, pool shared 12000, 700-byte packets: s < T always until the
     // pool has < 700 left: 17 packets (11900), the 18th does not fit.
-    let q = QueueProfile {
-        size: 0,
-        threshold: Threshold::Dynamic(7),
-    };
+    let q = QueueProfile { size: 0, threshold: Threshold::Dynamic(7) };
     let m = Mmu::new(MmuConfig::uniform(1, 0, PgProfile::default(), q, 0, 12_000)).unwrap();
     let v: Vec<_> = (0..18).map(|_| m.admit(0, 0, 0, 0, 700, false)).collect();
     assert!(v[..17].iter().all(|v| v.charge().is_some()));
@@ -218,12 +150,7 @@ fn lossy_dt_and_pool_full() {
     }
     assert_eq!(
         m.pool_stats().lossy,
-        LossyPoolStats {
-            size: 12_000,
-            shared_size: 12_000,
-            shared_watermark: 11_900,
-            ..Default::default()
-        }
+        LossyPoolStats { size: 12_000, shared_size: 12_000, shared_watermark: 11_900, ..Default::default() }
     );
 }
 
@@ -239,22 +166,10 @@ fn cells_and_invalid_input() {
     let v = m.admit(0, 3, 1, 3, 60, true);
     assert_eq!(v.charge().unwrap().bytes(), 256);
     assert_eq!(m.pg_occupancy(0, 3).private, 256);
-    assert_eq!(
-        m.admit(2, 3, 1, 3, 60, true),
-        Verdict::Drop(DropReason::InvalidIndex)
-    );
-    assert_eq!(
-        m.admit(0, 8, 1, 3, 60, true),
-        Verdict::Drop(DropReason::InvalidIndex)
-    );
-    assert_eq!(
-        m.admit(0, 3, 1, 9, 60, true),
-        Verdict::Drop(DropReason::InvalidIndex)
-    );
-    assert_eq!(
-        m.admit(0, 3, 1, 3, u32::MAX, true),
-        Verdict::Drop(DropReason::Oversize)
-    );
+    assert_eq!(m.admit(2, 3, 1, 3, 60, true), Verdict::Drop(DropReason::InvalidIndex));
+    assert_eq!(m.admit(0, 8, 1, 3, 60, true), Verdict::Drop(DropReason::InvalidIndex));
+    assert_eq!(m.admit(0, 3, 1, 9, 60, true), Verdict::Drop(DropReason::InvalidIndex));
+    assert_eq!(m.admit(0, 3, 1, 3, u32::MAX, true), Verdict::Drop(DropReason::Oversize));
     assert!(!m.is_off(9, 9));
     assert_eq!(m.pg_occupancy(9, 0), PgOccupancy::default());
 }
@@ -264,35 +179,16 @@ fn config_validation() {
     let ok = cfg(ReleaseOrder::HeadroomFirst);
     let mut c = ok.clone();
     c.total_size = 10;
-    assert!(matches!(
-        Mmu::new(c),
-        Err(MmuError::PoolsExceedTotal { .. })
-    ));
+    assert!(matches!(Mmu::new(c), Err(MmuError::PoolsExceedTotal { .. })));
     let mut c = ok.clone();
     c.lossless_pool_size = 7999;
     c.total_size = 100_000;
-    assert!(matches!(
-        Mmu::new(c),
-        Err(MmuError::ReservedExceedsPool {
-            pool: "lossless",
-            ..
-        })
-    ));
+    assert!(matches!(Mmu::new(c), Err(MmuError::ReservedExceedsPool { pool: "lossless", .. })));
     let mut c = ok.clone();
     c.ports[1].pgs[2].threshold = Threshold::Dynamic(8);
-    assert_eq!(
-        Mmu::new(c).err(),
-        Some(MmuError::DynamicThOutOfRange {
-            port: 1,
-            index: 2,
-            value: 8
-        })
-    );
+    assert_eq!(Mmu::new(c).err(), Some(MmuError::DynamicThOutOfRange { port: 1, index: 2, value: 8 }));
     let mut c = ok.clone();
-    c.headroom_policy = HeadroomPolicy::Shared {
-        pool_size: 1,
-        insurance: 1,
-    };
+    c.headroom_policy = HeadroomPolicy::Shared { pool_size: 1, insurance: 1 };
     assert!(matches!(Mmu::new(c), Err(MmuError::Unsupported(_))));
     let mut c = ok.clone();
     c.cell_size = 0;
@@ -310,17 +206,8 @@ fn config_validation() {
 #[test]
 fn concurrent_admit_release_conserves_and_edges_balance() {
     use std::sync::atomic::AtomicI64;
-    let pg = PgProfile {
-        size: 2000,
-        xoff: 40_000,
-        xon: 1000,
-        xon_offset: 3000,
-        threshold: Threshold::Dynamic(-1),
-    };
-    let q = QueueProfile {
-        size: 1000,
-        threshold: Threshold::Dynamic(0),
-    };
+    let pg = PgProfile { size: 2000, xoff: 40_000, xon: 1000, xon_offset: 3000, threshold: Threshold::Dynamic(-1) };
+    let q = QueueProfile { size: 1000, threshold: Threshold::Dynamic(0) };
     let m = Mmu::new(MmuConfig::uniform(2, 0b0001_1000, pg, q, 200_000, 100_000)).unwrap();
     // Net edges per (port, pg): +1 per PAUSE, −1 per RESUME.
     let net: Vec<AtomicI64> = (0..16).map(|_| AtomicI64::new(0)).collect();
@@ -340,9 +227,7 @@ fn concurrent_admit_release_conserves_and_edges_balance() {
                 let note = |e: Option<Edge>| {
                     if let Some(e) = e {
                         let d = if e.kind == EdgeKind::Pause { 1 } else { -1 };
-                        let v = net[usize::from(e.port) * 8 + usize::from(e.pg)]
-                            .fetch_add(d, Relaxed)
-                            + d;
+                        let v = net[usize::from(e.port) * 8 + usize::from(e.pg)].fetch_add(d, Relaxed) + d;
                         // Another thread may not have recorded its opposite edge yet.
                         assert!(v.abs() <= threads as i64 + 1, "edge imbalance {v}");
                     }
@@ -376,17 +261,7 @@ fn concurrent_admit_release_conserves_and_edges_balance() {
         }
     }
     let p = m.pool_stats();
-    assert_eq!(
-        (
-            p.lossless.private_used,
-            p.lossless.shared_used,
-            p.lossless.headroom_used
-        ),
-        (0, 0, 0)
-    );
+    assert_eq!((p.lossless.private_used, p.lossless.shared_used, p.lossless.headroom_used), (0, 0, 0));
     assert_eq!((p.lossy.private_used, p.lossy.shared_used), (0, 0));
-    assert!(
-        p.lossless.headroom_watermark > 0,
-        "the test should exercise headroom"
-    );
+    assert!(p.lossless.headroom_watermark > 0, "the test should exercise headroom");
 }

@@ -51,14 +51,8 @@ mod tests {
     #[test]
     fn quanta_examples_from_design() {
         // 65535 quanta = 3.355 ms at 10G, 0.335 ms at 100G (1 GHz TSC: ticks = ns).
-        assert_eq!(
-            quanta_to_ticks(65535, 10_000_000_000, 1_000_000_000),
-            3_355_392
-        );
-        assert_eq!(
-            quanta_to_ticks(65535, 100_000_000_000, 1_000_000_000),
-            335_540
-        ); // 335539.2 ↑
+        assert_eq!(quanta_to_ticks(65535, 10_000_000_000, 1_000_000_000), 3_355_392);
+        assert_eq!(quanta_to_ticks(65535, 100_000_000_000, 1_000_000_000), 335_540); // 335539.2 ↑
         assert_eq!(quanta_to_ticks(0, 100_000_000_000, 1_000_000_000), 0);
         assert_eq!(quanta_to_ticks(1, 0, 1_000_000_000), 0);
         assert_eq!(ticks_to_us(3_355_392, 1_000_000_000), 3355);

@@ -25,18 +25,13 @@ impl PauseDeadlines {
     /// True if `prio` may not transmit at `now`. Out-of-range priorities are never paused.
     #[inline]
     pub fn is_paused(&self, prio: u8, now: u64) -> bool {
-        self.d
-            .get(usize::from(prio))
-            .is_some_and(|d| d.load(Acquire) > now)
+        self.d.get(usize::from(prio)).is_some_and(|d| d.load(Acquire) > now)
     }
 
     /// Bit n set: priority n paused at `now`.
     #[inline]
     pub fn paused_mask(&self, now: u64) -> u8 {
-        self.d.iter().enumerate().fold(
-            0,
-            |m, (i, d)| if d.load(Acquire) > now { m | 1 << i } else { m },
-        )
+        self.d.iter().enumerate().fold(0, |m, (i, d)| if d.load(Acquire) > now { m | 1 << i } else { m })
     }
 
     /// Raw deadline of `prio` (0 = none).
@@ -71,13 +66,7 @@ pub struct PfcRx {
 impl PfcRx {
     /// Nothing paused.
     pub fn new(pfc_enable: u8, speed_bps: u64) -> Self {
-        PfcRx {
-            pfc_enable,
-            speed_bps,
-            since: [0; 8],
-            deadlines: Arc::default(),
-            counters: Arc::default(),
-        }
+        PfcRx { pfc_enable, speed_bps, since: [0; 8], deadlines: Arc::default(), counters: Arc::default() }
     }
 
     /// The deadlines, to hand to the TX lcore.
@@ -157,10 +146,7 @@ impl PfcRx {
     pub fn on_frame(&mut self, f: &MacControl, now: u64, tsc_hz: u64) -> RxOutcome {
         let mut out = RxOutcome::default();
         match *f {
-            MacControl::Pfc {
-                class_enable,
-                quanta,
-            } => {
+            MacControl::Pfc { class_enable, quanta } => {
                 out.ignored = class_enable & !self.pfc_enable;
                 if class_enable != 0 && out.ignored == class_enable {
                     self.counters.ignored_frames.add(1);

@@ -90,11 +90,7 @@ impl PendingPgs {
 
     /// The earliest unanswered crossing among `pgs`: the one frame answers them all.
     fn earliest_pause_tsc(&self, pgs: u8) -> u64 {
-        bits(pgs)
-            .map(|pg| self.pause_tsc[usize::from(pg)])
-            .filter(|&t| t != 0)
-            .min()
-            .unwrap_or(0)
+        bits(pgs).map(|pg| self.pause_tsc[usize::from(pg)]).filter(|&t| t != 0).min().unwrap_or(0)
     }
 }
 
@@ -271,10 +267,7 @@ mod tests {
         assert_eq!(send_refresh(&mut tx, half + 5, q.send()), Ok(true));
         assert_eq!(tx.next_deadline(), Some(2 * half + 5));
         assert_eq!(p.settle(&mut tx, &PG_PRIOS, |_| false, half + 9, q.send()), Ok(()));
-        assert_eq!(
-            q.sent,
-            vec![(MacControl::pfc_pause(1 << 4, 0xffff), 0), (MacControl::pfc_resume(1 << 4), 0)]
-        );
+        assert_eq!(q.sent, vec![(MacControl::pfc_pause(1 << 4, 0xffff), 0), (MacControl::pfc_resume(1 << 4), 0)]);
         let s = stats(&tx)[4];
         assert_eq!((s.tx_pause, s.tx_resume), (2, 1));
         assert_eq!(s.tx_pause_duration_us, (half + 9) / 1000, "OFF until the RESUME went");

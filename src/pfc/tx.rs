@@ -22,11 +22,7 @@ pub struct PfcTxConfig {
 
 impl Default for PfcTxConfig {
     fn default() -> Self {
-        PfcTxConfig {
-            pause_quanta: 0xffff,
-            refresh_percent: 50,
-            coalesce_ticks: 0,
-        }
+        PfcTxConfig { pause_quanta: 0xffff, refresh_percent: 50, coalesce_ticks: 0 }
     }
 }
 
@@ -74,11 +70,7 @@ pub struct PfcTx {
 impl PfcTx {
     /// A sender in state ON for a link of `speed_bps`.
     pub fn new(cfg: &PfcTxConfig, speed_bps: u64, tsc_hz: u64) -> Self {
-        let mut t = PfcTx {
-            pause_quanta: cfg.pause_quanta.max(1),
-            refresh_ticks: 1,
-            state: State::On,
-        };
+        let mut t = PfcTx { pause_quanta: cfg.pause_quanta.max(1), refresh_ticks: 1, state: State::On };
         t.set_speed(cfg, speed_bps, tsc_hz);
         t
     }
@@ -102,13 +94,8 @@ impl PfcTx {
     pub fn on_edge(&mut self, kind: EdgeKind, now: u64) -> Option<Send> {
         match (kind, self.state) {
             (EdgeKind::Pause, State::On) => {
-                self.state = State::Off {
-                    next_refresh: now.saturating_add(self.refresh_ticks),
-                    accrued_to: now,
-                };
-                Some(Send {
-                    quanta: self.pause_quanta,
-                })
+                self.state = State::Off { next_refresh: now.saturating_add(self.refresh_ticks), accrued_to: now };
+                Some(Send { quanta: self.pause_quanta })
             }
             (EdgeKind::Resume, State::Off { .. }) => {
                 self.state = State::On;
@@ -121,17 +108,9 @@ impl PfcTx {
     /// The refresh due at `now`, if any.
     pub fn poll(&mut self, now: u64) -> Option<Send> {
         match self.state {
-            State::Off {
-                next_refresh,
-                accrued_to,
-            } if now >= next_refresh => {
-                self.state = State::Off {
-                    next_refresh: now.saturating_add(self.refresh_ticks),
-                    accrued_to,
-                };
-                Some(Send {
-                    quanta: self.pause_quanta,
-                })
+            State::Off { next_refresh, accrued_to } if now >= next_refresh => {
+                self.state = State::Off { next_refresh: now.saturating_add(self.refresh_ticks), accrued_to };
+                Some(Send { quanta: self.pause_quanta })
             }
             _ => None,
         }
@@ -185,10 +164,7 @@ struct Draft {
 
 impl Draft {
     fn new(prio: &[PfcTx; 8]) -> Draft {
-        Draft {
-            prio: prio.clone(),
-            delta: [Delta::default(); 8],
-        }
+        Draft { prio: prio.clone(), delta: [Delta::default(); 8] }
     }
 
     /// See [`PfcPortTx::prepare_edge`].
@@ -222,19 +198,12 @@ impl Draft {
                 *slot = q;
             }
         }
-        Some(MacControl::Pfc {
-            class_enable: class_enable | more,
-            quanta,
-        })
+        Some(MacControl::Pfc { class_enable: class_enable | more, quanta })
     }
 
     /// See [`PfcPortTx::prepare_poll`].
     fn poll(&mut self, cfg: &PfcTxConfig, now: u64) -> Option<MacControl> {
-        let due = self
-            .prio
-            .iter()
-            .filter_map(PfcTx::next_deadline)
-            .any(|d| d <= now);
+        let due = self.prio.iter().filter_map(PfcTx::next_deadline).any(|d| d <= now);
         if !due {
             return None;
         }
@@ -252,10 +221,7 @@ impl Draft {
             }
             // Due (or nearly): refresh now, early rather than late.
             if let State::Off { accrued_to, .. } = p.state {
-                p.state = State::Off {
-                    next_refresh: now,
-                    accrued_to,
-                };
+                p.state = State::Off { next_refresh: now, accrued_to };
             }
             if let Some(s) = p.poll(now) {
                 let d = &mut self.delta[i];
@@ -316,11 +282,7 @@ impl PfcPortTx {
     /// All priorities ON.
     pub fn new(cfg: PfcTxConfig, speed_bps: u64, tsc_hz: u64) -> Self {
         let one = PfcTx::new(&cfg, speed_bps, tsc_hz);
-        PfcPortTx {
-            prio: std::array::from_fn(|_| one.clone()),
-            cfg,
-            counters: Arc::default(),
-        }
+        PfcPortTx { prio: std::array::from_fn(|_| one.clone()), cfg, counters: Arc::default() }
     }
 
     /// Shared handle on the counters (for stats readers).
@@ -337,11 +299,7 @@ impl PfcPortTx {
 
     /// Priorities currently asserted OFF (as far as committed frames go).
     pub fn off_mask(&self) -> u8 {
-        self.prio
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.is_off())
-            .fold(0, |m, (i, _)| m | 1 << i)
+        self.prio.iter().enumerate().filter(|(_, p)| p.is_off()).fold(0, |m, (i, _)| m | 1 << i)
     }
 
     /// The frame an edge for the priorities in `priorities` (the PG's PFC priorities)

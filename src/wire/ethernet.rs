@@ -53,11 +53,7 @@ impl VlanTag {
     /// Decodes a TCI.
     #[inline]
     pub const fn from_tci(tci: u16) -> VlanTag {
-        VlanTag {
-            pcp: (tci >> 13) as u8,
-            dei: tci & 0x1000 != 0,
-            vid: tci & 0x0fff,
-        }
+        VlanTag { pcp: (tci >> 13) as u8, dei: tci & 0x1000 != 0, vid: tci & 0x0fff }
     }
 
     /// Encodes the TCI (out-of-range fields are masked).
@@ -83,10 +79,7 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
     pub fn new_checked(buffer: T) -> Result<Self, WireError> {
         let len = buffer.as_ref().len();
         if len < HEADER_LEN {
-            return Err(WireError::TooShort {
-                need: HEADER_LEN,
-                have: len,
-            });
+            return Err(WireError::TooShort { need: HEADER_LEN, have: len });
         }
         Ok(EthernetFrame { buffer })
     }
@@ -103,11 +96,7 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
 
     /// Source address.
     pub fn src_addr(&self) -> MacAddr {
-        self.buffer
-            .as_ref()
-            .get(6..)
-            .and_then(MacAddr::from_bytes)
-            .unwrap_or_default()
+        self.buffer.as_ref().get(6..).and_then(MacAddr::from_bytes).unwrap_or_default()
     }
 
     /// The EtherType (or TPID of the first tag) at offset 12.
@@ -118,9 +107,7 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
     /// The first tag, if the frame carries one (0x8100 or 0x88a8) and it is complete.
     pub fn vlan_tag(&self) -> Option<VlanTag> {
         match self.ethertype() {
-            ETHERTYPE_VLAN | ETHERTYPE_QINQ => {
-                be16(self.buffer.as_ref(), 14).map(VlanTag::from_tci)
-            }
+            ETHERTYPE_VLAN | ETHERTYPE_QINQ => be16(self.buffer.as_ref(), 14).map(VlanTag::from_tci),
             _ => None,
         }
     }
@@ -153,10 +140,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
 
     /// Mutable payload after the 14-byte header.
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        self.buffer
-            .as_mut()
-            .get_mut(HEADER_LEN..)
-            .unwrap_or(&mut [])
+        self.buffer.as_mut().get_mut(HEADER_LEN..).unwrap_or(&mut [])
     }
 }
 
@@ -169,14 +153,7 @@ mod tests {
         for tci in [0u16, 0x6064, 0xffff, 0x1001, 0xe00a] {
             assert_eq!(VlanTag::from_tci(tci).tci(), tci);
         }
-        assert_eq!(
-            VlanTag::from_tci(0x6064),
-            VlanTag {
-                pcp: 3,
-                dei: false,
-                vid: 100
-            }
-        );
+        assert_eq!(VlanTag::from_tci(0x6064), VlanTag { pcp: 3, dei: false, vid: 100 });
     }
 
     #[test]
@@ -190,14 +167,7 @@ mod tests {
         f.payload_mut()[1] = 0x64;
         assert_eq!(f.dst_addr(), MacAddr::BROADCAST);
         assert_eq!(f.src_addr(), MacAddr([2, 0, 0, 0, 0, 1]));
-        assert_eq!(
-            f.vlan_tag(),
-            Some(VlanTag {
-                pcp: 3,
-                dei: false,
-                vid: 100
-            })
-        );
+        assert_eq!(f.vlan_tag(), Some(VlanTag { pcp: 3, dei: false, vid: 100 }));
         assert_eq!(f.payload().len(), 6);
         assert!(EthernetFrame::new_checked(&[0u8; 13][..]).is_err());
         // Unchecked views over short buffers never panic.

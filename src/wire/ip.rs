@@ -56,10 +56,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
 
     /// Header length in bytes (IHL * 4).
     pub fn header_len(&self) -> usize {
-        self.buffer
-            .as_ref()
-            .first()
-            .map_or(0, |b| usize::from(b & 0x0f) * 4)
+        self.buffer.as_ref().first().map_or(0, |b| usize::from(b & 0x0f) * 4)
     }
 
     /// The former TOS byte (DSCP << 2 | ECN).
@@ -226,9 +223,7 @@ mod tests {
     use super::*;
 
     fn v4_header(tos: u8) -> [u8; 20] {
-        let mut h = [
-            0x45, tos, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-        ];
+        let mut h = [0x45, tos, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
         let c = ipv4_checksum(&h);
         h[10..12].copy_from_slice(&c.to_be_bytes());
         h

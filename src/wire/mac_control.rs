@@ -73,14 +73,9 @@ impl MacControl {
                 for (i, q) in quanta.iter_mut().enumerate() {
                     *q = view.time(i);
                 }
-                Ok(MacControl::Pfc {
-                    class_enable: v as u8,
-                    quanta,
-                })
+                Ok(MacControl::Pfc { class_enable: v as u8, quanta })
             }
-            OPCODE_PAUSE => Ok(MacControl::Pause {
-                quanta: view.pause_time(),
-            }),
+            OPCODE_PAUSE => Ok(MacControl::Pause { quanta: view.pause_time() }),
             op => Err(MacControlError::UnknownOpcode(op)),
         }
     }
@@ -93,10 +88,7 @@ impl MacControl {
         let mut f = PfcFrame::new_unchecked(&mut out[..]);
         f.set_header(src);
         match *self {
-            MacControl::Pfc {
-                class_enable,
-                quanta,
-            } => {
+            MacControl::Pfc { class_enable, quanta } => {
                 f.set_opcode(OPCODE_PFC);
                 f.set_class_enable_vector(u16::from(class_enable));
                 for (i, q) in quanta.iter().enumerate() {
@@ -125,18 +117,12 @@ impl MacControl {
                 *slot = quanta;
             }
         }
-        MacControl::Pfc {
-            class_enable,
-            quanta: q,
-        }
+        MacControl::Pfc { class_enable, quanta: q }
     }
 
     /// A PFC frame resuming (time 0) every priority in `class_enable`.
     pub fn pfc_resume(class_enable: u8) -> Self {
-        MacControl::Pfc {
-            class_enable,
-            quanta: [0; 8],
-        }
+        MacControl::Pfc { class_enable, quanta: [0; 8] }
     }
 
     /// True for an 802.1Qbb frame.
@@ -244,13 +230,7 @@ mod tests {
     fn pfc_round_trip_and_helpers() {
         let src = MacAddr([2, 0, 0, 0, 0, 9]);
         let m = MacControl::pfc_pause(0b0001_1000, 0xffff);
-        assert_eq!(
-            m,
-            MacControl::Pfc {
-                class_enable: 0x18,
-                quanta: [0, 0, 0, 0xffff, 0xffff, 0, 0, 0]
-            }
-        );
+        assert_eq!(m, MacControl::Pfc { class_enable: 0x18, quanta: [0, 0, 0, 0xffff, 0xffff, 0, 0, 0] });
         let b = m.to_bytes(src);
         assert_eq!(MacControl::parse(&b), Ok(m));
         let r = MacControl::pfc_resume(0x18);
@@ -262,9 +242,6 @@ mod tests {
     #[test]
     fn view_is_total() {
         let v = PfcFrame::new_unchecked(&[0u8; 3][..]);
-        assert_eq!(
-            (v.opcode(), v.class_enable_vector(), v.time(7), v.time(99)),
-            (0, 0, 0, 0)
-        );
+        assert_eq!((v.opcode(), v.class_enable_vector(), v.time(7), v.time(99)), (0, 0, 0, 0));
     }
 }

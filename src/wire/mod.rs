@@ -8,8 +8,8 @@ mod mac;
 mod mac_control;
 
 pub use ethernet::{
-    EthernetFrame, VlanTag, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_MAC_CONTROL, ETHERTYPE_QINQ,
-    ETHERTYPE_VLAN, HEADER_LEN as ETHERNET_HEADER_LEN, VLAN_TAG_LEN,
+    EthernetFrame, VlanTag, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_MAC_CONTROL, ETHERTYPE_QINQ, ETHERTYPE_VLAN,
+    HEADER_LEN as ETHERNET_HEADER_LEN, VLAN_TAG_LEN,
 };
 pub use ip::{ecn, ipv4_checksum, Ipv4Packet, Ipv6Packet, IPV4_MIN_HEADER_LEN, IPV6_HEADER_LEN};
 pub use mac::{MacAddr, MacParseError};
@@ -97,10 +97,7 @@ pub fn parse(frame: &[u8]) -> Result<Parsed, WireError> {
         return Err(WireError::Runt { len });
     }
     let dst = MacAddr::from_bytes(frame).unwrap_or_default();
-    let src = frame
-        .get(6..)
-        .and_then(MacAddr::from_bytes)
-        .unwrap_or_default();
+    let src = frame.get(6..).and_then(MacAddr::from_bytes).unwrap_or_default();
     let mut ethertype = be16(frame, 12).unwrap_or(0);
     let mut off = ETHERNET_HEADER_LEN;
     let mut vlan = None;
@@ -122,15 +119,7 @@ pub fn parse(frame: &[u8]) -> Result<Parsed, WireError> {
         ETHERTYPE_IPV6 => Some(Ipv6Packet::new_checked(l3)?.traffic_class()),
         _ => None,
     };
-    Ok(Parsed {
-        dst,
-        src,
-        vlan,
-        ethertype,
-        l3_offset: off,
-        dscp: tos.map(|t| t >> 2),
-        ecn: tos.map(|t| t & 3),
-    })
+    Ok(Parsed { dst, src, vlan, ethertype, l3_offset: off, dscp: tos.map(|t| t >> 2), ecn: tos.map(|t| t & 3) })
 }
 
 #[cfg(test)]
@@ -144,10 +133,7 @@ mod tests {
         f[14] = 0x45;
         f[15] = (26 << 2) | 2;
         let p = parse(&f).unwrap();
-        assert_eq!(
-            (p.ethertype, p.l3_offset, p.dscp, p.ecn, p.vlan),
-            (0x0800, 14, Some(26), Some(2), None)
-        );
+        assert_eq!((p.ethertype, p.l3_offset, p.dscp, p.ecn, p.vlan), (0x0800, 14, Some(26), Some(2), None));
         assert!(!p.is_mac_control());
     }
 
@@ -164,17 +150,7 @@ mod tests {
         let mut g = [0u8; 62];
         g[..60].copy_from_slice(&f);
         let p = parse(&g).unwrap();
-        assert_eq!(
-            p.vlan,
-            Some(VlanTag {
-                pcp: 5,
-                dei: false,
-                vid: 10
-            })
-        );
-        assert_eq!(
-            (p.ethertype, p.l3_offset, p.dscp),
-            (ETHERTYPE_IPV6, 22, Some(0))
-        );
+        assert_eq!(p.vlan, Some(VlanTag { pcp: 5, dei: false, vid: 10 }));
+        assert_eq!((p.ethertype, p.l3_offset, p.dscp), (ETHERTYPE_IPV6, 22, Some(0)));
     }
 }

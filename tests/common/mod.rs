@@ -130,11 +130,7 @@ pub fn pfc_frame(src: [u8; 6], class_enable: u8, quanta: [u16; 8]) -> Vec<u8> {
 // ---- running the switch ----
 
 pub fn run_switch(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("RUST_LOG", "info")
-        .output()
-        .expect("spawn pfcswitch")
+    Command::new(BIN).args(args).env("RUST_LOG", "info").output().expect("spawn pfcswitch")
 }
 
 pub fn show(out: &Output) -> String {
@@ -349,7 +345,8 @@ impl Veth {
         ));
         assert!(o.status.success(), "veth {a}/{b}: {}", String::from_utf8_lossy(&o.stderr));
         // A raw (AF_PACKET) sender on `b`, through a safe API.
-        let iface = pnet_datalink::interfaces().into_iter().find(|i| i.name == b).unwrap_or_else(|| panic!("no interface {b}"));
+        let iface =
+            pnet_datalink::interfaces().into_iter().find(|i| i.name == b).unwrap_or_else(|| panic!("no interface {b}"));
         let tx = match pnet_datalink::channel(&iface, Default::default()) {
             Ok(pnet_datalink::Channel::Ethernet(tx, _rx)) => tx,
             Ok(_) => panic!("{b}: not an Ethernet channel"),
