@@ -84,104 +84,69 @@ fn seq_of(f: &[u8]) -> u32 {
     u32::from_be_bytes(f[18..22].try_into().unwrap())
 }
 
-/// Every port: declared 100 Mb/s (PFC quanta: 0xFFFF = 335 ms), 802.1p trusted.
-const PORT_COMMON: &str = "speed = \"100M\"\ncable_length = \"5m\"\ntrust = \"pcp\"\n";
-/// The shaped ports (memif link, bottleneck) use a 9100-byte MTU: the shaper's bucket is
-/// two maximum frames, and at a few Mb/s two 1500-byte frames are ~4 ms of tokens, less
-/// than the CFS time slices of 4 busy-polling threads on 2 cores (with mtu 1500 the 6M
-/// shaper delivered ~5.2 Mb/s); 2 x 9122 bytes (~25 ms) rides them out.
-const SHAPED_MTU: &str = "mtu = 9100\n";
-const SOURCE_MTU: &str = "mtu = 1500\n";
-
-fn upstream_cfg(dir: &Path, prefix: &str, link: &str) -> String {
-    let d = dir.display();
-    format!(
-        r#"[eal]
-args = ["--no-huge", "-m", "256", "--no-pci", "--lcores=0@1,1@1"]
-file_prefix = "{prefix}-up"
-
-[switch]
-rx_ring_size = 256
-tx_ring_size = 256
-mbuf_count = 8192
-
-[[port]]
-name = "Ethernet0"
-devargs = "net_pcap0,rx_pcap={d}/a.pcap"
-{PORT_COMMON}{SOURCE_MTU}pfc_enable = [3]
-
-[[port]]
-name = "Ethernet4"
-devargs = "net_pcap1,rx_pcap={d}/b.pcap"
-{PORT_COMMON}{SOURCE_MTU}pfc_enable = [3]
-
-[[port]]
-name = "Ethernet8"
-devargs = "net_memif0,role=client,id=0,socket={link}"
-{PORT_COMMON}{SHAPED_MTU}pfc_enable = [3]
-shaper_rate = "6M"
-
-[qos.scheduler]
-"1" = {{ type = "DWRR", weight = 15 }}
-"3" = {{ type = "DWRR", weight = 15 }}
-
-[buffer]
-total_size = "16MiB"
-
-[lcores]
-control = 0
-[[lcores.worker]]
-lcore = 1
-rx = ["Ethernet0:0", "Ethernet4:0", "Ethernet8:0"]
-tx = ["Ethernet0", "Ethernet4", "Ethernet8"]
-"#
-    )
+/// Every port: declared 100 Mb/s (PFC quanta: 0xFFFF = 335 ms), 802.1p trusted, PFC on 3
+/// (or on none). The shaped ports (memif link, bottleneck) use a 9100-byte MTU: the
+/// shaper's bucket is two maximum frames, and at a few Mb/s two 1500-byte frames are ~4 ms
+/// of tokens, less than the CFS time slices of 4 busy-polling threads on 2 cores (with mtu
+/// 1500 the 6M shaper delivered ~5.2 Mb/s); 2 x 9122 bytes (~25 ms) rides them out.
+fn incast_port(name: &str, devargs: &str, shaped: bool, pfc: &[u8]) -> Port {
+    Port::new(name, devargs)
+        .speed("100M")
+        .set("cable_length", "\"5m\"")
+        .set("trust", "\"pcp\"")
+        .mtu(if shaped { 9100 } else { 1500 })
+        .pfc_enable(pfc)
 }
 
-fn downstream_cfg(dir: &Path, prefix: &str, link: &str, pfc: bool) -> String {
+const SCHEDULER: &str = r#"[qos.scheduler]
+"1" = { type = "DWRR", weight = 15 }
+"3" = { type = "DWRR", weight = 15 }"#;
+
+fn upstream_cfg(dir: &Path, prefix: &str, link: &str) -> SwitchConfig {
     let d = dir.display();
-    let (pfc_enable, pg, queue) = if pfc {
+    SwitchConfig::new(&format!("{prefix}-up"), "0@1,1@1")
+        .memory_mb(256)
+        .toml("[switch]\nrx_ring_size = 256\ntx_ring_size = 256\nmbuf_count = 8192")
+        .port(incast_port("Ethernet0", &format!("net_pcap0,rx_pcap={d}/a.pcap"), false, &[3]))
+        .port(incast_port("Ethernet4", &format!("net_pcap1,rx_pcap={d}/b.pcap"), false, &[3]))
+        .port(
+            incast_port("Ethernet8", &format!("net_memif0,role=client,id=0,socket={link}"), true, &[3])
+                .set("shaper_rate", "\"6M\""),
+        )
+        .toml(SCHEDULER)
+        .toml("[buffer]\ntotal_size = \"16MiB\"")
+        .one_worker()
+}
+
+fn downstream_cfg(dir: &Path, prefix: &str, link: &str, pfc: bool) -> SwitchConfig {
+    let d = dir.display();
+    let (pfc_enable, pg, queue): (&[u8], _, _) = if pfc {
         (
-            "[3]",
+            &[3],
             "\"Ethernet0|3\" = \"pg_lossless_profile\"\n\"Ethernet0|0\" = \"ingress_lossy_profile\"\n\"Ethernet0|4\" = \"ingress_lossy_profile\"\n\
-             \"Ethernet4|3\" = \"pg_lossless_profile\"\n\"Ethernet4|0\" = \"ingress_lossy_profile\"\n\"Ethernet4|4\" = \"ingress_lossy_profile\"\n",
+             \"Ethernet4|3\" = \"pg_lossless_profile\"\n\"Ethernet4|0\" = \"ingress_lossy_profile\"\n\"Ethernet4|4\" = \"ingress_lossy_profile\"",
             "\"Ethernet0|0-2\" = \"queue_lossy_profile\"\n\"Ethernet0|4-7\" = \"queue_lossy_profile\"\n\
-             \"Ethernet4|0-2\" = \"queue_lossy_profile\"\n\"Ethernet4|4-7\" = \"queue_lossy_profile\"\n",
+             \"Ethernet4|0-2\" = \"queue_lossy_profile\"\n\"Ethernet4|4-7\" = \"queue_lossy_profile\"",
         )
     } else {
         (
-            "[]",
+            &[],
             "\"Ethernet0|0\" = \"ingress_lossy_profile\"\n\"Ethernet0|3-4\" = \"ingress_lossy_profile\"\n\
-             \"Ethernet4|0\" = \"ingress_lossy_profile\"\n\"Ethernet4|3-4\" = \"ingress_lossy_profile\"\n",
-            "\"Ethernet0|0-7\" = \"queue_lossy_profile\"\n\"Ethernet4|0-7\" = \"queue_lossy_profile\"\n",
+             \"Ethernet4|0\" = \"ingress_lossy_profile\"\n\"Ethernet4|3-4\" = \"ingress_lossy_profile\"",
+            "\"Ethernet0|0-7\" = \"queue_lossy_profile\"\n\"Ethernet4|0-7\" = \"queue_lossy_profile\"",
         )
     };
-    format!(
-        r#"[eal]
-args = ["--no-huge", "-m", "256", "--no-pci", "--lcores=0@0,1@0"]
-file_prefix = "{prefix}-down"
-
-[switch]
-rx_ring_size = 256
-tx_ring_size = 256
-mbuf_count = 4096
-
-[[port]]
-name = "Ethernet0"
-devargs = "net_memif0,role=server,id=0,socket={link}"
-{PORT_COMMON}{SHAPED_MTU}pfc_enable = {pfc_enable}
-
-[[port]]
-name = "Ethernet4"
-devargs = "net_pcap0,tx_pcap={d}/out.pcap"
-{PORT_COMMON}{SHAPED_MTU}pfc_enable = {pfc_enable}
-shaper_rate = "{BOTTLENECK}"
-
-[qos.scheduler]
-"1" = {{ type = "DWRR", weight = 15 }}
-"3" = {{ type = "DWRR", weight = 15 }}
-
-[buffer]
+    SwitchConfig::new(&format!("{prefix}-down"), "0@0,1@0")
+        .memory_mb(256)
+        .toml("[switch]\nrx_ring_size = 256\ntx_ring_size = 256\nmbuf_count = 4096")
+        .port(incast_port("Ethernet0", &format!("net_memif0,role=server,id=0,socket={link}"), true, pfc_enable))
+        .port(
+            incast_port("Ethernet4", &format!("net_pcap0,tx_pcap={d}/out.pcap"), true, pfc_enable)
+                .set("shaper_rate", &format!("\"{BOTTLENECK}\"")),
+        )
+        .toml(SCHEDULER)
+        .toml(&format!(
+            r#"[buffer]
 total_size = "512KiB"
 [buffer.pool.ingress_lossless_pool]
 size = "384KiB"
@@ -205,15 +170,9 @@ dynamic_th = -2
 [buffer.pg]
 {pg}
 [buffer.queue]
-{queue}
-[lcores]
-control = 0
-[[lcores.worker]]
-lcore = 1
-rx = ["Ethernet0:0", "Ethernet4:0"]
-tx = ["Ethernet0", "Ethernet4"]
-"#
-    )
+{queue}"#
+        ))
+        .one_worker()
 }
 
 /// A spawned switch, killed if the test panics before it exits.
@@ -325,8 +284,8 @@ fn run_incast(pfc: bool) -> Outcome {
     write_pcap(&dir.join("a.pcap"), &a);
     write_pcap(&dir.join("b.pcap"), &b);
     let (up_cfg, down_cfg) = (dir.join("up.toml"), dir.join("down.toml"));
-    std::fs::write(&up_cfg, upstream_cfg(&dir.path, &prefix, &link)).unwrap();
-    std::fs::write(&down_cfg, downstream_cfg(&dir.path, &prefix, &link, pfc)).unwrap();
+    upstream_cfg(&dir.path, &prefix, &link).write(&up_cfg);
+    downstream_cfg(&dir.path, &prefix, &link, pfc).write(&down_cfg);
     let (up_json, down_json) = (dir.join("up.json"), dir.join("down.json"));
 
     let t0 = Instant::now();

@@ -7,36 +7,11 @@ use common::*;
 #[test]
 fn null_ports_forward_and_conserve() {
     let d = TestDir::new("null");
-    let cfg = format!(
-        r#"[eal]
-args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0,1@1"]
-file_prefix = "{prefix}"
-
-[[port]]
-name = "Ethernet0"
-devargs = "net_null0"
-speed = "100G"
-cable_length = "5m"
-mtu = 1500
-
-[[port]]
-name = "Ethernet4"
-devargs = "net_null1"
-speed = "100G"
-cable_length = "5m"
-mtu = 1500
-
-[lcores]
-control = 0
-[[lcores.worker]]
-lcore = 1
-rx = ["Ethernet0:0", "Ethernet4:0"]
-tx = ["Ethernet0", "Ethernet4"]
-"#,
-        prefix = d.prefix()
-    );
-    let cfg_path = d.join("null.toml");
-    std::fs::write(&cfg_path, cfg).unwrap();
+    let cfg_path = SwitchConfig::new(&d.prefix(), "0@0,1@1")
+        .port(Port::new("Ethernet0", "net_null0").set("cable_length", "\"5m\""))
+        .port(Port::new("Ethernet4", "net_null1").set("cable_length", "\"5m\""))
+        .one_worker()
+        .write(&d.join("null.toml"));
     let json = d.join("stats.json");
     let out = run_switch(&[
         "run",
@@ -73,40 +48,12 @@ tx = ["Ethernet0", "Ethernet4"]
 #[test]
 fn two_workers_cross_traffic_conserves() {
     let d = TestDir::new("null2w");
-    let cfg = format!(
-        r#"[eal]
-args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0,1@1,2@0"]
-file_prefix = "{prefix}"
-
-[[port]]
-name = "Ethernet0"
-devargs = "net_null0"
-speed = "100G"
-mtu = 1500
-default_tc = 3
-
-[[port]]
-name = "Ethernet4"
-devargs = "net_null1"
-speed = "100G"
-mtu = 1500
-default_tc = 3
-
-[lcores]
-control = 0
-[[lcores.worker]]
-lcore = 1
-rx = ["Ethernet0:0"]
-tx = ["Ethernet4"]
-[[lcores.worker]]
-lcore = 2
-rx = ["Ethernet4:0"]
-tx = ["Ethernet0"]
-"#,
-        prefix = d.prefix()
-    );
-    let cfg_path = d.join("null2w.toml");
-    std::fs::write(&cfg_path, cfg).unwrap();
+    let cfg_path = SwitchConfig::new(&d.prefix(), "0@0,1@1,2@0")
+        .port(Port::new("Ethernet0", "net_null0").set("default_tc", "3"))
+        .port(Port::new("Ethernet4", "net_null1").set("default_tc", "3"))
+        .worker(1, &["Ethernet0:0"], &["Ethernet4"])
+        .worker(2, &["Ethernet4:0"], &["Ethernet0"])
+        .write(&d.join("null2w.toml"));
     let json = d.join("stats.json");
     let out = run_switch(&[
         "run",

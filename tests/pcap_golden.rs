@@ -26,21 +26,15 @@ fn learning_bridge_golden_pcaps() {
     write_pcap(&d.join("in1.pcap"), &[b_to_a.clone(), b_bcast.clone()]);
     write_pcap(&d.join("in2.pcap"), &[c_to_a.clone(), c_to_b.clone(), c_mcast.clone()]);
 
-    let mut ports = String::new();
+    let mut cfg = SwitchConfig::new(&d.prefix(), "0@0,1@1");
     for i in 0..3 {
-        ports.push_str(&format!(
-            "[[port]]\nname = \"Ethernet{}\"\ndevargs = \"net_pcap{i},rx_pcap={dir}/in{i}.pcap,tx_pcap={dir}/out{i}.pcap\"\nspeed = \"10G\"\ncable_length = \"5m\"\nmtu = 1514\n\n",
-            i * 4,
-            dir = d.path.display()
-        ));
+        let dir = d.path.display();
+        let devargs = format!("net_pcap{i},rx_pcap={dir}/in{i}.pcap,tx_pcap={dir}/out{i}.pcap");
+        cfg = cfg.port(
+            Port::new(&format!("Ethernet{}", i * 4), &devargs).speed("10G").set("cable_length", "\"5m\"").mtu(1514),
+        );
     }
-    let cfg = format!(
-        "[eal]\nargs = [\"--no-huge\", \"-m\", \"512\", \"--no-pci\", \"--lcores=0@0,1@1\"]\nfile_prefix = \"{prefix}\"\n\n{ports}\
-         [lcores]\ncontrol = 0\n[[lcores.worker]]\nlcore = 1\nrx = [\"Ethernet0:0\", \"Ethernet4:0\", \"Ethernet8:0\"]\ntx = [\"Ethernet0\", \"Ethernet4\", \"Ethernet8\"]\n",
-        prefix = d.prefix()
-    );
-    let cfg_path = d.join("pcap.toml");
-    std::fs::write(&cfg_path, cfg).unwrap();
+    let cfg_path = cfg.one_worker().write(&d.join("pcap.toml"));
     let json = d.join("stats.json");
     let out = run_switch(&[
         "run",

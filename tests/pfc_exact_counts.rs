@@ -13,16 +13,14 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const FRAME: usize = 1000;
-const PRIVATE: u64 = 4000; // BUFFER_PROFILE size (φ)
-const XOFF: u64 = 10000; // headroom (η)
-const XON: u64 = 2000;
-const XON_OFFSET: u64 = 3000;
-const LOSSLESS_POOL: u64 = 120_000;
-const DYNAMIC_TH: i32 = 0; // α = 1
+const PRIVATE: u64 = EXACT_PROFILE.size; // BUFFER_PROFILE size (φ)
+const XOFF: u64 = EXACT_PROFILE.xoff; // headroom (η)
+const LOSSLESS_POOL: u64 = EXACT_PROFILE.pool;
+const DYNAMIC_TH: i32 = EXACT_PROFILE.dynamic_th; // α = 1
 /// PGs with the lossless profile: PG 3 and 4 on both ports.
 const LOSSLESS_PGS: u64 = 4;
 
-/// Independent model of the admission rules (DESIGN.md §2, SAI semantics): private while
+/// Independent model of the admission rules (docs/design.md §2, SAI semantics): private while
 /// it fits; shared while the PG's shared occupancy is below T = α·(Bs − Σω), the Xoff
 /// point being reached when it gets to T; headroom while it fits (PAUSE on entering it if
 /// not already sent); drop beyond.
@@ -99,58 +97,8 @@ fn lossless_frame(seq: u16) -> Vec<u8> {
     f
 }
 
-fn config(d: &TestDir) -> String {
-    let dir = d.path.display();
-    format!(
-        r#"[eal]
-args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0,1@1"]
-file_prefix = "{prefix}"
-
-[[port]]
-name = "Ethernet0"
-devargs = "net_pcap0,rx_pcap={dir}/in0.pcap,tx_pcap={dir}/out0.pcap"
-speed = "100M"
-mtu = 1500
-pfc_enable = [3, 4]
-
-[[port]]
-name = "Ethernet4"
-devargs = "net_pcap1,rx_pcap={dir}/in1.pcap,tx_pcap={dir}/out1.pcap"
-speed = "100M"
-mtu = 1500
-pfc_enable = [3, 4]
-tx_enable = false
-
-[buffer]
-total_size = 200000
-[buffer.pool.ingress_lossless_pool]
-size = {LOSSLESS_POOL}
-type = "ingress"
-[buffer.pool.egress_lossy_pool]
-size = 80000
-type = "egress"
-[buffer.profile.pg_lossless]
-pool = "ingress_lossless_pool"
-size = {PRIVATE}
-xoff = {XOFF}
-xon = {XON}
-xon_offset = {XON_OFFSET}
-dynamic_th = {DYNAMIC_TH}
-[buffer.profile.q_lossy]
-pool = "egress_lossy_pool"
-size = 0
-dynamic_th = 0
-[buffer.pg]
-"Ethernet0|3-4" = "pg_lossless"
-"Ethernet4|3-4" = "pg_lossless"
-[buffer.queue]
-"Ethernet0|0-2" = "q_lossy"
-"Ethernet4|0-2" = "q_lossy"
-"Ethernet0|5-7" = "q_lossy"
-"Ethernet4|5-7" = "q_lossy"
-"#,
-        prefix = d.prefix()
-    )
+fn config(d: &TestDir) -> SwitchConfig {
+    pcap_pair(d, "100M").toml(&pcap_pair_buffer(&EXACT_PROFILE))
 }
 
 /// PFC frames in a capture: (class_enable, quanta of priority 3).
@@ -185,14 +133,13 @@ fn run_with(
     n: usize,
     enable_tx_after: Option<Duration>,
     before: &[Vec<u8>],
-    edit: impl Fn(String) -> String,
+    edit: impl Fn(SwitchConfig) -> SwitchConfig,
 ) -> Outcome {
     let d = TestDir::new("exact");
     let frames: Vec<_> = before.iter().cloned().chain((0..n).map(|i| lossless_frame(i as u16))).collect();
     write_pcap(&d.join("in0.pcap"), &frames);
     write_pcap(&d.join("in1.pcap"), &[]);
-    let cfg = d.join("exact.toml");
-    std::fs::write(&cfg, edit(config(&d))).unwrap();
+    let cfg = edit(config(&d)).write(&d.join("exact.toml"));
     let json = d.join("stats.json");
     let mut child = Command::new(BIN)
         .args(["run", "--config", cfg.to_str().unwrap(), "--stats-json", json.to_str().unwrap()])
@@ -306,8 +253,7 @@ fn pause_refreshed_while_control_lcore_naps() {
     let (pause_at, drop_at) = boundaries();
     let filler: Vec<_> = (0..100_000).map(|_| pfc_frame(mac(0xaa), 0, [0; 8])).collect();
     let o = run_with((pause_at + drop_at) / 2, None, &filler, |c| {
-        c.replacen("speed = \"100M\"", "speed = \"400G\"", 1)
-            + "\n[lcores]\ncontrol = 0\ncontrol_nap = \"10ms\"\n[[lcores.worker]]\nlcore = 1\nrx = [\"Ethernet0:0\", \"Ethernet4:0\"]\ntx = [\"Ethernet0\", \"Ethernet4\"]\n"
+        c.edit_port("Ethernet0", |p| p.speed("400G")).lcores_set("control_nap", "\"10ms\"").one_worker()
     });
     assert_eq!(lossless_drops(&o), 0);
     assert!(

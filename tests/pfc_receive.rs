@@ -107,45 +107,14 @@ fn ms(ns: u64) -> f64 {
 /// `strict3`: TC 3 strict priority over TC 1, so priority 3 holds the link whenever it
 /// may send, and priority 1 gets exactly the time priority 3 is paused; gaps of
 /// priority 3 then are pauses, to within one frame time. Otherwise the default DWRR.
-fn config(d: &TestDir, veth_a: &str, strict3: bool) -> String {
+fn config(d: &TestDir, veth_a: &str, strict3: bool) -> SwitchConfig {
     let sched = if strict3 {
-        "\n[qos.scheduler]\n\"3\" = { type = \"STRICT\" }\n"
+        "[qos.scheduler]\n\"3\" = { type = \"STRICT\" }"
     } else {
         // Weight 1: a DWRR round is one 9238-byte quantum per class, 74 ms at 1 Mb/s.
-        "\n[qos.scheduler]\n\"1\" = { type = \"DWRR\", weight = 1 }\n\"3\" = { type = \"DWRR\", weight = 1 }\n"
+        "[qos.scheduler]\n\"1\" = { type = \"DWRR\", weight = 1 }\n\"3\" = { type = \"DWRR\", weight = 1 }"
     };
-    let dir = d.path.display();
-    format!(
-        r#"[eal]
-args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0,1@1"]
-file_prefix = "{prefix}"
-
-[[port]]
-name = "Ethernet0"
-devargs = "net_pcap0,rx_iface_in={veth_a},tx_pcap={dir}/out0.pcap"
-speed = "10M"
-shaper_rate = "1M"
-mtu = 1500
-trust = "pcp"
-pfc_enable = [3, 4]
-
-[[port]]
-name = "Ethernet4"
-devargs = "net_pcap1,rx_pcap={dir}/in1.pcap,tx_pcap={dir}/out1.pcap"
-speed = "10G"
-mtu = 1500
-trust = "pcp"
-pfc_enable = [3, 4]
-
-[lcores]
-control = 0
-[[lcores.worker]]
-lcore = 1
-rx = ["Ethernet0:0", "Ethernet4:0"]
-tx = ["Ethernet0", "Ethernet4"]
-{sched}"#,
-        prefix = d.prefix()
-    )
+    veth_and_pcap(d, veth_a).one_worker().toml(sched)
 }
 
 /// Root check, veth, S's backlog, config; start the switch and let traffic settle.
@@ -167,7 +136,7 @@ fn start(tag: &str, strict3: bool) -> Option<Rig> {
     }
     write_pcap(&dir.join("in1.pcap"), &frames);
     let cfg = dir.join("rx.toml");
-    std::fs::write(&cfg, config(&dir, &veth.a, strict3)).unwrap();
+    config(&dir, &veth.a, strict3).write(&cfg);
     let mut sw = RunningSwitch::spawn(&cfg, &dir.join("stats.json"), &[]);
     sw.wait_forwarding(Duration::from_secs(30));
     // S's file is read at once; X's queues are now backlogged and X sends at 1 Mb/s.

@@ -21,11 +21,9 @@ use std::process::Command;
 use std::time::Duration;
 
 const FRAME: usize = 1000;
-const PRIVATE: u64 = 4000; // φ
-const XOFF: u64 = 10000; // η (headroom)
-const XON: u64 = 2000;
-const XON_OFFSET: u64 = 3000;
-const LOSSLESS_POOL: u64 = 120_000;
+const PRIVATE: u64 = EXACT_PROFILE.size; // BUFFER_PROFILE size (φ)
+const XOFF: u64 = EXACT_PROFILE.xoff; // headroom (η)
+const LOSSLESS_POOL: u64 = EXACT_PROFILE.pool;
 /// PGs with the lossless profile: 3 and 4 on both ports.
 const LOSSLESS_PGS: u64 = 4;
 /// A's speed: 65535 quanta = 335.5 ms, so the refresh (at half the pause time) is every
@@ -51,67 +49,12 @@ fn frames_into_headroom() -> usize {
     n + (XOFF / f / 2) as usize
 }
 
-fn config(d: &TestDir) -> String {
-    let dir = d.path.display();
-    format!(
-        r#"[eal]
-args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0,1@1"]
-file_prefix = "{prefix}"
-
-[[port]]
-name = "Ethernet0"
-devargs = "net_pcap0,rx_pcap={dir}/in0.pcap,tx_pcap={dir}/out0.pcap"
-speed = "100M"
-mtu = 1500
-trust = "pcp"
-pfc_enable = [3, 4]
-
-[[port]]
-name = "Ethernet4"
-devargs = "net_pcap1,rx_pcap={dir}/in1.pcap,tx_pcap={dir}/out1.pcap"
-speed = "100M"
-mtu = 1500
-trust = "pcp"
-pfc_enable = [3, 4]
-tx_enable = false
-
-[lcores]
-control = 0
-[[lcores.worker]]
-lcore = 1
-rx = ["Ethernet0:0", "Ethernet4:0"]
-tx = ["Ethernet0", "Ethernet4"]
-
-[buffer]
-total_size = 200000
-[buffer.pool.ingress_lossless_pool]
-size = {LOSSLESS_POOL}
-type = "ingress"
-[buffer.pool.egress_lossy_pool]
-size = 80000
-type = "egress"
-[buffer.profile.pg_lossless]
-pool = "ingress_lossless_pool"
-size = {PRIVATE}
-xoff = {XOFF}
-xon = {XON}
-xon_offset = {XON_OFFSET}
-dynamic_th = 0
-[buffer.profile.q_lossy]
-pool = "egress_lossy_pool"
-size = 0
-dynamic_th = 0
-[buffer.pg]
-"Ethernet0|3-4" = "pg_lossless"
-"Ethernet4|3-4" = "pg_lossless"
-[buffer.queue]
-"Ethernet0|0-2" = "q_lossy"
-"Ethernet4|0-2" = "q_lossy"
-"Ethernet0|5-7" = "q_lossy"
-"Ethernet4|5-7" = "q_lossy"
-"#,
-        prefix = d.prefix()
-    )
+fn config(d: &TestDir) -> SwitchConfig {
+    pcap_pair(d, "100M")
+        .edit_port("Ethernet0", |p| p.set("trust", "\"pcp\""))
+        .edit_port("Ethernet4", |p| p.set("trust", "\"pcp\""))
+        .one_worker()
+        .toml(&pcap_pair_buffer(&EXACT_PROFILE))
 }
 
 /// One frame as tshark decoded it.
@@ -199,7 +142,7 @@ fn switch_pfc_frames_decode_in_tshark() {
     write_pcap(&d.join("in0.pcap"), &frames);
     write_pcap(&d.join("in1.pcap"), &[]);
     let cfg = d.join("tshark.toml");
-    std::fs::write(&cfg, config(&d)).unwrap();
+    config(&d).write(&cfg);
     let json = d.join("stats.json");
 
     let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);

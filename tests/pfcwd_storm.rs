@@ -20,31 +20,9 @@ const DST: [u8; 6] = [0x02, 0, 0, 0, 0, 0xde];
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn config(d: &TestDir, veth_a: &str, action: &str) -> String {
-    let dir = d.path.display();
-    format!(
-        r#"[eal]
-args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0,1@1"]
-file_prefix = "{prefix}"
-
-[[port]]
-name = "Ethernet0"
-devargs = "net_pcap0,rx_iface_in={veth_a},tx_pcap={dir}/out0.pcap"
-speed = "10M"
-shaper_rate = "1M"
-mtu = 1500
-trust = "pcp"
-pfc_enable = [3, 4]
-
-[[port]]
-name = "Ethernet4"
-devargs = "net_pcap1,rx_pcap={dir}/in1.pcap,tx_pcap={dir}/out1.pcap"
-speed = "10G"
-mtu = 1500
-trust = "pcp"
-pfc_enable = [3, 4]
-
-[qos.scheduler]
+fn config(d: &TestDir, veth_a: &str, action: &str) -> SwitchConfig {
+    veth_and_pcap(d, veth_a).toml(&format!(
+        r#"[qos.scheduler]
 "1" = {{ type = "DWRR", weight = 1 }}
 "3" = {{ type = "DWRR", weight = 1 }}
 
@@ -52,10 +30,8 @@ pfc_enable = [3, 4]
 action = "{action}"
 detection_time = {DETECT_MS}
 restoration_time = {RESTORE_MS}
-poll_interval = {POLL_MS}
-"#,
-        prefix = d.prefix()
-    )
+poll_interval = {POLL_MS}"#
+    ))
 }
 
 struct Run {
@@ -82,7 +58,7 @@ fn run(tag: &str, action: &str, script: impl FnOnce(&Veth)) -> Option<Run> {
     }
     write_pcap(&d.join("in1.pcap"), &frames);
     let cfg = d.join("wd.toml");
-    std::fs::write(&cfg, config(&d, &veth.a, action)).unwrap();
+    config(&d, &veth.a, action).write(&cfg);
     let mut sw = RunningSwitch::spawn(&cfg, &d.join("stats.json"), &[]);
     sw.wait_forwarding(Duration::from_secs(30));
     std::thread::sleep(Duration::from_millis(500));

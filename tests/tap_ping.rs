@@ -25,36 +25,11 @@ fn ping_crosses_the_switch_between_namespaces() {
     let tag = std::process::id() % 100000;
     let (if0, if1) = (format!("pt{tag}a"), format!("pt{tag}b"));
     let (ns0, ns1) = (format!("pfcsw{tag}a"), format!("pfcsw{tag}b"));
-    let cfg = format!(
-        r#"[eal]
-args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0,1@1"]
-file_prefix = "{prefix}"
-
-[[port]]
-name = "Ethernet0"
-devargs = "net_tap0,iface={if0}"
-speed = "10G"
-cable_length = "1m"
-mtu = 1500
-
-[[port]]
-name = "Ethernet4"
-devargs = "net_tap1,iface={if1}"
-speed = "10G"
-cable_length = "1m"
-mtu = 1500
-
-[lcores]
-control = 0
-[[lcores.worker]]
-lcore = 1
-rx = ["Ethernet0:0", "Ethernet4:0"]
-tx = ["Ethernet0", "Ethernet4"]
-"#,
-        prefix = d.prefix()
-    );
-    let cfg_path = d.join("tap.toml");
-    std::fs::write(&cfg_path, cfg).unwrap();
+    let cfg_path = SwitchConfig::new(&d.prefix(), "0@0,1@1")
+        .port(Port::new("Ethernet0", &format!("net_tap0,iface={if0}")).speed("10G").set("cable_length", "\"1m\""))
+        .port(Port::new("Ethernet4", &format!("net_tap1,iface={if1}")).speed("10G").set("cable_length", "\"1m\""))
+        .one_worker()
+        .write(&d.join("tap.toml"));
     let json = d.join("stats.json");
     let mut child = Command::new(BIN)
         .args([

@@ -47,16 +47,13 @@ fn dpdk_telemetry(prefix: &str, cmds: &[&str]) -> Vec<serde_json::Value> {
 fn show_lists_every_port_of_a_big_switch() {
     let d = TestDir::new("tele16");
     let prefix = d.prefix();
-    let mut cfg = format!(
-        "[eal]\nargs = [\"--no-huge\", \"-m\", \"512\", \"--no-pci\", \"--lcores=0@0,1@1\"]\nfile_prefix = \"{prefix}\"\n[switch]\nrx_ring_size = 64\ntx_ring_size = 64\n[buffer]\ntotal_size = \"2MiB\"\n"
-    );
+    // No [lcores]: the default mapping (one worker for every port).
+    let mut cfg = SwitchConfig::new(&prefix, "0@0,1@1")
+        .toml("[switch]\nrx_ring_size = 64\ntx_ring_size = 64\n[buffer]\ntotal_size = \"2MiB\"");
     for (i, n) in names().iter().enumerate() {
-        cfg.push_str(&format!(
-            "[[port]]\nname = \"{n}\"\ndevargs = \"net_null{i},no-rx=1\"\nspeed = \"10G\"\nmtu = 1500\n"
-        ));
+        cfg = cfg.port(Port::new(n, &format!("net_null{i},no-rx=1")).speed("10G"));
     }
-    let cfg_path = d.join("t.toml");
-    std::fs::write(&cfg_path, cfg).unwrap();
+    let cfg_path = cfg.write(&d.join("t.toml"));
     let json = d.join("stats.json");
     let mut child = Command::new(BIN)
         .args([

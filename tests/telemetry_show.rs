@@ -21,7 +21,6 @@ fn lossless_frame(i: u8) -> Vec<u8> {
 #[test]
 fn show_and_dpdk_telemetry_agree() {
     let d = TestDir::new("tele");
-    let dir = d.path.display();
     let mut in0: Vec<Vec<u8>> = (0..60).map(|i| lossless_frame(i as u8)).collect();
     // The peer pauses our priority 4 twice and resumes priority 3 once.
     in0.push(pfc_frame(mac(0x99), 0x10, [0, 0, 0, 0, 0xffff, 0, 0, 0]));
@@ -30,29 +29,12 @@ fn show_and_dpdk_telemetry_agree() {
     write_pcap(&d.join("in0.pcap"), &in0);
     write_pcap(&d.join("in1.pcap"), &[]);
     let prefix = d.prefix();
-    let cfg = format!(
-        r#"[eal]
-args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0,1@1"]
-file_prefix = "{prefix}"
-[[port]]
-name = "Ethernet0"
-devargs = "net_pcap0,rx_pcap={dir}/in0.pcap,tx_pcap={dir}/out0.pcap"
-speed = "1M"
-mtu = 1500
-trust = "pcp"
-[[port]]
-name = "Ethernet4"
-devargs = "net_pcap1,rx_pcap={dir}/in1.pcap,tx_pcap={dir}/out1.pcap"
-speed = "1M"
-mtu = 1500
-trust = "pcp"
-tx_enable = false
-[buffer]
-total_size = "200KiB"
-"#
-    );
-    let cfg_path = d.join("t.toml");
-    std::fs::write(&cfg_path, cfg).unwrap();
+    // PFC on 3 and 4 (also the default), TX of Ethernet4 off.
+    let cfg_path = pcap_pair(&d, "1M")
+        .edit_port("Ethernet0", |p| p.set("trust", "\"pcp\""))
+        .edit_port("Ethernet4", |p| p.set("trust", "\"pcp\""))
+        .toml("[buffer]\ntotal_size = \"200KiB\"")
+        .write(&d.join("t.toml"));
     let json = d.join("stats.json");
     let mut child = start(&cfg_path, &json);
 

@@ -10,30 +10,11 @@ use std::process::Command;
 #[test]
 fn timeline_csv_is_recorded_and_plotted() {
     let d = TestDir::new("timeline");
-    let cfg = format!(
-        r#"[eal]
-args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0,1@1"]
-file_prefix = "{prefix}"
-[[port]]
-name = "Ethernet0"
-devargs = "net_null0,size=1000"
-speed = "100G"
-mtu = 1500
-default_tc = 3
-[[port]]
-name = "Ethernet4"
-devargs = "net_null1,no-rx=1"
-speed = "100G"
-mtu = 1500
-default_tc = 3
-shaper_rate = "1G"
-[buffer]
-total_size = "1MiB"
-"#,
-        prefix = d.prefix()
-    );
-    let cfg_path = d.join("t.toml");
-    std::fs::write(&cfg_path, cfg).unwrap();
+    let cfg_path = SwitchConfig::new(&d.prefix(), "0@0,1@1")
+        .port(Port::new("Ethernet0", "net_null0,size=1000").set("default_tc", "3"))
+        .port(Port::new("Ethernet4", "net_null1,no-rx=1").set("default_tc", "3").set("shaper_rate", "\"1G\""))
+        .toml("[buffer]\ntotal_size = \"1MiB\"")
+        .write(&d.join("t.toml"));
     let csv = d.join("timeline.csv");
     let json = d.join("stats.json");
     let out = run_switch(&[

@@ -3,7 +3,7 @@
 //! admission per (port, queue) on a separate pool. Shared by all lcores: atomics only,
 //! no locks, no allocation per packet.
 //!
-//! # Lossless admission (DESIGN.md §2)
+//! # Lossless admission (docs/design.md §2)
 //! For a packet of `b` bytes (after cell rounding) to (port, PG) with private φ,
 //! headroom η, shared occupancy `s`, headroom occupancy `h`, and
 //! `T = α·(Bs − Σω)` (Σω: shared bytes in use in the whole lossless pool):

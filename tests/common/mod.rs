@@ -374,3 +374,237 @@ impl Drop for Veth {
         let _ = sh(&format!("ip link del {} 2>/dev/null", self.a));
     }
 }
+
+// ---- test configurations ----
+
+/// One `[[port]]` of a [`SwitchConfig`]: name and devargs, speed 100G and MTU 1500 unless
+/// set, and any further keys as raw TOML values (`.set("pfc_enable", "[3]")`).
+#[derive(Clone)]
+pub struct Port {
+    name: String,
+    devargs: String,
+    keys: Vec<(String, String)>,
+}
+
+impl Port {
+    pub fn new(name: &str, devargs: &str) -> Port {
+        Port {
+            name: name.into(),
+            devargs: devargs.into(),
+            keys: vec![("speed".into(), "\"100G\"".into()), ("mtu".into(), "1500".into())],
+        }
+    }
+    /// Set (or replace) a key; `value` is TOML (strings quoted).
+    pub fn set(mut self, key: &str, value: &str) -> Port {
+        match self.keys.iter_mut().find(|(k, _)| k == key) {
+            Some(kv) => kv.1 = value.into(),
+            None => self.keys.push((key.into(), value.into())),
+        }
+        self
+    }
+    pub fn speed(self, s: &str) -> Port {
+        self.set("speed", &format!("\"{s}\""))
+    }
+    pub fn mtu(self, m: u32) -> Port {
+        self.set("mtu", &m.to_string())
+    }
+    pub fn pfc_enable(self, prios: &[u8]) -> Port {
+        self.set("pfc_enable", &format!("{prios:?}"))
+    }
+}
+
+/// A switch configuration for one test: EAL without hugepages or PCI on the test's own
+/// file prefix, the ports, one `[lcores]` section, and any other sections as raw TOML.
+pub struct SwitchConfig {
+    prefix: String,
+    memory_mb: u32,
+    lcores: String,
+    ports: Vec<Port>,
+    sections: Vec<String>,
+    control: u32,
+    lcores_keys: Vec<(String, String)>,
+    workers: Vec<(u32, Vec<String>, Vec<String>)>,
+}
+
+impl SwitchConfig {
+    /// `lcores` is EAL's `--lcores` value, e.g. `"0@0,1@1"`; lcore 0 is the control lcore.
+    pub fn new(prefix: &str, lcores: &str) -> SwitchConfig {
+        SwitchConfig {
+            prefix: prefix.into(),
+            memory_mb: 512,
+            lcores: lcores.into(),
+            ports: Vec::new(),
+            sections: Vec::new(),
+            control: 0,
+            lcores_keys: Vec::new(),
+            workers: Vec::new(),
+        }
+    }
+    pub fn memory_mb(mut self, mb: u32) -> SwitchConfig {
+        self.memory_mb = mb;
+        self
+    }
+    pub fn port(mut self, p: Port) -> SwitchConfig {
+        self.ports.push(p);
+        self
+    }
+    /// Change an already added port.
+    pub fn edit_port(mut self, name: &str, f: impl FnOnce(Port) -> Port) -> SwitchConfig {
+        let i = self.ports.iter().position(|p| p.name == name).unwrap_or_else(|| panic!("no port {name}"));
+        self.ports[i] = f(self.ports[i].clone());
+        self
+    }
+    /// Any other section(s), as TOML text (`[buffer]`, `[switch]`, `[qos.scheduler]`...).
+    pub fn toml(mut self, text: &str) -> SwitchConfig {
+        self.sections.push(text.trim_end().to_string());
+        self
+    }
+    pub fn control(mut self, lcore: u32) -> SwitchConfig {
+        self.control = lcore;
+        self
+    }
+    /// A further `[lcores]` key (`"control_nap"`, `"\"10ms\""`); `value` is TOML.
+    pub fn lcores_set(mut self, key: &str, value: &str) -> SwitchConfig {
+        self.lcores_keys.push((key.into(), value.into()));
+        self
+    }
+    /// A worker lcore polling `rx` ("port:queue") and owning the TX of `tx` (port names).
+    pub fn worker(mut self, lcore: u32, rx: &[&str], tx: &[&str]) -> SwitchConfig {
+        self.workers.push((
+            lcore,
+            rx.iter().map(|s| s.to_string()).collect(),
+            tx.iter().map(|s| s.to_string()).collect(),
+        ));
+        self
+    }
+    /// One worker on lcore 1 polling queue 0 of every port and transmitting on all of them.
+    pub fn one_worker(self) -> SwitchConfig {
+        let names: Vec<String> = self.ports.iter().map(|p| p.name.clone()).collect();
+        let rx: Vec<String> = names.iter().map(|n| format!("{n}:0")).collect();
+        let rx: Vec<&str> = rx.iter().map(|s| s.as_str()).collect();
+        let tx: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+        self.worker(1, &rx, &tx)
+    }
+    pub fn render(&self) -> String {
+        let mut s = format!(
+            "[eal]\nargs = [\"--no-huge\", \"-m\", \"{}\", \"--no-pci\", \"--lcores={}\"]\nfile_prefix = \"{}\"\n",
+            self.memory_mb, self.lcores, self.prefix
+        );
+        for p in &self.ports {
+            s.push_str(&format!("\n[[port]]\nname = \"{}\"\ndevargs = \"{}\"\n", p.name, p.devargs));
+            for (k, v) in &p.keys {
+                s.push_str(&format!("{k} = {v}\n"));
+            }
+        }
+        for sec in &self.sections {
+            s.push('\n');
+            s.push_str(sec);
+            s.push('\n');
+        }
+        if !self.workers.is_empty() {
+            s.push_str(&format!("\n[lcores]\ncontrol = {}\n", self.control));
+            for (k, v) in &self.lcores_keys {
+                s.push_str(&format!("{k} = {v}\n"));
+            }
+            for (lcore, rx, tx) in &self.workers {
+                s.push_str(&format!("[[lcores.worker]]\nlcore = {lcore}\nrx = {rx:?}\ntx = {tx:?}\n"));
+            }
+        }
+        s
+    }
+    /// Write the configuration to `path` and return it.
+    pub fn write(&self, path: &Path) -> PathBuf {
+        std::fs::write(path, self.render()).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        path.to_path_buf()
+    }
+}
+
+/// The two-port pcap switch of the exact-count tests: Ethernet0 reads `in0.pcap` and
+/// writes `out0.pcap`, Ethernet4 likewise with `in1`/`out1` and starts with TX off;
+/// both at `speed`, PFC on priorities 3 and 4.
+pub fn pcap_pair(d: &TestDir, speed: &str) -> SwitchConfig {
+    let dir = d.path.display();
+    SwitchConfig::new(&d.prefix(), "0@0,1@1")
+        .port(
+            Port::new("Ethernet0", &format!("net_pcap0,rx_pcap={dir}/in0.pcap,tx_pcap={dir}/out0.pcap"))
+                .speed(speed)
+                .pfc_enable(&[3, 4]),
+        )
+        .port(
+            Port::new("Ethernet4", &format!("net_pcap1,rx_pcap={dir}/in1.pcap,tx_pcap={dir}/out1.pcap"))
+                .speed(speed)
+                .pfc_enable(&[3, 4])
+                .set("tx_enable", "false"),
+        )
+}
+
+/// The lossless PG profile of [`pcap_pair`]'s buffer (SONiC names, bytes).
+pub struct LosslessProfile {
+    pub pool: u64,
+    pub size: u64,
+    pub xoff: u64,
+    pub xon: u64,
+    pub xon_offset: u64,
+    pub dynamic_th: i32,
+}
+
+/// The profile both exact-count tests (pfc_exact_counts, pfc_wire_tshark) compute their
+/// PAUSE and drop indices from: φ 4000, η 10000, α = 1 in a 120000-byte pool.
+pub const EXACT_PROFILE: LosslessProfile =
+    LosslessProfile { pool: 120_000, size: 4000, xoff: 10000, xon: 2000, xon_offset: 3000, dynamic_th: 0 };
+
+/// [`pcap_pair`]'s buffer: 200000 bytes; PGs 3-4 of both ports share one lossless
+/// profile in `ingress_lossless_pool`, every other queue is lossy (80000-byte pool).
+pub fn pcap_pair_buffer(p: &LosslessProfile) -> String {
+    format!(
+        r#"[buffer]
+total_size = 200000
+[buffer.pool.ingress_lossless_pool]
+size = {}
+type = "ingress"
+[buffer.pool.egress_lossy_pool]
+size = 80000
+type = "egress"
+[buffer.profile.pg_lossless]
+pool = "ingress_lossless_pool"
+size = {}
+xoff = {}
+xon = {}
+xon_offset = {}
+dynamic_th = {}
+[buffer.profile.q_lossy]
+pool = "egress_lossy_pool"
+size = 0
+dynamic_th = 0
+[buffer.pg]
+"Ethernet0|3-4" = "pg_lossless"
+"Ethernet4|3-4" = "pg_lossless"
+[buffer.queue]
+"Ethernet0|0-2" = "q_lossy"
+"Ethernet4|0-2" = "q_lossy"
+"Ethernet0|5-7" = "q_lossy"
+"Ethernet4|5-7" = "q_lossy""#,
+        p.pool, p.size, p.xoff, p.xon, p.xon_offset, p.dynamic_th
+    )
+}
+
+/// The switch of the PFC receive tests: Ethernet0 (10M, shaped to 1M) receives what the
+/// test writes into the kernel veth `veth_a` and captures its TX in `out0.pcap`;
+/// Ethernet4 (10G) replays `in1.pcap` and captures `out1.pcap`. Trust PCP, PFC on 3 and 4.
+pub fn veth_and_pcap(d: &TestDir, veth_a: &str) -> SwitchConfig {
+    let dir = d.path.display();
+    SwitchConfig::new(&d.prefix(), "0@0,1@1")
+        .port(
+            Port::new("Ethernet0", &format!("net_pcap0,rx_iface_in={veth_a},tx_pcap={dir}/out0.pcap"))
+                .speed("10M")
+                .set("shaper_rate", "\"1M\"")
+                .set("trust", "\"pcp\"")
+                .pfc_enable(&[3, 4]),
+        )
+        .port(
+            Port::new("Ethernet4", &format!("net_pcap1,rx_pcap={dir}/in1.pcap,tx_pcap={dir}/out1.pcap"))
+                .speed("10G")
+                .set("trust", "\"pcp\"")
+                .pfc_enable(&[3, 4]),
+        )
+}
