@@ -21,6 +21,7 @@ pub mod sched;
 pub mod show;
 pub mod units;
 pub mod wire;
+pub mod wred;
 
 #[cfg(feature = "dpdk")]
 pub mod dataplane;
