@@ -59,7 +59,7 @@ impl WredProfile {
             return true;
         }
         // P(select) = (depth − min)/(max − min) · P/100, compared in 32-bit fixed point.
-        let num = u128::from(depth - self.min_bytes) * u128::from(self.probability_pct) << 32;
+        let num = (u128::from(depth - self.min_bytes) * u128::from(self.probability_pct)) << 32;
         let den = u128::from(self.max_bytes - self.min_bytes) * 100;
         u128::from(r) < num / den
     }
