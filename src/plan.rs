@@ -9,6 +9,7 @@ use crate::config::{self, Config, PoolType};
 use crate::headroom::{self, Breakdown, HeadroomInputs};
 use crate::mmu::{self, MmuConfig, PgProfile, PortMmuConfig, QueueProfile};
 use crate::sched::TcSched;
+use crate::wred::WredProfile;
 
 /// Bytes a frame occupies on the wire beyond its MTU payload: Ethernet header (14),
 /// 802.1Q tag (4) and FCS (4).
@@ -32,6 +33,10 @@ pub struct PortPlan {
     pub headroom: [u64; 8],
     /// The calculator's breakdown for this port's link.
     pub headroom_calc: Breakdown,
+    /// Per egress queue: the WRED/ECN profile bound to it (`[qos.queue]`).
+    pub wred: [Option<WredProfile>; 8],
+    /// Egress queues that carry a PFC priority (never dropped by WRED).
+    pub lossless_queues: u8,
 }
 
 #[derive(Debug, Clone)]
@@ -150,6 +155,12 @@ pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
             config::Scheduler::Strict => TcSched::Strict,
             config::Scheduler::Dwrr(w) => TcSched::Dwrr(w as u32),
         });
+        let wred = std::array::from_fn(|q| {
+            let bound = cfg.qos.queue_wred.get(pi).and_then(|a| a[q])?;
+            cfg.qos.wred_profiles[bound].engine()
+        });
+        let lossless_queues =
+            (0..8).filter(|&prio| p.pfc_mask & (1 << prio) != 0).fold(0u8, |m, prio| m | 1 << priority_queue[prio]);
         mmu_ports.push(PortMmuConfig { lossless_pgs, pgs, queues });
         ports.push(PortPlan {
             qos,
@@ -161,6 +172,8 @@ pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
             shaper_bps: p.shaper_bps,
             headroom: headroom_used,
             headroom_calc: calc,
+            wred,
+            lossless_queues,
         });
     }
     let mmu_cfg = MmuConfig {
@@ -172,16 +185,71 @@ pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
         release_order: mmu::ReleaseOrder::HeadroomFirst,
         ports: mmu_ports,
     };
-    if let Err(e) = mmu_cfg.validate() {
-        let pool = b
-            .pools
-            .iter()
-            .find(|p| p.kind == PoolType::Ingress)
-            .map(|p| p.name.as_str())
-            .unwrap_or("ingress_lossless_pool");
-        return Err(err(format!("buffer.pool.{pool}.size"), e.to_string()));
-    }
+    let shared = match mmu_cfg.validate() {
+        Ok((shared, _)) => shared,
+        Err(e) => {
+            let pool = b
+                .pools
+                .iter()
+                .find(|p| p.kind == PoolType::Ingress)
+                .map(|p| p.name.as_str())
+                .unwrap_or("ingress_lossless_pool");
+            return Err(err(format!("buffer.pool.{pool}.size"), e.to_string()));
+        }
+    };
+    ecn_check(cfg, &ports, &mmu_cfg, shared, &mut warnings);
     Ok(Plan { mmu: mmu_cfg, ports, warnings })
+}
+
+/// Where an ingress PG pauses when it is the only congested one: φ + T with
+/// T = α·(Bs − T), i.e. α·Bs/(1 + α) under Dynamic Threshold (a static limit: itself).
+pub fn single_pg_xoff_point(pg: &PgProfile, shared: u64) -> u64 {
+    let t = match pg.threshold {
+        mmu::Threshold::Dynamic(a) if a >= 0 => {
+            let alpha = 1u64 << (a as u32 & 7);
+            shared.saturating_mul(alpha) / (alpha + 1)
+        }
+        mmu::Threshold::Dynamic(a) => shared / ((1u64 << (a.unsigned_abs() as u32 & 15)) + 1),
+        mmu::Threshold::Static(s) => s.min(shared),
+    };
+    pg.size.saturating_add(t)
+}
+
+/// The classic ECN misconfiguration on a lossless queue: a Kmin/Kmax above the depth at
+/// which its ingress PG already pauses (one congested sender), so marking starts (or
+/// reaches Pmax) only after PFC has stopped the sender. One warning per queue.
+fn ecn_check(cfg: &Config, ports: &[PortPlan], mmu_cfg: &MmuConfig, shared: u64, warnings: &mut Vec<String>) {
+    for (pi, pp) in ports.iter().enumerate() {
+        for q in 0..8u8 {
+            let Some(w) = pp.wred[q as usize] else { continue };
+            if pp.lossless_queues & (1 << q) == 0 {
+                continue;
+            }
+            // The lossless PGs whose priorities use this queue (same profile on every port).
+            let xoff = (0..8usize)
+                .filter(|&prio| pp.pfc_mask & (1 << prio) != 0 && pp.priority_queue[prio] == q)
+                .map(|prio| pp.qos.tc_to_pg[prio] as usize & 7)
+                .filter(|&pg| mmu_cfg.ports[pi].lossless_pgs & (1 << pg) != 0)
+                .map(|pg| (pg, single_pg_xoff_point(&mmu_cfg.ports[pi].pgs[pg], shared)))
+                .min_by_key(|&(_, x)| x);
+            let Some((pg, xoff)) = xoff else { continue };
+            let port = &cfg.ports[pi].name;
+            if w.min_bytes >= xoff {
+                warnings.push(format!(
+                    "{}: qos.queue {port}|{q}: green_min_threshold (Kmin) {} bytes is at or above the Xoff point \
+                     of PG {pg} (~{xoff} bytes with one congested sender): ECN never marks before PFC pauses",
+                    cfg.origin, w.min_bytes
+                ));
+            } else if w.max_bytes > xoff {
+                warnings.push(format!(
+                    "{}: qos.queue {port}|{q}: green_max_threshold (Kmax) {} bytes lies above the Xoff point \
+                     of PG {pg} (~{xoff} bytes with one congested sender): marking never reaches \
+                     green_drop_probability before PFC pauses",
+                    cfg.origin, w.max_bytes
+                ));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -269,5 +337,39 @@ total_size = "256KiB"
         let e = plan(&c, 10_000).unwrap_err();
         assert!(e.to_string().starts_with("t.toml: buffer.pool.ingress_lossless_pool.size: "), "{e}");
         assert_eq!(e.to_string().lines().count(), 1);
+    }
+
+    fn wred(kmin: u64, kmax: u64) -> String {
+        format!(
+            "[qos.wred_profile.W]\ngreen_min_threshold = {kmin}\ngreen_max_threshold = {kmax}\n\
+             ecn = \"ecn_all\"\nwred_green_enable = true\n[qos.queue]\n\"Ethernet0|3\" = {{ wred_profile = \"W\" }}\n\
+             \"Ethernet4|1\" = {{ wred_profile = \"W\" }}\n"
+        )
+    }
+
+    #[test]
+    fn wred_bound_per_queue_and_lossless_queues_known() {
+        let p = plan(&cfg(&wred(1000, 2000)), 10_000).unwrap();
+        assert_eq!(p.ports[0].wred[3].map(|w| (w.min_bytes, w.max_bytes)), Some((1000, 2000)));
+        assert!(p.ports[0].wred[1].is_none());
+        assert!(p.ports[1].wred[1].is_some());
+        assert_eq!(p.ports[0].lossless_queues, 0b1_1000);
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn kmax_above_the_xoff_point_warns() {
+        let c = cfg(&wred(1000, 2000));
+        let p = plan(&c, 10_000).unwrap();
+        let shared = p.mmu.validate().unwrap().0;
+        let xoff = single_pg_xoff_point(&p.mmu.ports[0].pgs[3], shared);
+        assert!(xoff > 2000);
+        let p = plan(&cfg(&wred(1000, xoff + 1)), 10_000).unwrap();
+        assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+        assert!(p.warnings[0].contains("Ethernet0|3: green_max_threshold (Kmax)"), "{}", p.warnings[0]);
+        let p = plan(&cfg(&wred(xoff, xoff + 1)), 10_000).unwrap();
+        assert!(p.warnings[0].contains("never marks before PFC pauses"), "{}", p.warnings[0]);
+        // The lossy queue (Ethernet4|1) is never warned about.
+        assert!(p.warnings.iter().all(|w| !w.contains("Ethernet4")));
     }
 }

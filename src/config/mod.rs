@@ -147,11 +147,13 @@ mod error;
 mod raw;
 mod resolve;
 mod types;
+mod wred;
 
 pub use duration::{parse_duration_ns, DurationError};
 pub use error::ConfigError;
 pub use resolve::{defaults, parse_bdf, parse_devargs, parse_lcore_set, parse_mac, VDEV_PREFIXES};
 pub use types::*;
+pub use wred::{EcnMode, WredColour, WredProfileConfig};
 
 use std::path::Path;
 

@@ -228,6 +228,13 @@ pub(crate) struct RawQos {
     pub tc_to_pg: Option<Table>,
     pub tc_to_queue: Option<Table>,
     pub scheduler: Option<Table>,
+    /// Accepted here (`deny_unknown_fields`), resolved from the table by `config::wred`
+    /// (the bindings need the ports).
+    #[allow(dead_code)]
+    pub wred_profile: Option<Table>,
+    #[allow(dead_code)]
+    pub queue: Option<Table>,
+    pub wred_seed: Option<IntLike>,
 }
 
 #[derive(Debug, Deserialize)]

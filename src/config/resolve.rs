@@ -51,7 +51,7 @@ impl Ctx<'_> {
     }
 }
 
-fn in_range(v: i64, lo: i64, hi: i64, path: &str) -> FResult<i64> {
+pub(crate) fn in_range(v: i64, lo: i64, hi: i64, path: &str) -> FResult<i64> {
     if v < lo || v > hi {
         Err(FieldError::new(path, format!("{v} is out of range {lo}..={hi}")))
     } else {
@@ -72,7 +72,7 @@ fn speed(h: &Human, path: &str) -> FResult<u64> {
     parse_speed(&h.text()).map_err(|e| FieldError::new(path, e.to_string()))
 }
 
-fn bytes(h: &Human, path: &str) -> FResult<u64> {
+pub(crate) fn bytes(h: &Human, path: &str) -> FResult<u64> {
     if let Human::Int(i) = h {
         if *i < 0 {
             return Err(FieldError::new(path, format!("{i} is negative")));
@@ -179,13 +179,15 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
     };
     let mut switch = resolve_switch(&sw)?;
     let mut ports = resolve_ports(top.get("port"), &mut ctx)?;
-    let qos = match top.get("qos") {
+    let mut qos = match top.get("qos") {
         Some(v) => {
             expect_table(v, "qos")?;
             resolve_qos(&de::<RawQos>(v, "qos")?)?
         }
         None => QosConfig::default(),
     };
+    let qos_table = top.get("qos").and_then(|v| v.as_table()).cloned().unwrap_or_default();
+    (qos.wred_profiles, qos.queue_wred) = super::wred::resolve(&qos_table, &ports)?;
     let pfcwd = match top.get("pfcwd") {
         Some(v) => {
             expect_table(v, "pfcwd")?;
@@ -589,6 +591,9 @@ fn resolve_qos(raw: &RawQos) -> FResult<QosConfig> {
     qos_map(&raw.dot1p_to_tc, "qos.dot1p_to_tc", &mut q.dot1p_to_tc, 7, 7)?;
     qos_map(&raw.tc_to_pg, "qos.tc_to_pg", &mut q.tc_to_pg, 7, 7)?;
     qos_map(&raw.tc_to_queue, "qos.tc_to_queue", &mut q.tc_to_queue, 7, 7)?;
+    if let Some(s) = raw.wred_seed {
+        q.wred_seed = Some(in_range(s.0, 0, i64::MAX, "qos.wred_seed")? as u64);
+    }
     if let Some(t) = &raw.scheduler {
         for (k, v) in t {
             let kp = join("qos.scheduler", k);
@@ -622,7 +627,7 @@ fn resolve_qos(raw: &RawQos) -> FResult<QosConfig> {
 }
 
 /// `<port>|<n>` or `<port>|<a>-<b>` → (port index, lo, hi).
-fn parse_binding_key(k: &str, ports: &[PortConfig], path: &str) -> FResult<(usize, u8, u8)> {
+pub(crate) fn parse_binding_key(k: &str, ports: &[PortConfig], path: &str) -> FResult<(usize, u8, u8)> {
     let (pname, range) = k
         .rsplit_once('|')
         .ok_or_else(|| FieldError::new(path, format!("key '{k}' is not '<port>|<n>' or '<port>|<a>-<b>'")))?;

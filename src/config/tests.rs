@@ -416,3 +416,70 @@ fn control_nap_default_explicit_and_refused() {
     assert_err(&lc("control_nap = \"500ns\""), "lcores.control_nap", "outside 1us..10ms");
     assert_err(&lc("control_nap = 5"), "lcores.control_nap", "has no unit");
 }
+
+const WRED: &str = r#"
+[qos.wred_profile.AZURE_LOSSLESS]
+green_min_threshold = "1MiB"
+green_max_threshold = 2097152
+green_drop_probability = 5
+wred_green_enable = true
+ecn = "ecn_all"
+[qos.wred_profile.MARK_ONLY]
+green_min_threshold = 50000
+green_max_threshold = 51000
+ecn = "ecn_green"
+[qos.queue]
+"Ethernet0|3-4" = { wred_profile = "AZURE_LOSSLESS" }
+"Ethernet4|3" = { wred_profile = "MARK_ONLY" }
+"#;
+
+#[test]
+fn wred_profiles_and_queue_bindings_resolve() {
+    let c = from_str(&format!("{MIN}{WRED}"), "t.toml").unwrap();
+    let q = &c.qos;
+    assert_eq!(q.wred_profiles.len(), 2);
+    let az = q.wred_profiles.iter().position(|p| p.name == "AZURE_LOSSLESS").unwrap();
+    let mo = q.wred_profiles.iter().position(|p| p.name == "MARK_ONLY").unwrap();
+    assert_eq!(q.queue_wred[0][3], Some(az));
+    assert_eq!(q.queue_wred[0][4], Some(az));
+    assert_eq!(q.queue_wred[0][2], None);
+    assert_eq!(q.queue_wred[1][3], Some(mo));
+    let e = q.wred_profiles[az].engine().unwrap();
+    assert_eq!((e.min_bytes, e.max_bytes, e.probability_pct, e.mark, e.drop), (1 << 20, 2 << 20, 5, true, true));
+    // Probability absent on a marked colour: 100, as SONiC writes it.
+    let e = q.wred_profiles[mo].engine().unwrap();
+    assert_eq!((e.min_bytes, e.max_bytes, e.probability_pct, e.mark, e.drop), (50000, 51000, 100, true, false));
+}
+
+#[test]
+fn wred_errors_name_the_field() {
+    let p = "[qos.wred_profile.P]\n";
+    assert_err(
+        &format!("{MIN}{p}green_min_threshold = 2000\ngreen_max_threshold = 1000\necn = \"ecn_all\"\n"),
+        "qos.wred_profile.P.green_min_threshold",
+        "above green_max_threshold",
+    );
+    assert_err(
+        &format!("{MIN}{p}green_min_threshold = 1\ngreen_max_threshold = 2\ngreen_drop_probability = 101\n"),
+        "qos.wred_profile.P.green_drop_probability",
+        "101",
+    );
+    assert_err(&format!("{MIN}{p}ecn = \"ecn_blue\"\n"), "qos.wred_profile.P.ecn", "ecn_all");
+    assert_err(&format!("{MIN}{p}ecn = \"ecn_all\"\n"), "qos.wred_profile.P.green_min_threshold", "missing");
+    // Yellow/red are validated too.
+    assert_err(
+        &format!("{MIN}{p}red_min_threshold = 5\nred_max_threshold = 4\n"),
+        "qos.wred_profile.P.red_min_threshold",
+        "above",
+    );
+    assert_err(
+        &format!("{MIN}[qos.queue]\n\"Ethernet0|3\" = {{ wred_profile = \"NOPE\" }}\n"),
+        "qos.queue.\"Ethernet0|3\".wred_profile",
+        "unknown WRED profile 'NOPE'",
+    );
+    assert_err(
+        &format!("{MIN}[qos.queue]\n\"Ethernet9|3\" = {{ wred_profile = \"X\" }}\n"),
+        "qos.queue.\"Ethernet9|3\"",
+        "Ethernet9",
+    );
+}

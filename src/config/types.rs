@@ -297,6 +297,12 @@ pub struct QosConfig {
     pub tc_to_pg: [u8; NUM_TC],
     pub tc_to_queue: [u8; NUM_TC],
     pub scheduler: [Scheduler; NUM_TC],
+    /// `[qos.wred_profile.<NAME>]`.
+    pub wred_profiles: Vec<super::WredProfileConfig>,
+    /// Per port, per egress queue: the WRED profile bound by `[qos.queue]`.
+    pub queue_wred: Vec<[Option<usize>; NUM_TC]>,
+    /// `[qos] wred_seed`: a fixed PRNG seed for WRED/ECN (tests); None = from the TSC.
+    pub wred_seed: Option<u64>,
 }
 
 fn ser_slice<S: serde::Serializer>(v: &[u8; 64], s: S) -> Result<S::Ok, S::Error> {
@@ -323,7 +329,16 @@ impl Default for QosConfig {
         scheduler[3] = Scheduler::Dwrr(15);
         scheduler[4] = Scheduler::Dwrr(15);
         scheduler[7] = Scheduler::Strict;
-        QosConfig { dscp_to_tc, dot1p_to_tc: identity, tc_to_pg, tc_to_queue: identity, scheduler }
+        QosConfig {
+            dscp_to_tc,
+            dot1p_to_tc: identity,
+            tc_to_pg,
+            tc_to_queue: identity,
+            scheduler,
+            wred_profiles: Vec::new(),
+            queue_wred: Vec::new(),
+            wred_seed: None,
+        }
     }
 }
 
