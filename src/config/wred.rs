@@ -143,12 +143,15 @@ fn colour(
     Ok(WredColour { enabled, min_threshold: min, max_threshold: max, drop_probability })
 }
 
+/// Per port, per egress queue: an index into the profiles.
+pub(crate) type QueueBindings = Vec<[Option<usize>; NUM_TC]>;
+
 /// The profiles of `[qos.wred_profile]` and, per port, the profile bound to each egress
 /// queue by `[qos.queue]` (empty when nothing is bound).
 pub(crate) fn resolve(
     qos: &toml::Table,
     ports: &[PortConfig],
-) -> FResult<(Vec<WredProfileConfig>, Vec<[Option<usize>; NUM_TC]>)> {
+) -> FResult<(Vec<WredProfileConfig>, QueueBindings)> {
     let mut profiles = Vec::new();
     if let Some(v) = qos.get("wred_profile") {
         for (name, pv) in expect_table(v, "qos.wred_profile")? {
