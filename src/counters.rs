@@ -59,6 +59,8 @@ drop_reasons! {
     PfcWatchdog = "pfc_watchdog",
     /// Still queued when the switch stopped (freed at shutdown).
     FlushedAtStop = "flushed_at_stop",
+    /// WRED at dequeue: a Not-ECT (or unmarked) packet of a lossy queue (docs/design.md §6).
+    Wred = "wred",
 }
 
 impl DropReason {
@@ -173,6 +175,12 @@ counter_set! {
         queue_tx_packets[8],
         queue_tx_bytes[8],
         queue_drops[8],
+        /// Per egress queue: packets (bytes) marked CE and dropped by WRED at dequeue
+        /// (SONiC `show queue wredcounters`).
+        queue_ecn_marked_packets[8],
+        queue_ecn_marked_bytes[8],
+        queue_wred_dropped_packets[8],
+        queue_wred_dropped_bytes[8],
         /// Per TC (this port as ingress): packets classified into the TC, flood copies
         /// made, packets (and copies) that left through tx_burst, dropped after
         /// classification. Conservation per (port, TC): rx + copies = tx + dropped + queued.

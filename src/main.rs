@@ -67,6 +67,13 @@ enum Cmd {
         #[arg(required = true, num_args = 1..)]
         what: Vec<String>,
     },
+    /// WRED/ECN profiles and their queue bindings in a configuration (like SONiC's
+    /// `ecnconfig -l`), with the ECN-vs-PFC check of lossless queues.
+    Ecn {
+        /// Configuration file (TOML)
+        #[arg(long, short)]
+        config: PathBuf,
+    },
     /// Headroom a lossless PG needs on a link: every term and the total.
     Headroom {
         /// Link speed, e.g. 100G
@@ -112,6 +119,16 @@ fn main() -> ExitCode {
                     println!("warning: {w}");
                 }
                 println!("{}: ok", file.display());
+                ExitCode::SUCCESS
+            }
+            Err(code) => code,
+        },
+        Cmd::Ecn { config } => match load(&config) {
+            Ok((cfg, plan)) => {
+                print!("{}", pfcswitch::show::render_ecn(&cfg));
+                for w in plan.warnings.iter().filter(|w| w.contains("(Kmin)") || w.contains("(Kmax)")) {
+                    println!("warning: {w}");
+                }
                 ExitCode::SUCCESS
             }
             Err(code) => code,

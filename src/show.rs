@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 pub enum View {
     PfcCounters,
     QueueCounters,
+    QueueWredCounters,
     PgWatermarkShared,
     PgWatermarkHeadroom,
     BufferPool,
@@ -31,6 +32,7 @@ impl View {
         Ok(match w.as_slice() {
             ["pfc", "counters"] => View::PfcCounters,
             ["queue", "counters"] => View::QueueCounters,
+            ["queue", "wredcounters"] => View::QueueWredCounters,
             ["priority-group", "watermark", "shared"] => View::PgWatermarkShared,
             ["priority-group", "watermark", "headroom"] => View::PgWatermarkHeadroom,
             ["buffer", "pool"] | ["buffer_pool"] | ["buffer", "pool", "watermark"] => View::BufferPool,
@@ -40,7 +42,7 @@ impl View {
             ["conservation"] => View::Conservation,
             _ => {
                 return Err(format!(
-                    "unknown view '{}': expected one of: pfc counters | queue counters | priority-group watermark shared|headroom | buffer pool | pfcwd stats | latency | counters | conservation",
+                    "unknown view '{}': expected one of: pfc counters | queue counters | queue wredcounters | priority-group watermark shared|headroom | buffer pool | pfcwd stats | latency | counters | conservation",
                     words.join(" ")
                 ))
             }
@@ -50,7 +52,7 @@ impl View {
     pub fn command(self) -> &'static str {
         match self {
             View::PfcCounters => "/pfcswitch/pfc_counters",
-            View::QueueCounters => "/pfcswitch/queue_counters",
+            View::QueueCounters | View::QueueWredCounters => "/pfcswitch/queue_counters",
             View::PgWatermarkShared | View::PgWatermarkHeadroom => "/pfcswitch/pg_watermark",
             View::BufferPool => "/pfcswitch/buffer_pool",
             View::PfcwdStats => "/pfcswitch/pfcwd",
@@ -68,7 +70,10 @@ impl View {
     /// Counters (cleared by snapshot) as opposed to gauges and watermarks. Conservation
     /// is a balance with a gauge (in flight) in it: a difference of two would not balance.
     pub fn clearable(self) -> bool {
-        matches!(self, View::PfcCounters | View::QueueCounters | View::PfcwdStats | View::PortCounters)
+        matches!(
+            self,
+            View::PfcCounters | View::QueueCounters | View::QueueWredCounters | View::PfcwdStats | View::PortCounters
+        )
     }
 }
 
@@ -289,6 +294,26 @@ pub fn render(view: View, v: &Value) -> String {
                         get(o, &format!("UC{q}_bytes")),
                         get(o, &format!("UC{q}_drops")),
                         get(o, &format!("UC{q}_depth")),
+                    ]);
+                }
+            }
+            table(&h, &rows)
+        }
+        View::QueueWredCounters => {
+            let h: Vec<String> = ["Port", "TxQ", "WredDrp/pkts", "WredDrp/bytes", "EcnMarked/pkts", "EcnMarked/bytes"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            let mut rows = Vec::new();
+            for (p, o) in &ps {
+                for q in 0..8 {
+                    rows.push(vec![
+                        p.clone(),
+                        format!("UC{q}"),
+                        get(o, &format!("UC{q}_wred_dropped_packets")),
+                        get(o, &format!("UC{q}_wred_dropped_bytes")),
+                        get(o, &format!("UC{q}_ecn_marked_packets")),
+                        get(o, &format!("UC{q}_ecn_marked_bytes")),
                     ]);
                 }
             }
@@ -597,4 +622,46 @@ mod tests {
         assert_eq!(View::parse(&w("conservation")).unwrap(), View::Conservation);
         assert!(View::parse(&w("bogus")).is_err());
     }
+}
+
+/// `pfcswitch ecn`: the WRED profiles (SONiC `ecnconfig -l` fields) and which egress
+/// queues use them.
+pub fn render_ecn(cfg: &crate::config::Config) -> String {
+    let q = &cfg.qos;
+    if q.wred_profiles.is_empty() {
+        return "No WRED profiles ([qos.wred_profile.<NAME>]): ECN marking is off.\n".to_string();
+    }
+    let opt = |v: Option<u64>| v.map_or("N/A".to_string(), |b| b.to_string());
+    let mut s = String::new();
+    for p in &q.wred_profiles {
+        s.push_str(&format!("Profile: {}\n", p.name));
+        let rows: Vec<Vec<String>> = [("green", &p.green), ("yellow", &p.yellow), ("red", &p.red)]
+            .iter()
+            .flat_map(|(c, w)| {
+                [
+                    vec![format!("{c}_min_threshold"), opt(w.min_threshold)],
+                    vec![format!("{c}_max_threshold"), opt(w.max_threshold)],
+                    vec![format!("{c}_drop_probability"), w.drop_probability.to_string()],
+                    vec![format!("wred_{c}_enable"), w.enabled.to_string()],
+                ]
+            })
+            .chain([vec!["ecn".to_string(), p.ecn.as_str().to_string()]])
+            .collect();
+        s.push_str(&table(&["Field".to_string(), "Value".to_string()], &rows));
+        s.push('\n');
+    }
+    let mut rows = Vec::new();
+    for (pi, qs) in q.queue_wred.iter().enumerate() {
+        for (qi, b) in qs.iter().enumerate() {
+            if let Some(i) = b {
+                rows.push(vec![cfg.ports[pi].name.clone(), format!("UC{qi}"), q.wred_profiles[*i].name.clone()]);
+            }
+        }
+    }
+    if rows.is_empty() {
+        s.push_str("No queue uses a WRED profile ([qos.queue] \"<port>|<q>\" = { wred_profile = ... }).\n");
+    } else {
+        s.push_str(&table(&["Port".to_string(), "TxQ".to_string(), "wred_profile".to_string()], &rows));
+    }
+    s
 }

@@ -148,10 +148,7 @@ pub(crate) type QueueBindings = Vec<[Option<usize>; NUM_TC]>;
 
 /// The profiles of `[qos.wred_profile]` and, per port, the profile bound to each egress
 /// queue by `[qos.queue]` (empty when nothing is bound).
-pub(crate) fn resolve(
-    qos: &toml::Table,
-    ports: &[PortConfig],
-) -> FResult<(Vec<WredProfileConfig>, QueueBindings)> {
+pub(crate) fn resolve(qos: &toml::Table, ports: &[PortConfig]) -> FResult<(Vec<WredProfileConfig>, QueueBindings)> {
     let mut profiles = Vec::new();
     if let Some(v) = qos.get("wred_profile") {
         for (name, pv) in expect_table(v, "qos.wred_profile")? {

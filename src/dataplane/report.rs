@@ -229,7 +229,7 @@ impl RunReport {
                         "rx_ignored": p.rx_ignored,
                     },
                     "tc": (0..8).map(|tc| json!({"tc": tc, "rx": p.totals.tc_rx[tc], "flood_copies": p.totals.tc_copies[tc], "tx": p.totals.tc_tx[tc], "dropped": p.totals.tc_dropped[tc]})).collect::<Vec<_>>(),
-                    "queues": (0..8).map(|q| json!({"queue": q, "tx_packets": p.totals.queue_tx_packets[q], "tx_bytes": p.totals.queue_tx_bytes[q], "drops": p.totals.queue_drops[q]})).collect::<Vec<_>>(),
+                    "queues": (0..8).map(|q| json!({"queue": q, "tx_packets": p.totals.queue_tx_packets[q], "tx_bytes": p.totals.queue_tx_bytes[q], "drops": p.totals.queue_drops[q], "ecn_marked_packets": p.totals.queue_ecn_marked_packets[q], "ecn_marked_bytes": p.totals.queue_ecn_marked_bytes[q], "wred_dropped_packets": p.totals.queue_wred_dropped_packets[q], "wred_dropped_bytes": p.totals.queue_wred_dropped_bytes[q]})).collect::<Vec<_>>(),
                     "pfcwd": p.pfcwd,
                     "pg_watermark": p.pg_watermarks.iter().map(|(pg, s, h, size)| json!({"pg": pg, "shared": s, "headroom": h, "headroom_size": size})).collect::<Vec<_>>(),
                 });

@@ -55,6 +55,8 @@ pub struct SwitchSpec {
     pub plan: crate::plan::Plan,
     /// PFC watchdog on every port's lossless priorities (None = off).
     pub pfcwd: Option<crate::pfcwd::PfcwdConfig>,
+    /// WRED/ECN random seed (`[qos] wred_seed`); None = from the TSC.
+    pub wred_seed: Option<u64>,
 }
 
 impl SwitchSpec {
@@ -113,6 +115,7 @@ impl SwitchSpec {
             egress_queue_len: (cfg.switch.mbuf_count as usize).clamp(1024, 65536).next_power_of_two(),
             plan,
             pfcwd: cfg.pfcwd,
+            wred_seed: cfg.qos.wred_seed,
         }
     }
 }

@@ -118,6 +118,10 @@ impl Views {
             o.insert(format!("UC{q}_bytes"), pt.queue_tx_bytes[q].into());
             o.insert(format!("UC{q}_drops"), pt.queue_drops[q].into());
             o.insert(format!("UC{q}_depth"), (self.shared.egress[i].depth(q) as u64).into());
+            o.insert(format!("UC{q}_wred_dropped_packets"), pt.queue_wred_dropped_packets[q].into());
+            o.insert(format!("UC{q}_wred_dropped_bytes"), pt.queue_wred_dropped_bytes[q].into());
+            o.insert(format!("UC{q}_ecn_marked_packets"), pt.queue_ecn_marked_packets[q].into());
+            o.insert(format!("UC{q}_ecn_marked_bytes"), pt.queue_ecn_marked_bytes[q].into());
         }
         o
     }

@@ -19,6 +19,7 @@ use crate::mmu::Charge;
 use crate::pfc::PauseDeadlines;
 use crate::pfcwd::{prio_mask_from_queues, Pfcwd};
 use crate::sched::{Scheduler, Shaper};
+use crate::wred::{Rng, Verdict, WredProfile};
 
 use super::egress::Queued;
 use super::latency::LatencyRecorder;
@@ -68,6 +69,13 @@ pub struct TxPort {
     /// last poll.
     wd: Option<Pfcwd>,
     progress: u8,
+    /// Bytes on each TC queue (the depth WRED decides on).
+    qbytes: [u64; 8],
+    /// WRED/ECN profile per egress queue, the queues that are lossless, and this lcore's
+    /// random source for them.
+    wred: [Option<WredProfile>; 8],
+    lossless_queues: u8,
+    rng: Rng,
 }
 
 impl TxPort {
@@ -102,6 +110,10 @@ impl TxPort {
             lat: LatencyRecorder::new(tsc_hz, now),
             wd,
             progress: 0,
+            qbytes: [0; 8],
+            wred: plan.wred,
+            lossless_queues: plan.lossless_queues,
+            rng: Rng::new(spec.wred_seed.unwrap_or(now) ^ port as u64),
         }
     }
 
@@ -110,10 +122,12 @@ impl TxPort {
     /// allocated for `cap` packets up front.
     #[inline]
     pub fn enqueue(&mut self, q: Queued) -> Result<(), Queued> {
-        let tcq = &mut self.tcq[q.queue as usize & 7];
+        let qi = q.queue as usize & 7;
+        let tcq = &mut self.tcq[qi];
         if tcq.len() >= self.cap {
             return Err(q);
         }
+        self.qbytes[qi] += q.m.len() as u64;
         tcq.push_back(q);
         Ok(())
     }
@@ -127,7 +141,9 @@ impl TxPort {
     /// Append packets of one TC queue; the caller checked [`TxPort::room`].
     #[inline]
     pub fn enqueue_all(&mut self, queue: u8, packets: impl Iterator<Item = Queued>) {
-        self.tcq[queue as usize & 7].extend(packets);
+        let qi = queue as usize & 7;
+        let (tcq, bytes) = (&mut self.tcq[qi], &mut self.qbytes[qi]);
+        tcq.extend(packets.inspect(|q| *bytes += q.m.len() as u64));
     }
 
     /// Move what other lcores sent to this port onto the TC queues.
@@ -238,20 +254,70 @@ impl TxPort {
                         break;
                     }
                 }
+                let depth = self.qbytes[tc];
                 let Some(q) = self.tcq[tc].pop_front() else { break };
+                self.qbytes[tc] -= len as u64;
+                if self.tcq[tc].is_empty() {
+                    heads_mask &= !(1 << tc);
+                }
+                let q = match self.wred[tc] {
+                    None => q,
+                    Some(w) => match self.wred(&w, q, depth, shared, worker, now, c) {
+                        Some(q) => q,
+                        None => {
+                            // Dropped: the scheduler's share is not spent on it.
+                            self.sched.refund(tc, len);
+                            continue;
+                        }
+                    },
+                };
                 self.progress |= 1 << (q.tc & 7);
                 let i = self.pending.len();
                 self.meta[i] =
                     Meta { charge: Some(q.charge), tsc: q.rx_tsc, len, in_port: q.in_port, tc: q.tc, queue: q.queue };
                 let _ = self.pending.push(q.m);
                 moved += 1;
-                if self.tcq[tc].is_empty() {
-                    heads_mask &= !(1 << tc);
-                }
             }
         }
         self.publish_depths(shared);
         self.transmit(shared, worker, now, c)
+    }
+
+    /// WRED/ECN at dequeue on a packet taken from a queue `depth` bytes deep (itself
+    /// included): marks it CE in place, or drops it (lossy queues only: the MMU charge is
+    /// released and `drops.wred` counted). Returns the packet unless it was dropped.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn wred(
+        &mut self,
+        w: &WredProfile,
+        mut q: Queued,
+        depth: u64,
+        shared: &Shared,
+        worker: usize,
+        now: u64,
+        c: &LcoreCounters,
+    ) -> Option<Queued> {
+        if depth < w.min_bytes {
+            return Some(q);
+        }
+        let qi = q.queue as usize & 7;
+        let len = q.m.len() as u64;
+        let pc = &c.ports[self.port];
+        match w.apply(q.m.data_mut(), depth, self.lossless_queues & (1 << qi) != 0, self.rng.next_u32()) {
+            Verdict::Pass => Some(q),
+            Verdict::Marked => {
+                pc.queue_ecn_marked_packets[qi].inc();
+                pc.queue_ecn_marked_bytes[qi].add(len);
+                Some(q)
+            }
+            Verdict::Drop => {
+                pc.queue_wred_dropped_packets[qi].inc();
+                pc.queue_wred_dropped_bytes[qi].add(len);
+                shared.drop_admitted(worker, q, DropReason::Wred, now, c);
+                None
+            }
+        }
     }
 
     fn transmit(&mut self, shared: &Shared, worker: usize, now: u64, c: &LcoreCounters) -> usize {
@@ -342,6 +408,7 @@ impl TxPort {
             }
             let q = self.priority_queue[prio as usize] as usize & 7;
             let mut n = 0u64;
+            self.qbytes[q] = 0;
             while let Some(p) = self.tcq[q].pop_front() {
                 shared.push_edge(worker, shared.mmu.release(p.charge), now, c);
                 c.ports[p.in_port as usize].tc_dropped[p.tc as usize].inc();
@@ -371,6 +438,7 @@ impl TxPort {
             drop(m);
         }
         let eg = &shared.egress[self.port];
+        self.qbytes = [0; 8];
         let queued = self.tcq.iter_mut().flat_map(|q| q.drain(..)).chain(std::iter::from_fn(|| eg.inbound.pop()));
         for q in queued {
             let _ = shared.mmu.release(q.charge);

@@ -608,3 +608,28 @@ pub fn veth_and_pcap(d: &TestDir, veth_a: &str) -> SwitchConfig {
                 .pfc_enable(&[3, 4]),
         )
 }
+
+/// An untagged IPv4/UDP frame of `len` bytes with DSCP `dscp` and ECN `ecn`, a valid
+/// header checksum, and a big-endian u32 `seq` at the start of the UDP payload.
+pub fn ipv4_frame(dst: [u8; 6], src: [u8; 6], dscp: u8, ecn: u8, seq: u32, len: usize) -> Vec<u8> {
+    let mut f = Vec::with_capacity(len);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&[0x08, 0x00]);
+    let total = (len - 14) as u16;
+    let mut h = [0x45, (dscp << 2) | (ecn & 3), 0, 0, 0, 1, 0, 0, 64, 17, 0, 0, 192, 0, 2, 1, 192, 0, 2, 2];
+    h[2..4].copy_from_slice(&total.to_be_bytes());
+    let mut sum: u32 = h.chunks(2).map(|c| u32::from(u16::from_be_bytes([c[0], c[1]]))).sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    h[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    f.extend_from_slice(&h);
+    // UDP: ports 4791 (RoCEv2), length, checksum 0 (none).
+    f.extend_from_slice(&[0x12, 0xb7, 0x12, 0xb7]);
+    f.extend_from_slice(&(total - 20).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.extend_from_slice(&seq.to_be_bytes());
+    f.resize(len, 0x5a);
+    f
+}
