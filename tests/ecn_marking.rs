@@ -69,7 +69,7 @@ ecn = "ecn_all"
     (d, j)
 }
 
-fn queue<'a>(j: &'a serde_json::Value, q: usize) -> &'a serde_json::Value {
+fn queue(j: &serde_json::Value, q: usize) -> &serde_json::Value {
     &port(j, "Ethernet4")["queues"][q]
 }
 
@@ -159,5 +159,73 @@ fn not_ect_dropped_on_the_lossy_queue_never_on_the_lossless_one() {
         if let Some(w) = want {
             assert_eq!(!lossy.contains(&(i as u32)), w, "lossy packet {i}: dropped? {lossy:?}");
         }
+    }
+}
+
+/// sonic-mgmt's `test_red_accuracy` method: thresholds far apart, Pmax 5 %, a deep backlog
+/// of small ECT packets on a lossy queue. Packet k out of M queued leaves at depth
+/// (M − k)·64 bytes; per bucket of depths the number of CE marks must lie within the
+/// 99.9 % interval (normal approximation of the Poisson-binomial sum, ±3.3 σ, +1 for
+/// discreteness) of Σ P(depth_k).
+#[test]
+fn marked_fraction_follows_the_configured_line() {
+    const SMALL: usize = 64;
+    const M: usize = 6000;
+    const K_MIN: u64 = 32_000;
+    const K_MAX: u64 = 384_000;
+    const PMAX: f64 = 0.05;
+    let d = TestDir::new("ecn-red");
+    let frames: Vec<_> = (0..M as u32).map(|i| ipv4_frame(BCAST, mac(1), DSCP_LOSSY, 1, i, SMALL)).collect();
+    write_pcap(&d.join("in0.pcap"), &frames);
+    write_pcap(&d.join("in1.pcap"), &[]);
+    let cfg = pcap_pair(&d, "10G")
+        .toml(&format!(
+            r#"[buffer]
+total_size = "2MiB"
+[qos.wred_profile.RED]
+green_min_threshold = {K_MIN}
+green_max_threshold = {K_MAX}
+green_drop_probability = 5
+ecn = "ecn_green"
+[qos.queue]
+"Ethernet4|1" = {{ wred_profile = "RED" }}"#
+        ))
+        .write(&d.join("red.toml"));
+    let json = d.join("stats.json");
+    let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);
+    sw.wait_forwarding(Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(800));
+    sw.signal("USR1");
+    std::thread::sleep(Duration::from_millis(800));
+    sw.stop();
+    let j = read_json(&json);
+    assert_conserved(&j);
+    let out = read_pcap(&d.join("out1.pcap"));
+    // What the lossy MMU admitted is what left (ECT packets are marked, never dropped).
+    let queued = out.len();
+    assert!(queued > 2000, "only {queued} packets queued");
+    assert_eq!(queue(&j, 1)["wred_dropped_packets"], 0);
+    let marks: Vec<bool> = out.iter().map(|f| f[15] & 3 == 3).collect();
+    assert_eq!(queue(&j, 1)["ecn_marked_packets"].as_u64().unwrap(), marks.iter().filter(|&&m| m).count() as u64);
+    let p = |k: usize| {
+        let depth = ((queued - k) * SMALL) as u64;
+        if depth >= K_MAX {
+            1.0
+        } else if depth < K_MIN {
+            0.0
+        } else {
+            (depth - K_MIN) as f64 / (K_MAX - K_MIN) as f64 * PMAX
+        }
+    };
+    let buckets = 6;
+    let per = queued / buckets;
+    for b in 0..buckets {
+        let range = b * per..if b + 1 == buckets { queued } else { (b + 1) * per };
+        let mean: f64 = range.clone().map(p).sum();
+        let var: f64 = range.clone().map(|k| p(k) * (1.0 - p(k))).sum();
+        let got = range.clone().filter(|&k| marks[k]).count() as f64;
+        let slack = 3.3 * var.sqrt() + 1.0;
+        eprintln!("bucket {b} ({range:?}): {got} marked, expected {mean:.1} ± {slack:.1}");
+        assert!((got - mean).abs() <= slack, "bucket {b}: {got} marked, expected {mean:.1} ± {slack:.1}");
     }
 }
