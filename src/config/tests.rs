@@ -407,9 +407,9 @@ fn control_nap_default_explicit_and_refused() {
         format!("{MIN}\n[lcores]\ncontrol = 0\n{extra}\n[[lcores.worker]]\nlcore = 1\nrx = [\"Ethernet0:0\", \"Ethernet4:0\"]\ntx = [\"Ethernet0\", \"Ethernet4\"]\n")
     };
     let c = from_str(MIN, "t.toml").unwrap();
-    assert_eq!(c.lcores.control_nap_ns, super::resolve::DEFAULT_CONTROL_NAP_NS);
+    assert_eq!(c.lcores.control_nap_ns, defaults::CONTROL_NAP_NS);
     let c = from_str(&lc(""), "t.toml").unwrap();
-    assert_eq!(c.lcores.control_nap_ns, super::resolve::DEFAULT_CONTROL_NAP_NS);
+    assert_eq!(c.lcores.control_nap_ns, defaults::CONTROL_NAP_NS);
     let c = from_str(&lc("control_nap = \"200us\""), "t.toml").unwrap();
     assert_eq!(c.lcores.control_nap_ns, 200_000);
     assert_err(&lc("control_nap = \"20ms\""), "lcores.control_nap", "outside 1us..10ms");

@@ -1,0 +1,294 @@
+//! `[buffer]`: pools, profiles, PG and queue bindings, or the generated default buffer.
+
+use super::*;
+
+pub(super) fn generated_buffer(
+    total_size: u64,
+    cell_size: u32,
+    headroom_policy: HeadroomPolicy,
+    ports: &[PortConfig],
+    qos: &QosConfig,
+) -> BufferConfig {
+    let egress = total_size / 3;
+    let ingress = total_size - egress;
+    let pools = vec![
+        PoolConfig {
+            name: "ingress_lossless_pool".into(),
+            size: ingress,
+            kind: PoolType::Ingress,
+            mode: PoolMode::Dynamic,
+        },
+        PoolConfig { name: "egress_lossy_pool".into(), size: egress, kind: PoolType::Egress, mode: PoolMode::Dynamic },
+    ];
+    let profiles = vec![
+        ProfileConfig {
+            name: "pg_lossless_profile".into(),
+            pool: 0,
+            size: defaults::LOSSLESS_PRIVATE,
+            xon: None,
+            xoff: None,
+            xon_offset: None,
+            threshold: Threshold::Dynamic(defaults::LOSSLESS_DYNAMIC_TH),
+        },
+        ProfileConfig {
+            name: "ingress_lossy_profile".into(),
+            pool: 0,
+            size: 0,
+            xon: None,
+            xoff: None,
+            xon_offset: None,
+            threshold: Threshold::Dynamic(defaults::LOSSY_DYNAMIC_TH),
+        },
+        ProfileConfig {
+            name: "queue_lossy_profile".into(),
+            pool: 1,
+            size: 0,
+            xon: None,
+            xoff: None,
+            xon_offset: None,
+            threshold: Threshold::Dynamic(defaults::LOSSY_DYNAMIC_TH),
+        },
+    ];
+    let used_pgs: u8 = qos.tc_to_pg.iter().fold(0, |m, &pg| m | (1 << pg));
+    let mut pg_profile = Vec::new();
+    let mut queue_profile = Vec::new();
+    for p in ports {
+        let mut pg = [None; NUM_TC];
+        let mut q = [None; NUM_TC];
+        for n in 0..NUM_TC as u8 {
+            if p.pfc_enabled(n) {
+                pg[n as usize] = Some(0);
+            } else {
+                if used_pgs & (1 << n) != 0 {
+                    pg[n as usize] = Some(1);
+                }
+                q[n as usize] = Some(2);
+            }
+        }
+        pg_profile.push(pg);
+        queue_profile.push(q);
+    }
+    BufferConfig { total_size, cell_size, headroom_policy, pools, profiles, pg_profile, queue_profile, generated: true }
+}
+
+pub(super) fn resolve_buffer(
+    v: Option<&Value>,
+    ports: &[PortConfig],
+    qos: &QosConfig,
+    ctx: &mut Ctx,
+) -> FResult<BufferConfig> {
+    let Some(v) = v else {
+        return Ok(generated_buffer(defaults::TOTAL_SIZE, defaults::CELL_SIZE, HeadroomPolicy::Static, ports, qos));
+    };
+    expect_table(v, "buffer")?;
+    let raw: RawBuffer = de(v, "buffer")?;
+    let total_size = match &raw.total_size {
+        Some(h) => bytes(h, "buffer.total_size")?,
+        None => defaults::TOTAL_SIZE,
+    };
+    if total_size == 0 {
+        return Err(FieldError::new("buffer.total_size", "must be greater than zero"));
+    }
+    let cell_size = match raw.cell_size {
+        Some(0) | None => 0,
+        Some(c) => in_range(c, 32, 16384, "buffer.cell_size")? as u32,
+    };
+    let headroom_policy = match raw.headroom_policy {
+        Some(RawHeadroomPolicy::Shared) => {
+            ctx.warn("buffer.headroom_policy", "\"shared\" (DSH) is reserved and may not be implemented by this build");
+            HeadroomPolicy::Shared
+        }
+        _ => HeadroomPolicy::Static,
+    };
+    if raw.pool.is_none() && raw.profile.is_none() && raw.pg.is_none() && raw.queue.is_none() {
+        return Ok(generated_buffer(total_size, cell_size, headroom_policy, ports, qos));
+    }
+
+    // Pools.
+    let mut pools = Vec::new();
+    let mut sum = 0u64;
+    for (name, pv) in raw.pool.iter().flatten() {
+        let path = join("buffer.pool", name);
+        expect_table(pv, &path)?;
+        let rp: RawPool = de(pv, &path)?;
+        let size = bytes(&rp.size, &join(&path, "size"))?;
+        if size == 0 {
+            return Err(FieldError::new(join(&path, "size"), "must be greater than zero"));
+        }
+        sum += size;
+        pools.push(PoolConfig {
+            name: name.clone(),
+            size,
+            kind: match rp.kind {
+                RawPoolType::Ingress => PoolType::Ingress,
+                RawPoolType::Egress => PoolType::Egress,
+            },
+            mode: match rp.mode {
+                Some(RawPoolMode::Static) => PoolMode::Static,
+                _ => PoolMode::Dynamic,
+            },
+        });
+    }
+    if sum > total_size {
+        return Err(FieldError::new(
+            "buffer.pool",
+            format!("pool sizes add up to {}, more than buffer.total_size {}", fmt_bytes(sum), fmt_bytes(total_size)),
+        ));
+    }
+    let pool_names = || {
+        let v: Vec<&str> = pools.iter().map(|p| p.name.as_str()).collect();
+        if v.is_empty() {
+            "none defined".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+
+    // Profiles.
+    let mut profiles = Vec::new();
+    for (name, pv) in raw.profile.iter().flatten() {
+        let path = join("buffer.profile", name);
+        expect_table(pv, &path)?;
+        let rp: RawProfile = de(pv, &path)?;
+        let pool = pools.iter().position(|p| p.name == rp.pool).ok_or_else(|| {
+            FieldError::new(join(&path, "pool"), format!("unknown pool '{}' (pools: {})", rp.pool, pool_names()))
+        })?;
+        let size = match &rp.size {
+            Some(h) => bytes(h, &join(&path, "size"))?,
+            None => 0,
+        };
+        if size > pools[pool].size {
+            return Err(FieldError::new(
+                join(&path, "size"),
+                format!(
+                    "private size {} exceeds pool '{}' ({})",
+                    fmt_bytes(size),
+                    pools[pool].name,
+                    fmt_bytes(pools[pool].size)
+                ),
+            ));
+        }
+        let opt = |h: &Option<Human>, k: &str| -> FResult<Option<u64>> {
+            match h {
+                None => Ok(None),
+                Some(h) => {
+                    if pools[pool].kind != PoolType::Ingress {
+                        return Err(FieldError::new(
+                            join(&path, k),
+                            format!(
+                                "{k} applies only to profiles of an ingress pool ('{}' is an egress pool)",
+                                pools[pool].name
+                            ),
+                        ));
+                    }
+                    Ok(Some(bytes(h, &join(&path, k))?))
+                }
+            }
+        };
+        let xon = opt(&rp.xon, "xon")?;
+        let xoff = opt(&rp.xoff, "xoff")?;
+        let xon_offset = opt(&rp.xon_offset, "xon_offset")?;
+        let threshold = match (&rp.dynamic_th, &rp.static_th) {
+            (Some(_), Some(_)) => {
+                return Err(FieldError::new(join(&path, "static_th"), "give dynamic_th or static_th, not both"))
+            }
+            (Some(IntLike(d)), None) => Threshold::Dynamic(in_range(*d, -8, 7, &join(&path, "dynamic_th"))? as i8),
+            (None, Some(h)) => Threshold::Static(bytes(h, &join(&path, "static_th"))?),
+            (None, None) => {
+                return Err(FieldError::new(
+                    join(&path, "dynamic_th"),
+                    "missing field (a profile needs dynamic_th or static_th)",
+                ))
+            }
+        };
+        profiles.push(ProfileConfig { name: name.clone(), pool, size, xon, xoff, xon_offset, threshold });
+    }
+
+    let pg_profile = bind(&raw.pg, "buffer.pg", PoolType::Ingress, ports, &pools, &profiles)?;
+    let queue_profile = bind(&raw.queue, "buffer.queue", PoolType::Egress, ports, &pools, &profiles)?;
+    for p in ports {
+        for &prio in &p.pfc_enable {
+            if pg_profile[p.index][prio as usize].is_none() {
+                ctx.warn(
+                    "buffer.pg",
+                    format!(
+                        "{} has PFC enabled on priority {prio} but no profile for PG {prio}: it will never send PAUSE",
+                        p.name
+                    ),
+                );
+            }
+        }
+    }
+    Ok(BufferConfig {
+        total_size,
+        cell_size,
+        headroom_policy,
+        pools,
+        profiles,
+        pg_profile,
+        queue_profile,
+        generated: false,
+    })
+}
+
+/// `[buffer.pg]` or `[buffer.queue]` (`section`): `"<port>|<range>" = "<profile>"` →
+/// per port, per PG/queue, the profile index. Each profile must live in a pool of kind
+/// `want` (PGs: ingress, queues: egress); a PG/queue may be bound once.
+fn bind(
+    t: &Option<Table>,
+    section: &str,
+    want: PoolType,
+    ports: &[PortConfig],
+    pools: &[PoolConfig],
+    profiles: &[ProfileConfig],
+) -> FResult<Vec<[Option<usize>; NUM_TC]>> {
+    let mut out = vec![[None; NUM_TC]; ports.len()];
+    let mut by: HashMap<(usize, u8), String> = HashMap::new();
+    for (k, pv) in t.iter().flatten() {
+        let path = join(section, k);
+        let (port, lo, hi) = parse_binding_key(k, ports, &path)?;
+        let pname: String = match pv {
+            Value::String(s) => s.clone(),
+            other => return Err(FieldError::new(&path, format!("expected a profile name (string), found {other}"))),
+        };
+        let prof = profiles.iter().position(|p| p.name == pname).ok_or_else(|| {
+            let v: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
+            FieldError::new(&path, format!("unknown profile '{pname}' (profiles: {})", v.join(", ")))
+        })?;
+        let pool = &pools[profiles[prof].pool];
+        if pool.kind != want {
+            return Err(FieldError::new(
+                &path,
+                format!(
+                    "profile '{pname}' uses {} pool '{}', a {} needs an {} pool",
+                    match pool.kind {
+                        PoolType::Ingress => "ingress",
+                        PoolType::Egress => "egress",
+                    },
+                    pool.name,
+                    if want == PoolType::Ingress { "PG" } else { "queue" },
+                    match want {
+                        PoolType::Ingress => "ingress",
+                        PoolType::Egress => "egress",
+                    }
+                ),
+            ));
+        }
+        for n in lo..=hi {
+            if let Some(prev) = by.get(&(port, n)) {
+                return Err(FieldError::new(
+                    &path,
+                    format!(
+                        "{} {n} of {} is already bound by {}",
+                        if want == PoolType::Ingress { "PG" } else { "queue" },
+                        ports[port].name,
+                        prev
+                    ),
+                ));
+            }
+            by.insert((port, n), path.clone());
+            out[port][n as usize] = Some(prof);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,222 @@
+//! `[[port]]`: names, devices (vdev or PCI), speed, cable, MTU, trust, PFC priorities.
+
+use super::*;
+
+/// Known vdev driver prefixes (a vdev's devargs must start with one of them).
+pub const VDEV_PREFIXES: &[&str] = &[
+    "net_null",
+    "net_ring",
+    "net_pcap",
+    "net_tap",
+    "net_memif",
+    "net_af_packet",
+    "net_af_xdp",
+    "net_vhost",
+    "net_virtio_user",
+    "eth_",
+];
+
+/// Parse a PCI address `dddd:bb:dd.f` or `bb:dd.f`; returns it normalised.
+pub fn parse_bdf(s: &str) -> Option<String> {
+    let hex = |p: &str, n: usize| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit());
+    let parts: Vec<&str> = s.split(':').collect();
+    let (dom, bus, devfn) = match parts.as_slice() {
+        [d, b, df] => (*d, *b, *df),
+        [b, df] => ("0000", *b, *df),
+        _ => return None,
+    };
+    let (dev, func) = devfn.split_once('.')?;
+    if !hex(dom, 4) || !hex(bus, 2) || !hex(dev, 2) || func.len() != 1 {
+        return None;
+    }
+    let devn = u8::from_str_radix(dev, 16).ok()?;
+    let f = func.chars().next()?.to_digit(8)?;
+    if devn > 0x1f {
+        return None;
+    }
+    Some(format!("{}:{}:{}.{}", dom, bus, dev, f).to_ascii_lowercase())
+}
+
+/// Recognise a port's devargs.
+pub fn parse_devargs(s: &str) -> Result<PortDevice, String> {
+    if s.trim().is_empty() {
+        return Err("must not be empty".into());
+    }
+    if s.chars().any(char::is_whitespace) {
+        return Err(format!("'{s}' must not contain whitespace"));
+    }
+    let name = s.split(',').next().unwrap_or("");
+    if let Some(bdf) = parse_bdf(name) {
+        return Ok(PortDevice::Pci { bdf });
+    }
+    for p in VDEV_PREFIXES {
+        if name.starts_with(p) && name.len() > p.len().min(4) {
+            if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(format!("'{name}' is not a valid vdev name"));
+            }
+            return Ok(PortDevice::Vdev { driver: p.trim_end_matches('_').to_string(), name: name.to_string() });
+        }
+    }
+    Err(format!(
+        "'{s}' is neither a known vdev ({}) nor a PCI address (dddd:bb:dd.f or bb:dd.f)",
+        VDEV_PREFIXES.join(", ")
+    ))
+}
+
+/// Parse `aa:bb:cc:dd:ee:ff` (or with `-`).
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let parts: Vec<&str> = s.split([':', '-']).collect();
+    if parts.len() != 6 {
+        return None;
+    }
+    let mut m = [0u8; 6];
+    for (i, p) in parts.iter().enumerate() {
+        if p.len() != 2 {
+            return None;
+        }
+        m[i] = u8::from_str_radix(p, 16).ok()?;
+    }
+    Some(m)
+}
+
+pub(super) fn resolve_ports(v: Option<&Value>, ctx: &mut Ctx) -> FResult<Vec<PortConfig>> {
+    let arr = match v {
+        None => return Err(FieldError::new("port", "missing: at least one [[port]] is required")),
+        Some(Value::Array(a)) => a,
+        Some(_) => return Err(FieldError::new("port", "expected an array of tables: write [[port]], not [port]")),
+    };
+    if arr.is_empty() {
+        return Err(FieldError::new("port", "at least one [[port]] is required"));
+    }
+    let mut ports: Vec<PortConfig> = Vec::with_capacity(arr.len());
+    for (i, v) in arr.iter().enumerate() {
+        let path = format!("port[{i}]");
+        expect_table(v, &path)?;
+        let raw: RawPort = de(v, &path)?;
+        let p = resolve_port(i, &raw, &path, ctx)?;
+        for q in &ports {
+            if q.name == p.name {
+                return Err(FieldError::new(
+                    join(&path, "name"),
+                    format!("duplicate port name '{}' (also port[{}])", p.name, q.index),
+                ));
+            }
+            if q.dpdk_name() == p.dpdk_name() {
+                return Err(FieldError::new(
+                    join(&path, "devargs"),
+                    format!("device '{}' is already used by port[{}] ({})", p.dpdk_name(), q.index, q.name),
+                ));
+            }
+            if p.mac.is_some() && q.mac == p.mac {
+                return Err(FieldError::new(
+                    join(&path, "mac"),
+                    format!("MAC already used by port[{}] ({})", q.index, q.name),
+                ));
+            }
+        }
+        ports.push(p);
+    }
+    Ok(ports)
+}
+
+pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -> FResult<PortConfig> {
+    let f = |k: &str| join(path, k);
+    let name = raw.name.clone();
+    if name.is_empty() {
+        return Err(FieldError::new(f("name"), "must not be empty"));
+    }
+    if name.chars().any(|c| c.is_whitespace() || c == ':' || c == '|') {
+        return Err(FieldError::new(f("name"), format!("'{name}' must not contain whitespace, ':' or '|'")));
+    }
+    let device = parse_devargs(&raw.devargs).map_err(|m| FieldError::new(f("devargs"), m))?;
+    let speed_bps = speed(&raw.speed, &f("speed"))?;
+    let cable_length_m = match &raw.cable_length {
+        Some(h) => parse_length_m(&h.text()).map_err(|e| FieldError::new(f("cable_length"), e.to_string()))?,
+        None => parse_length_m(defaults::CABLE_LENGTH).expect("default cable length"),
+    };
+    let mtu = match raw.mtu {
+        Some(m) => in_range(m, 68, 9216, &f("mtu"))? as u16,
+        None => defaults::MTU,
+    };
+    let default_tc = match raw.default_tc {
+        Some(t) => in_range(t, 0, 7, &f("default_tc"))? as u8,
+        None => 0,
+    };
+    let mut pfc_mask = 0u8;
+    let pfc_list: Vec<i64> = match &raw.pfc_enable {
+        Some(l) => l.clone(),
+        None => defaults::PFC_ENABLE.iter().map(|&p| p as i64).collect(),
+    };
+    for (j, &p) in pfc_list.iter().enumerate() {
+        let pp = format!("{}[{j}]", f("pfc_enable"));
+        let p = in_range(p, 0, 7, &pp)? as u8;
+        if pfc_mask & (1 << p) != 0 {
+            return Err(FieldError::new(pp, format!("priority {p} listed twice")));
+        }
+        pfc_mask |= 1 << p;
+    }
+    let pfc_enable: Vec<u8> = (0..8).filter(|p| pfc_mask & (1 << p) != 0).collect();
+    let shaper_bps = match &raw.shaper_rate {
+        Some(h) => {
+            let r = speed(h, &f("shaper_rate"))?;
+            if r > speed_bps {
+                return Err(FieldError::new(
+                    f("shaper_rate"),
+                    format!("{} exceeds the port speed {}", format_speed(r), format_speed(speed_bps)),
+                ));
+            }
+            Some(r)
+        }
+        None => match device {
+            PortDevice::Vdev { .. } => Some(speed_bps),
+            PortDevice::Pci { .. } => None,
+        },
+    };
+    let mac = match &raw.mac {
+        Some(s) => {
+            let m = parse_mac(s)
+                .ok_or_else(|| FieldError::new(f("mac"), format!("'{s}' is not a MAC address (aa:bb:cc:dd:ee:ff)")))?;
+            if m[0] & 1 != 0 {
+                return Err(FieldError::new(f("mac"), format!("'{s}' is a group (multicast) address")));
+            }
+            if m == [0; 6] {
+                return Err(FieldError::new(f("mac"), "the all-zero MAC is not valid"));
+            }
+            Some(m)
+        }
+        None => None,
+    };
+    let tx_enable = raw.tx_enable.unwrap_or(true);
+    if !tx_enable {
+        ctx.warn(&f("tx_enable"), "false: this port transmits nothing (test knob)");
+    }
+    Ok(PortConfig {
+        index: i,
+        name,
+        devargs: raw.devargs.clone(),
+        device,
+        speed_bps,
+        cable_length_m,
+        mtu,
+        admin_up: raw.admin_status != Some(RawAdmin::Down),
+        trust: match raw.trust {
+            Some(RawTrust::Pcp) => Trust::Pcp,
+            _ => Trust::Dscp,
+        },
+        default_tc,
+        pfc_enable,
+        pfc_mask,
+        tx_enable,
+        shaper_bps,
+        mac,
+        rx_queues: 0,
+        tx_lcore: u32::MAX,
+    })
+}
+
+pub(super) fn port_by_name(ports: &[PortConfig], name: &str, path: &str) -> FResult<usize> {
+    ports.iter().position(|p| p.name == name).ok_or_else(|| {
+        let names: Vec<&str> = ports.iter().map(|p| p.name.as_str()).collect();
+        FieldError::new(path, format!("unknown port '{name}' (ports: {})", names.join(", ")))
+    })
+}
