@@ -144,11 +144,6 @@ impl Fdb {
         }
     }
 
-    /// Change the aging time (control path). Existing entries are judged by the new value.
-    pub fn set_aging_time(&mut self, aging_time_s: u32, tsc_hz: u64) {
-        self.aging_ticks = (aging_time_s as u64).saturating_mul(tsc_hz);
-    }
-
     /// The aging time in TSC ticks (0 = never).
     pub fn aging_ticks(&self) -> u64 {
         self.aging_ticks

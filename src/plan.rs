@@ -4,7 +4,7 @@
 //! pauses, and the scheduler/shaper settings. Pure; the same code runs in `check-config`
 //! and in `run`, so a buffer that cannot work is refused before EAL starts.
 
-use crate::classify::{QosMaps, Trust as ClassTrust};
+use crate::classify::QosMaps;
 use crate::config::{self, Config, PoolType};
 use crate::headroom::{self, Breakdown, HeadroomInputs};
 use crate::mmu::{self, MmuConfig, PgProfile, PortMmuConfig, QueueProfile};
@@ -68,10 +68,7 @@ pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
     let mut mmu_ports = Vec::new();
     for (pi, p) in cfg.ports.iter().enumerate() {
         let qos = QosMaps {
-            trust: match p.trust {
-                config::Trust::Dscp => ClassTrust::Dscp,
-                config::Trust::Pcp => ClassTrust::Pcp,
-            },
+            trust: p.trust,
             dscp_to_tc: cfg.qos.dscp_to_tc,
             dot1p_to_tc: cfg.qos.dot1p_to_tc,
             tc_to_pg: cfg.qos.tc_to_pg,

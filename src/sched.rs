@@ -15,7 +15,7 @@ pub enum TcSched {
 
 /// DWRR quantum unit: one maximum-size frame per unit of weight, so every visit of a class
 /// with weight ≥ 1 can send at least its head packet (DRR's O(1) condition).
-pub const QUANTUM_UNIT: u32 = 9216 + 22;
+pub const QUANTUM_UNIT: u32 = 9216 + crate::plan::L2_OVERHEAD;
 
 #[derive(Debug, Clone)]
 pub struct Scheduler {

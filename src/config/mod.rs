@@ -24,7 +24,7 @@
 //! [switch]                      # optional; defaults shown
 //! fdb_aging_time = 600          # seconds (SONiC SWITCH|fdb_aging_time), 0 = never, ≤ 1000000
 //! fdb_size = 65536              # FDB entries, power of two, 16..=2^24
-//! burst_size = 32               # rx/tx burst, 1..=512, ≤ rx_ring_size
+//! burst_size = 32               # rx/tx burst, 1..=256, ≤ rx_ring_size
 //! rx_ring_size = 1024           # RX descriptors per queue, power of two, 32..=32768
 //! tx_ring_size = 1024           # TX descriptors (one TX queue per port), same range
 //! mbuf_count = 0                # 0 = computed (below); else explicit
@@ -151,7 +151,7 @@ mod wred;
 
 pub use duration::{parse_duration_ns, DurationError};
 pub use error::ConfigError;
-pub use resolve::{defaults, parse_bdf, parse_devargs, parse_lcore_set, parse_mac, VDEV_PREFIXES};
+pub use resolve::{defaults, parse_bdf, parse_devargs, parse_lcore_set, VDEV_PREFIXES};
 pub use types::*;
 pub use wred::{EcnMode, WredColour, WredProfileConfig};
 

@@ -6,6 +6,9 @@ use serde::Serialize;
 pub const MAX_LCORE: u32 = 128;
 /// Per-lcore mempool cache size assumed when computing `mbuf_count`.
 pub const MBUF_CACHE_SIZE: u32 = 256;
+/// Largest `switch.burst_size`: the dataplane's burst arrays hold this many packets
+/// (`dpdk::BURST_CAP`), so the config refuses more instead of the dataplane clamping.
+pub const MAX_BURST_SIZE: u16 = 256;
 /// Number of traffic classes, priority groups and queues per port.
 pub const NUM_TC: usize = 8;
 
@@ -62,16 +65,8 @@ pub struct SwitchConfig {
     pub sw_response_ns: u64,
 }
 
-/// QoS trust mode of a port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Trust {
-    /// Classify IP packets by DSCP (`dscp_to_tc`); non-IP by PCP if tagged, else
-    /// `default_tc`.
-    Dscp,
-    /// Classify by the 802.1Q PCP (`dot1p_to_tc`); untagged → `default_tc`.
-    Pcp,
-}
+/// QoS trust mode of a port: the classifier's own type (one definition).
+pub use crate::classify::Trust;
 
 /// What DPDK device a port is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

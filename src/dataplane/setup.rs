@@ -22,8 +22,8 @@ use super::tx::TxPort;
 use super::worker::Worker;
 use super::DataplaneError;
 
-/// Mempool cache per lcore (also what the mbuf count assumes).
-const MEMPOOL_CACHE: u32 = 256;
+/// Mempool cache per lcore: the config's constant, which the mbuf count assumes.
+use crate::config::MBUF_CACHE_SIZE as MEMPOOL_CACHE;
 
 /// Every worker lcore must be an enabled, non-main lcore of this EAL.
 pub fn check_lcores(eal: &Eal, spec: &SwitchSpec) -> Result<(), DataplaneError> {
@@ -64,8 +64,9 @@ pub fn port_ids(spec: &SwitchSpec) -> Result<Vec<u16>, DataplaneError> {
 pub fn mempools(spec: &SwitchSpec) -> Result<(Arc<Mempool>, Arc<Mempool>), DataplaneError> {
     let max_mtu = spec.ports.iter().map(|p| p.mtu).max().unwrap_or(1500);
     // Single-segment mbufs large enough for the biggest frame (+ VLAN tag and FCS slack).
-    let data_room = (max_mtu + 14 + 4 + 4 + 128).clamp(2048 + 128, u16::MAX as u32) as u16;
-    let n_mbufs = if spec.mbuf_count > 0 { spec.mbuf_count } else { spec.mbufs_needed(MEMPOOL_CACHE) };
+    let data_room = (max_mtu + crate::plan::L2_OVERHEAD + 128).clamp(2048 + 128, u16::MAX as u32) as u16;
+    // Computed by the config (`config::resolve::switch::compute_mbufs`) unless explicit.
+    let n_mbufs = spec.mbuf_count;
     let pool = Mempool::new("pfcsw_pool", n_mbufs, MEMPOOL_CACHE, data_room, -1).map_err(|e| {
         let mib = (n_mbufs as u64 * (data_room as u64 + 192)) >> 20;
         DataplaneError::Mempool(dpdk::DpdkError {

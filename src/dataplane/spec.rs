@@ -44,7 +44,7 @@ pub struct SwitchSpec {
     pub burst_size: usize,
     pub rx_ring_size: u16,
     pub tx_ring_size: u16,
-    /// 0 = computed.
+    /// Mbufs in the pool: explicit or computed by the config (never 0).
     pub mbuf_count: u32,
     pub fdb_size: usize,
     /// Seconds; 0 = never age.
@@ -57,24 +57,6 @@ pub struct SwitchSpec {
     pub pfcwd: Option<crate::pfcwd::PfcwdConfig>,
     /// WRED/ECN random seed (`[qos] wred_seed`); None = from the TSC.
     pub wred_seed: Option<u64>,
-}
-
-impl SwitchSpec {
-    /// Mbufs needed so that the mempool is never what runs out first: every RX ring full,
-    /// every TX ring full, every egress queue full, one burst in flight per lcore and port,
-    /// plus per-lcore caches.
-    pub fn mbufs_needed(&self, mempool_cache: u32) -> u32 {
-        let nports = self.ports.len() as u64;
-        let rxq: u64 = self.ports.iter().map(|p| p.nb_rx as u64).sum();
-        let lcores = self.workers.len() as u64 + 1;
-        let n = rxq * self.rx_ring_size as u64
-            + nports * self.tx_ring_size as u64
-            + nports * 8 * self.egress_queue_len as u64
-            + lcores * nports * crate::dpdk::BURST_CAP as u64 * 2
-            + lcores * mempool_cache as u64
-            + 1024;
-        n.min(u32::MAX as u64) as u32
-    }
 }
 
 impl SwitchSpec {

@@ -91,7 +91,7 @@ impl TxPort {
         let (burst, queue_len) = (spec.burst_size, spec.egress_queue_len);
         let rt = &shared.ports[port];
         let plan = &rt.plan;
-        let max_frame = rt.mtu + 22;
+        let max_frame = rt.mtu + crate::plan::L2_OVERHEAD;
         TxPort {
             port,
             txq,

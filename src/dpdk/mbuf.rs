@@ -95,8 +95,8 @@ impl Drop for Mbuf {
     }
 }
 
-/// Largest burst the switch handles at once.
-pub const BURST_CAP: usize = 256;
+/// Largest burst the switch handles at once: the config's limit on `switch.burst_size`.
+pub const BURST_CAP: usize = crate::config::MAX_BURST_SIZE as usize;
 
 /// A fixed-capacity vector of owned mbufs, laid out like DPDK's `struct rte_mbuf *pkts[]`
 /// so rx/tx bursts read and write it directly. No allocation after construction.

@@ -84,11 +84,6 @@ impl PfcRx {
         self.speed_bps = speed_bps;
     }
 
-    /// Changes which priorities obey PFC frames (existing pauses keep running).
-    pub fn set_pfc_enable(&mut self, mask: u8) {
-        self.pfc_enable = mask;
-    }
-
     /// See [`PauseDeadlines::is_paused`].
     #[inline]
     pub fn is_paused(&self, prio: u8, now: u64) -> bool {

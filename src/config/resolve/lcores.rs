@@ -6,7 +6,6 @@ pub(super) fn lcore_id(v: i64, path: &str) -> FResult<u32> {
     Ok(in_range(v, 0, MAX_LCORE as i64 - 1, path)? as u32)
 }
 
-
 pub(super) fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FResult<LcoreConfig> {
     let Some(v) = v else {
         // Default: control lcore 0, one worker on lcore 1 doing everything.

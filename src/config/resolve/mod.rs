@@ -19,7 +19,7 @@ use buffer::resolve_buffer;
 use eal::check_eal;
 pub use eal::parse_lcore_set;
 use lcores::resolve_lcores;
-pub use ports::{parse_bdf, parse_devargs, parse_mac, VDEV_PREFIXES};
+pub use ports::{parse_bdf, parse_devargs, VDEV_PREFIXES};
 use ports::{port_by_name, resolve_ports};
 pub(crate) use qos::parse_binding_key;
 use qos::resolve_qos;

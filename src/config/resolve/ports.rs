@@ -63,22 +63,6 @@ pub fn parse_devargs(s: &str) -> Result<PortDevice, String> {
     ))
 }
 
-/// Parse `aa:bb:cc:dd:ee:ff` (or with `-`).
-pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
-    let parts: Vec<&str> = s.split([':', '-']).collect();
-    if parts.len() != 6 {
-        return None;
-    }
-    let mut m = [0u8; 6];
-    for (i, p) in parts.iter().enumerate() {
-        if p.len() != 2 {
-            return None;
-        }
-        m[i] = u8::from_str_radix(p, 16).ok()?;
-    }
-    Some(m)
-}
-
 pub(super) fn resolve_ports(v: Option<&Value>, ctx: &mut Ctx) -> FResult<Vec<PortConfig>> {
     let arr = match v {
         None => return Err(FieldError::new("port", "missing: at least one [[port]] is required")),
@@ -174,8 +158,10 @@ pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -
     };
     let mac = match &raw.mac {
         Some(s) => {
-            let m = parse_mac(s)
-                .ok_or_else(|| FieldError::new(f("mac"), format!("'{s}' is not a MAC address (aa:bb:cc:dd:ee:ff)")))?;
+            let m = s
+                .parse::<crate::wire::MacAddr>()
+                .map(|m| m.0)
+                .map_err(|_| FieldError::new(f("mac"), format!("'{s}' is not a MAC address (aa:bb:cc:dd:ee:ff)")))?;
             if m[0] & 1 != 0 {
                 return Err(FieldError::new(f("mac"), format!("'{s}' is a group (multicast) address")));
             }

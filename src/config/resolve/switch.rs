@@ -39,7 +39,7 @@ pub(super) fn resolve_switch(sw: &RawSwitch) -> FResult<SwitchConfig> {
         None => defaults::TX_RING_SIZE,
     };
     let burst_size = match sw.burst_size {
-        Some(v) => in_range(v, 1, 512, "switch.burst_size")? as u16,
+        Some(v) => in_range(v, 1, MAX_BURST_SIZE as i64, "switch.burst_size")? as u16,
         None => defaults::BURST_SIZE,
     };
     if burst_size > rx_ring_size {
