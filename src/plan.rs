@@ -144,10 +144,8 @@ pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
                 };
             }
         }
-        let mut priority_queue = [0u8; 8];
-        for prio in 0..8 {
-            priority_queue[prio] = qos.tc_to_queue[prio] & 7;
-        }
+        // Priority n is TC n on the wire (dot1p identity): its queue is tc_to_queue[n].
+        let priority_queue: [u8; 8] = qos.tc_to_queue.map(|q| q & 7);
         let sched = cfg.qos.scheduler.map(|s| match s {
             config::Scheduler::Strict => TcSched::Strict,
             config::Scheduler::Dwrr(w) => TcSched::Dwrr(w as u32),

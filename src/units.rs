@@ -102,7 +102,7 @@ pub fn parse_bytes(s: &str) -> Result<u64, UnitError> {
 pub fn format_speed(bps: u64) -> String {
     let units = [(1_000_000_000_000u64, "T"), (1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")];
     for (m, u) in units {
-        if bps >= m && bps % m == 0 {
+        if bps >= m && bps.is_multiple_of(m) {
             return format!("{}{}", bps / m, u);
         }
     }
