@@ -89,41 +89,7 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- plan: backlogs, buffer and memory sizes, run times (python: exact arithmetic) ----
-python3 - "$WORK" "$RATE" "$BOTTLENECK" "$DURATION" "$B_PCP" "$FRAME_LEN" "$PFC" <<'EOF' > "$WORK/plan.env"
-import math, re, struct, sys
-work, rate, bneck, dur, b_pcp, flen, pfc = sys.argv[1:]
-def bps(s):
-    m = re.fullmatch(r'\s*([0-9.]+)\s*([kKmMgG]?)(?:bps|bit/s)?\s*', s)
-    if not m: sys.exit(f"incast.sh: bad rate '{s}' (e.g. 3M, 500k, 1G)")
-    return float(m.group(1)) * {'': 1e6, 'k': 1e3, 'm': 1e6, 'g': 1e9}[m.group(2).lower()]
-R, B, S, L, bp = bps(rate), bps(bneck), float(dur), int(flen), int(b_pcp)
-if not 64 <= L <= 1500: sys.exit("incast.sh: --frame-len must be 64..1500")
-if not 0 <= bp <= 7: sys.exit("incast.sh: --b-pcp must be 0..7")
-wire = (L + 24) * 8                      # the shapers count FCS + preamble + IFG
-n = max(1, round(R * S / wire))          # frames per sender
-if n > 30000: sys.exit(f"incast.sh: {n} frames per sender is too many; lower --rate/--duration or raise --frame-len")
-# Upstream buffer: both backlogs plus their flood copies, under DT alpha = 1, twice over.
-total = max(16 << 20, 1 << math.ceil(math.log2(12 * n * L + 1)))
-mbufs = 1 << math.ceil(math.log2(4 * n + 4096))
-mem_up = 128 + mbufs * 9500 // (1 << 20)
-speed = "100M" if max(2 * R, B) <= 100e6 else "10G"
-# Worst case (PFC on): everything through the bottleneck at >= B/2 per class.
-up_secs = math.ceil(2 * n * wire / min(B, 2 * R) * 1.15) + 2
-drain = max(1.5, 600e3 * 8 / B + 0.5)
-def frame(src, pcp, seq):
-    h = bytes([2, 0, 0, 0, 0, 0xdd, 2, 0, 0, 0, 0, src]) + struct.pack('>HHHI', 0x8100, (pcp << 13) | 100, 0x88b5, seq)
-    return h + bytes([pcp]) * (L - len(h))
-def pcap(path, frames):
-    with open(path, 'wb') as f:
-        f.write(struct.pack('<IHHiIII', 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
-        for i, fr in enumerate(frames):
-            f.write(struct.pack('<IIII', 1, i, len(fr), len(fr))); f.write(fr)
-pcap(f"{work}/a.pcap", [frame(0x0a, 3, i) for i in range(n)])
-pcap(f"{work}/b.pcap", [frame(0x0b, bp, i) for i in range(n)])
-k = lambda x: f"{round(x / 1e3)}k"
-print(f"N={n}\nLINK_RATE={k(2 * R)}\nBNECK_RATE={k(B)}\nSPEED={speed}\nUP_TOTAL={total}\nUP_MBUFS={mbufs}\nUP_MEM={mem_up}\nUP_SECS={up_secs}\nDRAIN={drain:.1f}")
-print(f"RATE_BPS={int(R)}\nBNECK_BPS={int(B)}\nWIRE_BITS={wire}")
-EOF
+python3 scripts/incast_plan.py "$WORK" "$RATE" "$BOTTLENECK" "$DURATION" "$B_PCP" "$FRAME_LEN" "$PFC" > "$WORK/plan.env"
 # shellcheck disable=SC1091
 . "$WORK/plan.env"
 
@@ -290,66 +256,4 @@ if [ -n "${TIMELINE:-}" ]; then
     python3 scripts/plot_timeline.py "$WORK/timeline.csv" "$TIMELINE" --title "incast: 2 x $RATE into $BOTTLENECK, PFC $PFC (downstream ingress)" >&2 \
         && echo "timeline plot: $TIMELINE" >&2
 fi
-python3 - "$WORK" "$PFC" "$N" "$B_PCP" "$T0" "$T1" "$RATE" "$BOTTLENECK" <<'EOF'
-import json, struct, sys
-work, pfc, n, b_pcp, t0, t1, rate, bneck = sys.argv[1:]
-n, b_pcp = int(n), int(b_pcp)
-up, down = (json.load(open(f"{work}/{x}.json")) for x in ("up", "down"))
-P = lambda j, name: next(p for p in j["ports"] if p["name"] == name)
-d_in, d_out, u_link = P(down, "Ethernet0"), P(down, "Ethernet4"), P(up, "Ethernet8")
-tc = lambda p, t, k: p["tc"][t][k]
-# The capture: frames per PCP that left the bottleneck.
-b = open(f"{work}/out.pcap", "rb").read(); off = 24; cap = {}
-while off + 16 <= len(b):
-    incl = struct.unpack("<I", b[off + 8:off + 12])[0]; f = b[off + 16:off + 16 + incl]; off += 16 + incl
-    pcp = f[14] >> 5 if f[12:14] == b"\x81\x00" else None
-    cap[pcp] = cap.get(pcp, 0) + 1
-LL, LY = 3, 1
-up_drops = lambda t: sum(tc(p, t, "dropped") for p in up["ports"])
-# Frames the NICs lost before either switch classified them, on ports with PFC enabled.
-nic_loss = sum(p["lossless_nic_loss"] for j in (up, down) for p in j["ports"])
-res = {
-    "pfc": pfc,
-    "lossless_sent": tc(d_in, LL, "rx"),
-    "lossless_delivered": tc(d_in, LL, "tx"),
-    "lossless_drops": tc(d_in, LL, "dropped") + up_drops(LL) + nic_loss,
-    "lossy_sent": tc(d_in, LY, "rx"),
-    "lossy_drops": tc(d_in, LY, "dropped") + up_drops(LY),
-    "pause_frames_tx": sum(d_in["pfc"]["tx_pause"]),
-    "resume_frames_tx": sum(d_in["pfc"]["tx_resume"]),
-}
-backlog = {3: n + (n if b_pcp == 3 else 0), 1: n if b_pcp == 1 else 0}
-warn = []
-if u_link["tx_packets"] < 2 * n:
-    warn.append(f"upstream sent {u_link['tx_packets']} of its {2 * n} backlog frames before it stopped (rest flushed: counted as drops)")
-flushed = d_in["drops"]["flushed_at_stop"] + d_out["drops"]["flushed_at_stop"]
-if flushed:
-    warn.append(f"downstream still held {flushed} frames at stop (counted as drops)")
-if cap.get(LL, 0) != res["lossless_delivered"]:
-    warn.append(f"capture has {cap.get(LL, 0)} PCP-3 frames, counters say {res['lossless_delivered']}")
-for name, j in (("upstream", up), ("downstream", down)):
-    if not j["conservation"]["ok"] or j["mbufs"]["in_use_after_stop"]:
-        warn.append(f"{name}: conservation/leak check failed: {j['conservation']} {j['mbufs']}")
-
-row = "{:<12} {:<10} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9}"
-print(f"\nincast: PFC {pfc}; senders 2 x {rate} (sender A PCP 3, sender B PCP {b_pcp}), bottleneck {bneck}; wall time {float(t1) - float(t0):.1f} s")
-print(row.format("switch", "port", "rx", "tx", "drops", "lossless", "PAUSE tx", "RESUME tx", "PAUSE rx", "RESUME rx"))
-for name, j in (("upstream", up), ("downstream", down)):
-    for p in j["ports"]:
-        f = p["pfc"]
-        print(row.format(name, p["name"], p["rx_packets"], p["tx_packets"], p["drops_total"], p["lossless_drops"],
-                         sum(f["tx_pause"]), sum(f["tx_resume"]), sum(f["rx_pause"]), sum(f["rx_resume"])))
-print()
-crow = "{:<26} {:>8} {:>10} {:>8} {:>8}"
-print(crow.format("class at the downstream", "sent", "delivered", "dropped", "loss %"))
-for label, t in (("lossless (PCP 3, TC 3)", LL), ("lossy (PCP 1, TC 1)", LY)):
-    s, d, x = tc(d_in, t, "rx"), tc(d_in, t, "tx"), tc(d_in, t, "dropped") + up_drops(t)
-    print(crow.format(label, s, d, x, f"{100 * x / s:.2f}" if s else "-"))
-el = down["elapsed_s"]
-print(f"\nbottleneck delivered {d_out['tx_bytes'] * 8 / 1e6:.2f} Mbit; upstream paused on PFC 3 for "
-      f"{u_link['pfc']['rx_pause_duration_us'][3] / 1e3:.0f} ms in total; PFC reaction (Xoff crossing -> PAUSE handed to tx_burst) "
-      + (f"p50 {down['pfc_reaction']['p50_ns'] / 1e6:.2f} ms, max {down['pfc_reaction']['max_ns'] / 1e6:.2f} ms" if down["pfc_reaction"]["count"] else "n/a"))
-for w in warn:
-    print(f"WARNING: {w}")
-print(json.dumps(res, separators=(",", ":")))
-EOF
+python3 scripts/incast_report.py "$WORK" "$PFC" "$N" "$B_PCP" "$T0" "$T1" "$RATE" "$BOTTLENECK"

@@ -7,6 +7,12 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 [ -d "$HOME/.cargo/bin" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
+echo "== lint: rustfmt, clippy (warnings are errors), pyflakes, shellcheck =="
+cargo fmt --check
+cargo clippy --all-targets -- -D warnings
+cargo clippy --no-default-features --lib -- -D warnings
+pyflakes3 scripts/*.py scripts/lib/*.py
+shellcheck scripts/*.sh .ci/run
 echo "== pure engine without DPDK =="
 cargo test --no-default-features --lib
 echo "== unit and property tests (with DPDK bindings) =="

@@ -1,0 +1,573 @@
+#!/usr/bin/env python3
+"""pfcswitch benchmarks: the measurement and report half of scripts/bench.sh.
+
+scripts/bench.sh sets up, builds and exports BENCH_ROOT, BENCH_WORK, BENCH_QUICK,
+BENCH_PACER, BENCH_BUILD_S and BENCH_T0, then runs this file, which runs every figure,
+prints the table and ends with ONE JSON line (keys documented in docs/benchmarks.md).
+"""
+import json, os, re, signal, statistics, subprocess, sys, time, glob, shutil
+
+ROOT = os.environ["BENCH_ROOT"]
+WORK = os.environ["BENCH_WORK"]
+QUICK = os.environ["BENCH_QUICK"] == "1"
+PACER = os.environ.get("BENCH_PACER") or None
+T0 = float(os.environ["BENCH_T0"])
+SW = os.path.join(ROOT, "target/release/pfcswitch")
+RUNS = int(os.environ.get("BENCH_RUNS", "3" if QUICK else "5"))
+NULL_S = 3 if QUICK else 6          # seconds per null run
+MEMIF_S = 4 if QUICK else 7         # generator seconds per memif run
+MEMIF_RUNS = 2 if QUICK else RUNS
+PFC_S = 3 if QUICK else 5
+PFC_RUNS = 1 if QUICK else 3
+LAT_S = 3 if QUICK else 6
+CG_S = 1 if QUICK else 2
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+LIVE = re.compile(r"^\[\s*([\d.]+)s\]")
+PORTRATE = re.compile(r"(\S+): rx (\S+) tx (\S+) drop (\d+)")
+notes = []
+extra = {}
+
+def log(msg):
+    print(f"bench [{time.time() - T0:5.0f}s] {msg}", file=sys.stderr, flush=True)
+
+def rate(s):
+    for suf, mul in (("Mpps", 1e6), ("kpps", 1e3), ("pps", 1.0)):
+        if s.endswith(suf):
+            return float(s[: -len(suf)]) * mul
+    return float(s)
+
+def med(v):
+    v = [x for x in v if x is not None]
+    return statistics.median(v) if v else None
+
+def live_samples(text):
+    """pfcswitch --stats-interval lines -> list of (t, total tx pps, total rx pps)."""
+    out = []
+    for line in text.splitlines():
+        m = LIVE.match(line.strip())
+        if not m:
+            continue
+        ports = PORTRATE.findall(line)
+        if ports:
+            out.append((float(m.group(1)), sum(rate(p[2]) for p in ports), sum(rate(p[1]) for p in ports)))
+    return out
+
+def testpmd_blocks(text):
+    """testpmd --stats-period output -> list of {port: (rx_pps, tx_pps)} per period."""
+    blocks, cur, port = [], {}, None
+    for raw in text.splitlines():
+        line = ANSI.sub("", raw)
+        m = re.search(r"NIC statistics for port (\d+)", line)
+        if m:
+            port = int(m.group(1))
+            if port in cur:
+                blocks.append(cur)
+                cur = {}
+            continue
+        m = re.search(r"Rx-pps:\s+(\d+)", line)
+        if m and port is not None:
+            cur.setdefault(port, [0, 0])[0] = int(m.group(1))
+        m = re.search(r"Tx-pps:\s+(\d+)", line)
+        if m and port is not None:
+            cur.setdefault(port, [0, 0])[1] = int(m.group(1))
+    if cur:
+        blocks.append(cur)
+    return blocks
+
+def steady(values):
+    """Drop the first nonzero sample (start-up) and the last one (stop); median of the rest."""
+    nz = [v for v in values if v > 0]
+    if len(nz) >= 3:
+        nz = nz[1:-1]
+    elif len(nz) == 2:
+        nz = nz[1:]
+    return med(nz)
+
+class Proc:
+    """A child process whose output (stdout+stderr) a thread collects line by line."""
+    def __init__(self, cmd, stdin=False):
+        import threading
+        if cmd[0] == "dpdk-testpmd" and shutil.which("stdbuf"):
+            cmd = ["stdbuf", "-oL"] + cmd          # testpmd's stdio is block-buffered on a pipe
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        self.lines = []
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+    def _read(self):
+        for line in self.p.stdout:
+            self.lines.append(line)
+    def text(self):
+        return "".join(self.lines)
+    def wait_for(self, pattern, timeout, count=1):
+        rx = re.compile(pattern)
+        t = time.time() + timeout
+        while time.time() < t:
+            if sum(1 for l in list(self.lines) if rx.search(ANSI.sub("", l))) >= count:
+                return True
+            if self.p.poll() is not None:
+                return False
+            time.sleep(0.1)
+        return False
+    def stop(self, how="enter", timeout=25):
+        # testpmd with --stats-period only leaves its stats loop on SIGINT, then waits for
+        # Enter; pfcswitch stops cleanly on SIGINT.
+        try:
+            self.p.send_signal(signal.SIGINT)
+            if self.p.stdin:
+                time.sleep(0.3)
+                self.p.stdin.write("\n"); self.p.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+        try:
+            self.p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+        self.t.join(timeout=5)
+        return self.text()
+
+def cleanup_sockets():
+    pass   # DPDK 22.11 net_memif uses abstract sockets by default: nothing on disk
+
+def run_switch(config, duration, tag, stats_interval=1, timeout_extra=30, valgrind=None):
+    js = os.path.join(WORK, f"{tag}.json")
+    cmd = [SW, "run", "--config", config, "--duration", str(duration), "--stats-json", js]
+    if stats_interval:
+        cmd += ["--stats-interval", str(stats_interval)]
+    if valgrind:
+        cmd = valgrind + cmd
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=duration * (150 if valgrind else 1) + timeout_extra)
+    with open(os.path.join(WORK, f"{tag}.log"), "w") as f:
+        f.write(p.stdout)
+    try:
+        with open(js) as f:
+            j = json.load(f)
+    except (OSError, ValueError):
+        j = None
+    if p.returncode != 0:
+        tail = " | ".join(l for l in p.stdout.splitlines()[-40:] if "LEAK" in l or "LOSSLESS" in l or "rror" in l)
+        notes.append(f"{tag}: pfcswitch exited {p.returncode} ({tail[:240]})")
+    return p.stdout, j
+
+TESTPMD_STARTED = r"NIC statistics for port"
+STATS_NONZERO = r"Tx-pps:\s+[1-9]"
+
+def testpmd(args, lcores, prefix, vdevs):
+    cmd = ["dpdk-testpmd", "--no-huge", "-m", "1024", "--no-pci", f"--lcores={lcores}",
+           f"--file-prefix={prefix}"] + [f"--vdev={v}" for v in vdevs] + \
+          ["--", "--auto-start", "--total-num-mbufs=16384", "--stats-period=1"] + args
+    return Proc(cmd, stdin=True)
+
+def loadavg():
+    try:
+        return float(open("/proc/loadavg").read().split()[0])
+    except OSError:
+        return None
+
+la = loadavg()
+extra["loadavg_at_start"] = la
+if la is not None and la > 0.7:
+    notes.append(f"load average {la:.2f} at start: other processes share the 2 CPUs, figures are noisy")
+
+# ---------------------------------------------------------------- 1. null -------------
+NULL_CFG = os.path.join(ROOT, "dpdk-config/bench-null.toml")
+sw_null, tp_null, cpp, null_lossless_drops, null_pfc = [], [], [], 0, 0
+for r in range(RUNS):
+    log(f"null run {r + 1}/{RUNS}: pfcswitch")
+    out, j = run_switch(NULL_CFG, NULL_S, f"null-{r}")
+    s = live_samples(out)
+    v = steady([x[1] for x in s])
+    sw_null.append(v)
+    if j:
+        tx = sum(p["tx_packets"] for p in j["ports"])
+        bc = sum(w["busy_cycles"] for w in j["workers"])
+        if tx:
+            cpp.append(bc / tx)
+        null_lossless_drops += sum(p.get("lossless_drops", 0) for p in j["ports"])
+        null_pfc += sum(sum(p["pfc"]["tx_pause"]) for p in j["ports"])
+    log(f"null run {r + 1}/{RUNS}: testpmd macswap")
+    p = testpmd(["--forward-mode=macswap"], "0@0,1@1", f"bench-tp-{os.getpid()}-{r}",
+                ["net_null0", "net_null1"])
+    # two ports per period: NULL_S + 2 nonzero periods (the first and last are dropped)
+    p.wait_for(STATS_NONZERO, NULL_S + 40, count=2 * (NULL_S + 2))
+    text = p.stop()
+    with open(os.path.join(WORK, f"tp-null-{r}.log"), "w") as f:
+        f.write(text)
+    tp_null.append(steady([sum(v[1] for v in b.values()) for b in testpmd_blocks(text)]))
+null_mpps = med(sw_null)
+tp_mpps = med(tp_null)
+extra["null_runs_mpps"] = [round(x / 1e6, 3) if x else None for x in sw_null]
+extra["testpmd_macswap_runs_mpps"] = [round(x / 1e6, 3) if x else None for x in tp_null]
+extra["null_lossless_drops"] = null_lossless_drops
+extra["null_pfc_pause_sent"] = null_pfc
+if null_lossless_drops or null_pfc:
+    notes.append(f"null: {null_lossless_drops} lossless drops, {null_pfc} PAUSE frames sent")
+
+# ---------------------------------------------------------------- 2. memif ------------
+MEMIF_CFG = os.path.join(ROOT, "dpdk-config/bench-memif.toml")
+GEN_VDEVS = ["net_memif0,role=client,id=0,socket=/tmp/pfcswitch-bench-memif0.sock,mac=02:00:00:00:01:00",
+             "net_memif1,role=client,id=0,socket=/tmp/pfcswitch-bench-memif1.sock,mac=02:00:00:00:01:01"]
+GEN_ARGS = ["--forward-mode=flowgen", "--eth-peer=0,02:00:00:00:01:01", "--eth-peer=1,02:00:00:00:01:00"]
+sw_memif, tp_memif, gen_offered, busy_frac, cap_est = [], [], [], [], []
+memif_ok = True
+for r in range(MEMIF_RUNS):
+    if not memif_ok:
+        break
+    # pfcswitch in the forwarder's place
+    log(f"memif run {r + 1}/{MEMIF_RUNS}: pfcswitch + flowgen")
+    js = os.path.join(WORK, f"memif-{r}.json")
+    sw = Proc([SW, "run", "--config", MEMIF_CFG, "--duration", str(MEMIF_S + 20),
+               "--stats-interval", "1", "--stats-json", js])
+    if not sw.wait_for(r"forwarding: ", 30):
+        out = sw.stop("int")
+        open(os.path.join(WORK, f"memif-{r}.log"), "w").write(out)
+        notes.append("memif: pfcswitch did not start on memif (see memif-%d.log); memif figures unavailable" % r)
+        memif_ok = False
+        break
+    g = testpmd(GEN_ARGS, "0@0,1@0", f"bench-gen-{os.getpid()}-{r}", GEN_VDEVS)
+    g.wait_for(STATS_NONZERO, MEMIF_S + 40, count=2 * (MEMIF_S + 2))
+    gtext = g.stop()
+    out = sw.stop("int")
+    with open(os.path.join(WORK, f"memif-{r}.log"), "w") as f:
+        f.write(out)
+    with open(os.path.join(WORK, f"gen-sw-{r}.log"), "w") as f:
+        f.write(gtext)
+    s = live_samples(out)
+    sw_memif.append(steady([x[1] for x in s]))
+    gen_offered.append(steady([sum(v[1] for v in b.values()) for b in testpmd_blocks(gtext)]))
+    try:
+        j = json.load(open(js))
+        tx = sum(p["tx_packets"] for p in j["ports"])
+        bc = sum(w["busy_cycles"] for w in j["workers"])
+        busy_frac.append(bc / (j["tsc_hz"] * j["elapsed_s"]))
+        if bc:
+            cap_est.append(tx / (bc / j["tsc_hz"]))
+        ld = sum(p.get("lossless_drops", 0) for p in j["ports"])
+        pa = sum(sum(p["pfc"]["tx_pause"]) for p in j["ports"])
+        if ld or pa:
+            notes.append(f"memif run {r}: {ld} lossless drops, {pa} PAUSE frames sent by the switch")
+    except (OSError, ValueError, KeyError, ZeroDivisionError):
+        pass
+    # testpmd io in the forwarder's place
+    log(f"memif run {r + 1}/{MEMIF_RUNS}: testpmd io + flowgen")
+    fw = testpmd(["--forward-mode=io"], "0@0,1@1", f"bench-fwd-{os.getpid()}-{r}",
+                 [v.replace("role=client", "role=server").split(",mac=")[0] for v in GEN_VDEVS])
+    if not fw.wait_for(TESTPMD_STARTED, 30):
+        fw.stop()
+        notes.append("memif: testpmd io did not start")
+        tp_memif.append(None)   # keeps run r paired with run r
+        continue
+    g = testpmd(GEN_ARGS, "0@0,1@0", f"bench-gen2-{os.getpid()}-{r}", GEN_VDEVS)
+    fw.wait_for(STATS_NONZERO, MEMIF_S + 40, count=2 * (MEMIF_S + 2))
+    g.stop()
+    ftext = fw.stop()
+    with open(os.path.join(WORK, f"tp-memif-{r}.log"), "w") as f:
+        f.write(ftext)
+    tp_memif.append(steady([sum(v[1] for v in b.values()) for b in testpmd_blocks(ftext)]))
+cleanup_sockets()
+memif_mpps = med(sw_memif) if memif_ok else None
+tp_io_mpps = med(tp_memif) if memif_ok else None
+extra["memif_runs_mpps"] = [round(x / 1e6, 3) if x else None for x in sw_memif]
+extra["testpmd_io_memif_runs_mpps"] = [round(x / 1e6, 3) if x else None for x in tp_memif]
+extra["memif_generator_sent_mpps"] = round(med(gen_offered) / 1e6, 3) if med(gen_offered) else None
+extra["memif_switch_worker_busy_fraction"] = round(med(busy_frac), 3) if busy_frac else None
+extra["memif_switch_capacity_est_mpps"] = round(med(cap_est) / 1e6, 3) if cap_est else None
+if busy_frac and med(busy_frac) < 0.9:
+    notes.append("memif: the switch worker was busy only %.0f%% of the time: the generator (sharing CPU 0 "
+                 "with the switch's control lcore) bounds memif_mpps, not the switch" % (100 * med(busy_frac)))
+
+# ---------------------------------------------------------------- 3. callgrind -------
+def callgrind_top(path, tot, n):
+    """Top functions of one callgrind thread file: (function, self Ir, self %, incl %).
+    With debug info and inlining, callgrind_annotate splits a function by source file;
+    self Ir is summed over the splits, inclusive is the largest split (a lower bound)."""
+    def table(inclusive):
+        a = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100",
+                            f"--inclusive={'yes' if inclusive else 'no'}", path],
+                           capture_output=True, text=True).stdout
+        agg, started = {}, False
+        for line in a.splitlines():
+            if "file:function" in line:
+                started = True
+                continue
+            m = re.match(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)$", line) if started else None
+            if not m:
+                continue
+            rest = re.sub(r"\s\[[^\]]*\]\s*$", "", m.group(2)).strip()
+            rest = re.sub(r"\s\(\d[\d,]*x\)$", "", rest)
+            fn = rest.split(":", 1)[1] if ":" in rest and not rest.startswith("???:") else rest
+            v = int(m.group(1).replace(",", ""))
+            agg[fn] = max(agg.get(fn, 0), v) if inclusive else agg.get(fn, 0) + v
+        return agg
+    try:
+        sf, inc = table(False), table(True)
+    except OSError:
+        return []
+    top = sorted(sf.items(), key=lambda kv: -kv[1])[:n]
+    return [(fn, ir, 100.0 * ir / tot, 100.0 * max(ir, inc.get(fn, 0)) / tot) for fn, ir in top]
+
+ipp = None
+prof = []
+if QUICK:
+    notes.append("instructions_per_packet: callgrind runs in full mode only (it needs ~1-2 minutes)")
+elif shutil.which("valgrind"):
+    log(f"callgrind: null run of {CG_S}s under valgrind")
+    cgout = os.path.join(WORK, "cg.out")
+    try:
+        out, j = run_switch(NULL_CFG, CG_S, "callgrind", stats_interval=0,
+                            valgrind=["valgrind", "--tool=callgrind", "--separate-threads=yes",
+                                      f"--callgrind-out-file={cgout}"])
+        files = glob.glob(cgout + "-*")
+        def total(f):
+            for line in open(f):
+                if line.startswith("totals:") or line.startswith("summary:"):
+                    return int(line.split()[1])
+            return 0
+        worker = max(files, key=total) if files else None
+        if worker and j:
+            tx = sum(p["tx_packets"] for p in j["ports"])
+            if tx:
+                ipp = total(worker) / tx
+            extra["callgrind_worker_ir"] = total(worker)
+            extra["callgrind_packets"] = tx
+            if not QUICK:
+                keep = os.path.join(ROOT, "target/bench-callgrind.out")
+                shutil.copy(worker, keep)
+                extra["callgrind_file"] = keep
+                prof = callgrind_top(worker, total(worker), 15)
+    except subprocess.TimeoutExpired:
+        notes.append("callgrind run timed out")
+else:
+    notes.append("valgrind not installed: instructions_per_packet unavailable")
+
+# perf: no hardware counters in this VM (perf stat -e instructions: <not supported>), but
+# timer sampling (cpu-clock) of the worker's CPU works and weighs atomics by their real cost.
+perf_top = []
+if not QUICK and shutil.which("perf"):
+    log("perf: cpu-clock sampling of CPU 1 during a null run")
+    pdata = os.path.join(WORK, "perf.data")
+    sw = Proc([SW, "run", "--config", NULL_CFG, "--duration", "7"])
+    if sw.wait_for(r"forwarding: ", 30):
+        time.sleep(1.5)
+        subprocess.run(["perf", "record", "-e", "cpu-clock", "-F", "4999", "-C", "1", "-o", pdata,
+                        "--", "sleep", "4"], capture_output=True, text=True, timeout=60)
+    sw.p.wait(timeout=60)
+    sw.t.join(timeout=5)
+    rep = subprocess.run(["perf", "report", "-i", pdata, "--no-children", "--sort", "dso,symbol", "--stdio"],
+                         capture_output=True, text=True, timeout=120).stdout
+    for line in rep.splitlines():
+        m = re.match(r"^\s+([\d.]+)%\s+(\S+)\s+\[.\]\s+(.*?)\s*$", line)
+        if m:
+            perf_top.append((float(m.group(1)), m.group(2), re.split(r"\s{2,}", m.group(3))[0]))
+    # Group anonymous DPDK driver/library symbols by their shared object.
+    grouped = {}
+    for pc, dso, sym in perf_top:
+        key = sym if not sym.startswith("0x") else f"[{dso}]"
+        grouped[key] = grouped.get(key, 0.0) + pc
+    perf_top = sorted(grouped.items(), key=lambda kv: -kv[1])[:12]
+    extra["perf_top"] = [{"symbol": k, "pct": round(v, 1)} for k, v in perf_top]
+    if os.path.exists(pdata):
+        shutil.copy(pdata, os.path.join(ROOT, "target/bench-perf.data"))
+
+# ---------------------------------------------------------------- 4. PFC reaction ----
+# One process, two ports: Ethernet0 = net_null (an endless lossy source, untagged ->
+# default_tc 3, pfc_enable = [] so it is lossy on ingress) whose egress is shaped to 1G;
+# Ethernet4 = net_ring0 (a loopback: what the port sends it receives; lossless PG 3).
+# Traffic: null rx -> Ethernet4 tx -> looped back -> Ethernet4 rx (lossless PG 3) -> flood to
+# Ethernet0 tx (shaped, 1G): PG 3 of Ethernet4 fills, crosses Xoff, the PAUSE frame loops
+# back into Ethernet4, which honours it (its TC3 queue stops), the PG drains through the
+# shaper to Xon, RESUME loops back, traffic resumes: the PG oscillates thousands of times
+# per second and every Xoff crossing is a reaction sample. 64-byte cells keep the ring's
+# in-flight frames inside the computed headroom (no lossless drops).
+PFC_CFG = os.path.join(WORK, "bench-pfc-loop.toml")
+open(PFC_CFG, "w").write('''
+[eal]
+args = ["--no-huge", "-m", "1024", "--no-pci", "--lcores=0@0,1@1"]
+[switch]
+fdb_aging_time = 300
+[buffer]
+total_size = "12MiB"
+cell_size = 64
+[[port]]
+name = "Ethernet0"
+devargs = "net_null0,size=64"
+speed = "100G"
+mtu = 1500
+default_tc = 3
+pfc_enable = []
+shaper_rate = "1G"
+[[port]]
+name = "Ethernet4"
+devargs = "net_ring0"
+speed = "100G"
+mtu = 1500
+default_tc = 3
+pfc_enable = [3, 4]
+[lcores]
+control = 0
+[[lcores.worker]]
+lcore = 1
+rx = ["Ethernet0:0", "Ethernet4:0"]
+tx = ["Ethernet0", "Ethernet4"]
+''')
+pfc50, pfc99, pfcmax, pfccycles, pfcldrops = [], [], [], 0, 0
+for r in range(PFC_RUNS):
+    log(f"PFC reaction run {r + 1}/{PFC_RUNS}")
+    out, j = run_switch(PFC_CFG, PFC_S, f"pfc-{r}", stats_interval=0)
+    if j and j.get("pfc_reaction", {}).get("count", 0) > 0:
+        pr = j["pfc_reaction"]
+        pfc50.append(pr["p50_ns"]); pfc99.append(pr["p99_ns"]); pfcmax.append(pr["max_ns"])
+        pfccycles += sum(sum(p["pfc"]["tx_on2off"]) for p in j["ports"])
+        pfcldrops += sum(p.get("lossless_drops", 0) for p in j["ports"])
+extra["pfc_reaction_max_us"] = round(max(pfcmax) / 1e3, 2) if pfcmax else None
+extra["pfc_on2off_transitions"] = pfccycles
+extra["pfc_loop_lossless_drops"] = pfcldrops
+
+# ---------------------------------------------------------------- 5. latency ---------
+lat = {"p50": None, "p99": None, "p999": None}
+if PACER and memif_ok and memif_mpps:
+    target = 0.5 * memif_mpps
+    log(f"latency: pacer at {target / 1e6:.2f} Mpps (50% of memif_mpps), {LAT_S}s")
+    cleanup_sockets()
+    js = os.path.join(WORK, "lat.json")
+    sw = Proc([SW, "run", "--config", MEMIF_CFG, "--duration", str(LAT_S + 30),
+               "--stats-interval", "1", "--stats-json", js])
+    if sw.wait_for(r"forwarding: ", 30):
+        pr = subprocess.run([PACER, "--no-huge", "-m", "512", "--no-pci", "--lcores=0@0",
+                             f"--file-prefix=bench-pacer-{os.getpid()}"] +
+                            [f"--vdev={v}" for v in GEN_VDEVS] +
+                            ["--", "--rate", str(int(target)), "--duration", str(LAT_S), "--warmup", "1"],
+                            capture_output=True, text=True, timeout=LAT_S + 40)
+        out = sw.stop("int")
+        open(os.path.join(WORK, "lat.log"), "w").write(out + "\n--- pacer ---\n" + pr.stdout + pr.stderr)
+        pj = None
+        for line in pr.stdout.splitlines():
+            if line.startswith("{"):
+                pj = json.loads(line)
+        if pj:
+            extra["latency_offered_mpps"] = round(target / 1e6, 3)
+            extra["latency_pacer_sent_mpps"] = round(pj["sent"] / (LAT_S + 1) / 1e6, 3)
+            extra["latency_e2e_us"] = {k: round(pj[k + "_ns"] / 1e3, 2) for k in ("p50", "p99", "p999", "max")}
+            if pj["tx_fail"]:
+                notes.append(f"latency: pacer could not send {pj['tx_fail']} frames (memif ring full)")
+        try:
+            j = json.load(open(js))
+            L = j.get("latency")
+            if isinstance(L, dict) and L:
+                # {"<port>": {"p50_ns",...}} or {"<port>": {"<tc>": {...}}}: take the worst.
+                leaves = []
+                def walk(x):
+                    if isinstance(x, dict):
+                        if "p50_ns" in x:
+                            leaves.append(x)
+                        else:
+                            for v in x.values():
+                                walk(v)
+                    elif isinstance(x, list):
+                        for v in x:
+                            walk(v)
+                walk(L)
+                leaves = [l for l in leaves if l.get("count", 1)]
+                if leaves:
+                    lat["p50"] = max(l.get("p50_ns", 0) for l in leaves) / 1e3
+                    lat["p99"] = max(l.get("p99_ns", 0) for l in leaves) / 1e3
+                    p999 = [l.get("p999_ns", l.get("p99_9_ns")) for l in leaves]
+                    p999 = [x for x in p999 if x is not None]
+                    lat["p999"] = max(p999) / 1e3 if p999 else None
+            else:
+                notes.append("latency: the stats JSON has no 'latency' yet (switch histograms): n/a")
+        except (OSError, ValueError):
+            notes.append("latency: no stats JSON from the switch")
+    else:
+        sw.stop("int")
+        notes.append("latency: pfcswitch did not start on memif")
+    cleanup_sockets()
+elif not PACER:
+    notes.append("latency: pacer unavailable (no C compiler)")
+
+# ---------------------------------------------------------------- report -------------
+def r3(x, d=1e6):
+    return None if x is None else round(x / d, 3)
+
+def ratio(a, b):
+    return None if (a is None or not b) else round(a / b, 3)
+
+def pair_ratio(sw, ref):
+    """Median of the per-pair ratios: run r of the switch against run r of the reference,
+    measured one right after the other. More robust than a ratio of medians when the
+    host moves the rate between runs (memif here is bimodal: ~13 or ~29 Mpps for testpmd)."""
+    rs = [a / b for a, b in zip(sw, ref) if a and b]
+    return round(statistics.median(rs), 3) if rs else None
+
+for key, sw, ref in (("null", sw_null, tp_null), ("memif", sw_memif, tp_memif)):
+    rs = [round(a / b, 3) for a, b in zip(sw, ref) if a and b]
+    extra[f"{key}_pair_ratios"] = rs
+    extra[f"{key}_ratio_of_medians"] = ratio(med(sw), med(ref))
+    refs = [x for x in ref if x]
+    if refs and max(refs) > 1.5 * min(refs):
+        notes.append(f"{key}: the reference moved between {min(refs) / 1e6:.1f} and {max(refs) / 1e6:.1f} Mpps across runs "
+                     f"(the host, not the software): {key}_ratio is the median of the per-pair ratios {rs}")
+
+res = {
+    "null_mpps": r3(null_mpps),
+    "testpmd_macswap_mpps": r3(tp_mpps),
+    "null_ratio": pair_ratio(sw_null, tp_null),
+    "memif_mpps": r3(memif_mpps),
+    "testpmd_io_memif_mpps": r3(tp_io_mpps),
+    "memif_ratio": pair_ratio(sw_memif, tp_memif) if memif_ok else None,
+    "cycles_per_packet": round(med(cpp), 1) if cpp else None,
+    "instructions_per_packet": round(ipp, 1) if ipp else None,
+    "latency_p50_us": None if lat["p50"] is None else round(lat["p50"], 2),
+    "latency_p99_us": None if lat["p99"] is None else round(lat["p99"], 2),
+    "latency_p999_us": None if lat["p999"] is None else round(lat["p999"], 2),
+    "pfc_reaction_p50_us": round(med(pfc50) / 1e3, 2) if pfc50 else None,
+    "pfc_reaction_p99_us": round(med(pfc99) / 1e3, 2) if pfc99 else None,
+}
+elapsed = time.time() - T0
+extra["mode"] = "quick" if QUICK else "full"
+extra["runs"] = RUNS
+extra["build_s"] = int(os.environ.get("BENCH_BUILD_S", "0"))
+extra["total_s"] = round(elapsed, 1)
+extra["loadavg_at_end"] = loadavg()
+
+def fmt(v, unit=""):
+    return "n/a" if v is None else f"{v}{unit}"
+
+rows = [
+    ("null: pfcswitch (both ports, Mpps)", fmt(res["null_mpps"]), "full lossless pipeline, 2 x net_null, worker on CPU 1"),
+    ("null: testpmd macswap (Mpps)", fmt(res["testpmd_macswap_mpps"]), "same vdevs, forwarding lcore on CPU 1"),
+    ("null_ratio", fmt(res["null_ratio"]), "median of per-run-pair ratios; goal >= 0.50"),
+    ("memif: pfcswitch (both dirs, Mpps)", fmt(res["memif_mpps"]), f"generator sent {fmt(extra['memif_generator_sent_mpps'])} Mpps, worker busy {fmt(extra['memif_switch_worker_busy_fraction'])}"),
+    ("memif: testpmd io (Mpps)", fmt(res["testpmd_io_memif_mpps"]), "generator flowgen on CPU 0"),
+    ("memif_ratio", fmt(res["memif_ratio"]), "median of per-run-pair ratios; goal >= 0.95"),
+    ("cycles / packet (worker, TSC)", fmt(res["cycles_per_packet"]), "busy cycles / forwarded packets, null"),
+    ("instructions / packet (callgrind)", fmt(res["instructions_per_packet"]), "worker thread Ir / forwarded packets"),
+    ("latency p50 / p99 / p99.9 (us)", f"{fmt(res['latency_p50_us'])} / {fmt(res['latency_p99_us'])} / {fmt(res['latency_p999_us'])}", "switch histograms at 50% of memif_mpps; goal p99 <= 20"),
+    ("latency e2e via pacer (us)", (lambda e: f"{e['p50']} / {e['p99']} / {e['p999']}" if e else "n/a")(extra.get("latency_e2e_us")), "generator TX -> switch -> generator RX (includes memif both ways)"),
+    ("PFC reaction p50 / p99 (us)", f"{fmt(res['pfc_reaction_p50_us'])} / {fmt(res['pfc_reaction_p99_us'])}", f"{extra['pfc_on2off_transitions']} ON->OFF cycles; goal p99 <= 5"),
+]
+w = max(len(r[0]) for r in rows)
+print()
+print(f"pfcswitch bench ({extra['mode']}, {RUNS} runs, medians) on {os.uname().nodename}, {time.strftime('%Y-%m-%d %H:%M')}")
+print("-" * (w + 60))
+for a, b, c in rows:
+    print(f"{a:<{w}}  {b:>18}  {c}")
+print("-" * (w + 60))
+if prof:
+    print("callgrind profile of the worker thread (top 15 by self Ir; incl = largest inlined split):")
+    print(f"  {'self':>6} {'incl':>6} {'self Ir':>14}  function")
+    for fn, ir, pc, ipc in prof:
+        print(f"  {pc:5.1f}% {ipc:5.1f}% {ir:>14,}  {fn[:100]}")
+    extra["profile_top"] = [{"function": fn, "self_pct": round(pc, 1), "incl_pct": round(ipc, 1)} for fn, ir, pc, ipc in prof[:10]]
+if perf_top:
+    print("perf cpu-clock profile of CPU 1 (worker), self time:")
+    for k, v in perf_top:
+        print(f"  {v:5.1f}%  {k[:110]}")
+for n in notes:
+    print("note: " + n)
+print(f"total {elapsed:.0f}s (build {extra['build_s']}s); work dir {WORK if os.environ.get('BENCH_KEEP') == '1' else '(removed)'}")
+res["extra"] = extra
+res["notes"] = notes
+print(json.dumps(res, separators=(", ", ": ")))
