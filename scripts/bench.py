@@ -205,6 +205,40 @@ extra["null_pfc_pause_sent"] = null_pfc
 if null_lossless_drops or null_pfc:
     notes.append(f"null: {null_lossless_drops} lossless drops, {null_pfc} PAUSE frames sent")
 
+# ------------------------------------------- 1b. ECN on the null path ----------------
+# The same pipeline with a WRED/ECN profile on the lossless queue every frame uses, with
+# Kmin = 0 and Pmax = 0: every packet takes the full dequeue decision (depth compare,
+# random draw, probability) and none is marked or dropped. The difference in busy cycles
+# per forwarded packet is what ECN costs a packet that is not congested.
+ECN_TOML = """
+[qos.wred_profile.BENCH]
+green_min_threshold = 0
+green_max_threshold = 1073741824
+green_drop_probability = 0
+ecn = "ecn_all"
+[qos.queue]
+"Ethernet0|0-7" = { wred_profile = "BENCH" }
+"Ethernet4|0-7" = { wred_profile = "BENCH" }
+"""
+ECN_CFG = os.path.join(WORK, "bench-null-ecn.toml")
+with open(NULL_CFG) as f:
+    ecn_text = f.read() + ECN_TOML
+with open(ECN_CFG, "w") as f:
+    f.write(ecn_text)
+cpp_ecn, sw_null_ecn = [], []
+for r in range(RUNS):
+    log(f"null run {r + 1}/{RUNS}: pfcswitch with ECN deciding every packet")
+    out, j = run_switch(ECN_CFG, NULL_S, f"null-ecn-{r}")
+    sw_null_ecn.append(steady([x[1] for x in live_samples(out)]))
+    if j:
+        tx = sum(p["tx_packets"] for p in j["ports"])
+        bc = sum(w["busy_cycles"] for w in j["workers"])
+        if tx:
+            cpp_ecn.append(bc / tx)
+extra["null_ecn_runs_mpps"] = [round(x / 1e6, 3) if x else None for x in sw_null_ecn]
+extra["ecn_cycles_per_packet"] = round(med(cpp_ecn), 1) if cpp_ecn else None
+extra["ecn_cost_cycles_per_packet"] = round(med(cpp_ecn) - med(cpp), 1) if cpp_ecn and cpp else None
+
 # ---------------------------------------------------------------- 2. memif ------------
 MEMIF_CFG = os.path.join(ROOT, "dpdk-config/bench-memif.toml")
 GEN_VDEVS = ["net_memif0,role=client,id=0,socket=/tmp/pfcswitch-bench-memif0.sock,mac=02:00:00:00:01:00",
@@ -543,6 +577,7 @@ rows = [
     ("memif: testpmd io (Mpps)", fmt(res["testpmd_io_memif_mpps"]), "generator flowgen on CPU 0"),
     ("memif_ratio", fmt(res["memif_ratio"]), "median of per-run-pair ratios; goal >= 0.95"),
     ("cycles / packet (worker, TSC)", fmt(res["cycles_per_packet"]), "busy cycles / forwarded packets, null"),
+    ("cycles / packet, ECN deciding", fmt(extra["ecn_cycles_per_packet"]), f"WRED/ECN on every packet (Kmin 0, Pmax 0): +{fmt(extra['ecn_cost_cycles_per_packet'])} cycles"),
     ("instructions / packet (callgrind)", fmt(res["instructions_per_packet"]), "worker thread Ir / forwarded packets"),
     ("latency p50 / p99 / p99.9 (us)", f"{fmt(res['latency_p50_us'])} / {fmt(res['latency_p99_us'])} / {fmt(res['latency_p999_us'])}", "switch histograms at 50% of memif_mpps; goal p99 <= 20"),
     ("latency e2e via pacer (us)", (lambda e: f"{e['p50']} / {e['p99']} / {e['p999']}" if e else "n/a")(extra.get("latency_e2e_us")), "generator TX -> switch -> generator RX (includes memif both ways)"),

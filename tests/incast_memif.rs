@@ -9,8 +9,9 @@
 //!                                                                ◄── PFC PAUSE/RESUME ──
 //! ```
 //!
-//! The senders are finite backlogs (FRAMES frames of FRAME_LEN bytes each, VLAN-tagged,
-//! a sequence number in the payload, to a never-learned MAC so they flood): the upstream
+//! The senders are finite backlogs (FRAMES frames of FRAME_LEN bytes each, VLAN-tagged
+//! IPv4/UDP marked ECT(0) as RoCEv2 traffic is, a sequence number in the payload, to a
+//! never-learned MAC so they flood): the upstream
 //! reads them at start-up into its (large, lossless) buffer and sends them at its egress
 //! shaper's rate (6 Mb/s shared by two equal DWRR classes: two 3 Mb/s senders), honouring
 //! the PFC frames the downstream sends back on the memif link. The downstream's egress is
@@ -29,6 +30,8 @@
 //!   priority 1 (or anything but 3).
 //! * PFC off (`pfc_enable = []` on the downstream): no PFC frame anywhere, and the PCP-3
 //!   class loses frames at the bottleneck (the control case).
+//! * ECN (PFC on, a marking WRED profile on the bottleneck's queue 3): CE marks counted
+//!   and captured when congested, none when the bottleneck runs at the port speed.
 //!
 //! Both runs end with the conservation and mbuf-leak checks of both switches. The runs
 //! are serialized (4 busy-polling threads on 2 cores already); each takes about 8 s.
@@ -63,26 +66,34 @@ const UPSTREAM_SECS: &str = "5";
 /// The downstream keeps running this long after the upstream stopped, to drain.
 const DRAIN: Duration = Duration::from_millis(1500);
 
-/// An 802.1Q-tagged frame: EtherType 0x88b5, then a 4-byte big-endian sequence number.
+/// An 802.1Q-tagged IPv4/UDP frame, ECN-capable (ECT(0), like RoCEv2 traffic), with a
+/// 4-byte big-endian sequence number at the start of the UDP payload ([`SEQ_AT`]).
 fn tagged_frame(src: [u8; 6], pcp: u8, seq: u32) -> Vec<u8> {
-    let mut f = Vec::with_capacity(FRAME_LEN);
-    f.extend_from_slice(&DST);
-    f.extend_from_slice(&src);
-    f.extend_from_slice(&0x8100u16.to_be_bytes());
-    f.extend_from_slice(&(((pcp as u16) << 13) | VID).to_be_bytes());
-    f.extend_from_slice(&0x88b5u16.to_be_bytes());
-    f.extend_from_slice(&seq.to_be_bytes());
-    f.resize(FRAME_LEN, pcp);
+    let mut f = ipv4_frame(DST, src, 0, 2, seq, FRAME_LEN - 4);
+    f.splice(12..12, [0x81, 0x00].into_iter().chain((((pcp as u16) << 13) | VID).to_be_bytes()));
     f
 }
+
+/// Offset of the sequence number: Ethernet 14 + tag 4 + IPv4 20 + UDP 8.
+const SEQ_AT: usize = 46;
 
 fn pcp_of(f: &[u8]) -> Option<u8> {
     (f.len() >= 22 && f[12] == 0x81 && f[13] == 0x00).then(|| f[14] >> 5)
 }
 
 fn seq_of(f: &[u8]) -> u32 {
-    u32::from_be_bytes(f[18..22].try_into().unwrap())
+    u32::from_be_bytes(f[SEQ_AT..SEQ_AT + 4].try_into().unwrap())
 }
+
+/// ECN codepoint of a tagged IPv4 frame.
+fn ecn_of(f: &[u8]) -> u8 {
+    f[19] & 3
+}
+
+/// The downstream's WRED/ECN profile on the bottleneck's queue 3 (marking only) in the
+/// ECN runs: Kmin/Kmax a few frames deep, far below the Xoff point of the lossless PG.
+const ECN_KMIN: u64 = 8_000;
+const ECN_KMAX: u64 = 16_000;
 
 /// Every port: declared 100 Mb/s (PFC quanta: 0xFFFF = 335 ms), 802.1p trusted, PFC on 3
 /// (or on none). The shaped ports (memif link, bottleneck) use a 9100-byte MTU: the
@@ -118,8 +129,12 @@ fn upstream_cfg(dir: &Path, prefix: &str, link: &str) -> SwitchConfig {
         .one_worker()
 }
 
-fn downstream_cfg(dir: &Path, prefix: &str, link: &str, pfc: bool) -> SwitchConfig {
+fn downstream_cfg(dir: &Path, prefix: &str, link: &str, pfc: bool, bottleneck: &str, ecn: bool) -> SwitchConfig {
     let d = dir.display();
+    let ecn_toml = format!(
+        "[qos.wred_profile.ECN]\ngreen_min_threshold = {ECN_KMIN}\ngreen_max_threshold = {ECN_KMAX}\n\
+         ecn = \"ecn_all\"\n[qos.queue]\n\"Ethernet4|3\" = {{ wred_profile = \"ECN\" }}"
+    );
     let (pfc_enable, pg, queue): (&[u8], _, _) = if pfc {
         (
             &[3],
@@ -142,7 +157,7 @@ fn downstream_cfg(dir: &Path, prefix: &str, link: &str, pfc: bool) -> SwitchConf
         .port(incast_port("Ethernet0", &format!("net_memif0,role=server,id=0,socket={link}"), true, pfc_enable))
         .port(
             incast_port("Ethernet4", &format!("net_pcap0,tx_pcap={d}/out.pcap"), true, pfc_enable)
-                .set("shaper_rate", &format!("\"{BOTTLENECK}\"")),
+                .set("shaper_rate", &format!("\"{bottleneck}\"")),
         )
         .toml(SCHEDULER)
         .toml(&format!(
@@ -172,6 +187,7 @@ dynamic_th = -2
 [buffer.queue]
 {queue}"#
         ))
+        .toml(if ecn { &ecn_toml } else { "" })
         .one_worker()
 }
 
@@ -275,6 +291,10 @@ struct Outcome {
 }
 
 fn run_incast(pfc: bool) -> Outcome {
+    run_incast_with(pfc, BOTTLENECK, false)
+}
+
+fn run_incast_with(pfc: bool, bottleneck: &str, ecn: bool) -> Outcome {
     let dir = TestDir::new(if pfc { "incast-on" } else { "incast-off" });
     let prefix = dir.prefix();
     // Abstract socket namespace (memif's default): unique per test, no file to clean.
@@ -285,7 +305,7 @@ fn run_incast(pfc: bool) -> Outcome {
     write_pcap(&dir.join("b.pcap"), &b);
     let (up_cfg, down_cfg) = (dir.join("up.toml"), dir.join("down.toml"));
     upstream_cfg(&dir.path, &prefix, &link).write(&up_cfg);
-    downstream_cfg(&dir.path, &prefix, &link, pfc).write(&down_cfg);
+    downstream_cfg(&dir.path, &prefix, &link, pfc, bottleneck, ecn).write(&down_cfg);
     let (up_json, down_json) = (dir.join("up.json"), dir.join("down.json"));
 
     let t0 = Instant::now();
@@ -468,4 +488,35 @@ fn incast_pfc_off_lossless_class_drops() {
         lossy.len(),
         lossy_drops
     );
+}
+
+/// ECN under incast (the WRED/ECN issue's test 4): the same chained switches with a
+/// marking profile on the bottleneck's lossless queue. Congested (3M bottleneck): CE marks
+/// are counted and every counted mark is a CE frame in the capture, the lossless class
+/// still loses nothing. Not congested (the bottleneck at the port speed, fed at 6M): no
+/// mark at all.
+#[test]
+fn incast_ecn_marks_only_when_congested() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for (bottleneck, congested) in [(BOTTLENECK, true), ("100M", false)] {
+        let o = run_incast_with(true, bottleneck, true);
+        let (lossless, _) = common_checks(&o);
+        let ctx = || format!("\nbottleneck {bottleneck}\ndownstream: {}\n{}", o.down, o.logs);
+        assert_eq!(lossless, (0..FRAMES as u32).collect::<Vec<_>>(), "PCP 3 frames lost or reordered{}", ctx());
+        let q3 = &port(&o.down, "Ethernet4")["queues"][3];
+        let marked = q3["ecn_marked_packets"].as_u64().unwrap();
+        let ce = o.out.iter().filter(|f| pcp_of(f) == Some(LOSSLESS_PCP) && ecn_of(f) == 3).count() as u64;
+        assert_eq!(marked, ce, "counter vs CE frames in the capture{}", ctx());
+        assert_eq!(q3["wred_dropped_packets"], 0, "{}", ctx());
+        assert!(
+            o.out.iter().filter(|f| pcp_of(f) == Some(LOSSY_PCP)).all(|f| ecn_of(f) == 2),
+            "queue 1 has no profile"
+        );
+        if congested {
+            assert!(marked > 0, "no CE mark at a congested bottleneck{}", ctx());
+        } else {
+            assert_eq!(marked, 0, "CE marks without congestion{}", ctx());
+        }
+        eprintln!("ecn incast, bottleneck {bottleneck}: {marked} of {} PCP-3 frames marked CE", lossless.len());
+    }
 }
