@@ -29,15 +29,15 @@ enum Cmd {
         /// Configuration file (TOML), e.g. dpdk-config/null.toml
         #[arg(long, short)]
         config: PathBuf,
-        /// Stop after this many seconds.
-        #[arg(long)]
-        duration: Option<f64>,
+        /// Stop after this long: seconds ("10", "2.5") or with a unit ("500ms", "1s").
+        #[arg(long, allow_hyphen_values = true)]
+        duration: Option<String>,
         /// Write the counters as JSON here at stop.
         #[arg(long)]
         stats_json: Option<PathBuf>,
-        /// Print a live counters line every SECS seconds (0 = off).
-        #[arg(long, default_value_t = 0.0)]
-        stats_interval: f64,
+        /// Print a live counters line this often: seconds or with a unit (0 = off).
+        #[arg(long, default_value = "0", allow_hyphen_values = true)]
+        stats_interval: String,
         /// Sample per-PG occupancy, OFF/ON, T, queue depth and PFC frames into this CSV
         /// (draw it with scripts/plot_timeline.py).
         #[arg(long)]
@@ -165,6 +165,23 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Cmd::Run { config, duration, stats_json, stats_interval, timeline, timeline_interval_us } => {
+            // Everything the command line can get wrong is found before EAL starts.
+            let duration = match duration.as_deref().map(|d| cli_duration("--duration", d)).transpose() {
+                Ok(d) => d.filter(|d| !d.is_zero()),
+                Err(code) => return code,
+            };
+            let stats_interval = match cli_duration("--stats-interval", &stats_interval) {
+                Ok(d) => Some(d).filter(|d| !d.is_zero()),
+                Err(code) => return code,
+            };
+            for (flag, path) in [("--stats-json", &stats_json), ("--timeline", &timeline)] {
+                if let Some(p) = path {
+                    if let Err(e) = check_writable(p) {
+                        eprintln!("{flag}: cannot write {}: {e}", p.display());
+                        return ExitCode::from(2);
+                    }
+                }
+            }
             let (cfg, plan) = match load(&config) {
                 Ok(x) => x,
                 Err(code) => return code,
@@ -186,8 +203,8 @@ fn main() -> ExitCode {
                 }
             }
             let opts = RunOptions {
-                duration: duration.filter(|d| *d > 0.0).map(Duration::from_secs_f64),
-                stats_interval: Some(stats_interval).filter(|s| *s > 0.0).map(Duration::from_secs_f64),
+                duration,
+                stats_interval,
                 stop,
                 tx_enable_all,
                 timeline: timeline.map(|p| (p, Duration::from_micros(timeline_interval_us.max(1)))),
@@ -246,6 +263,25 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// A command-line duration, or one line naming the flag and exit 2.
+fn cli_duration(flag: &str, text: &str) -> Result<Duration, ExitCode> {
+    pfcswitch::config::parse_cli_duration_ns(text).map(Duration::from_nanos).map_err(|e| {
+        eprintln!("{flag}: {e}");
+        ExitCode::from(2)
+    })
+}
+
+/// Can `path` be written? Opens it for writing without truncating; a file this check
+/// created is removed again, so a failed run leaves nothing behind.
+fn check_writable(path: &std::path::Path) -> std::io::Result<()> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(path)?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
 }
 
 fn print_summary(r: &dataplane::RunReport) {

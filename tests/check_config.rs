@@ -76,7 +76,10 @@ fn shipped_configs_are_valid() {
     for f in files {
         let c = config::load(&f).unwrap_or_else(|e| panic!("{e}"));
         assert!(!c.ports.is_empty());
-        assert!(c.warnings.is_empty(), "{}: {:?}", f.display(), c.warnings);
+        // The memif examples keep DPDK's defaults (abstract socket, no secret) so that any
+        // generator connects as documented in their headers; the switch says so at start.
+        let unexpected: Vec<_> = c.warnings.iter().filter(|w| !w.contains("devargs: memif")).collect();
+        assert!(unexpected.is_empty(), "{}: {:?}", f.display(), unexpected);
         let args = c.eal_args("pfcswitch");
         assert_eq!(args[0], "pfcswitch");
         assert!(args.iter().any(|a| a.starts_with("--file-prefix")), "{args:?}");

@@ -68,3 +68,34 @@ fn shipped_configs_pass() {
     }
     assert!(n >= 5);
 }
+
+#[test]
+fn run_refuses_bad_flags_before_eal() {
+    let dir = TestDir::new("cli-flags");
+    let cfg = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("dpdk-config/null.toml");
+    let cfg = cfg.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--duration", "inf"], "--duration"),
+        (&["--duration", "NaN"], "--duration"),
+        (&["--duration", "1e20"], "--duration"),
+        (&["--duration", "-1"], "--duration"),
+        (&["--duration", "99999999999"], "--duration"),
+        (&["--stats-interval", "-0.5"], "--stats-interval"),
+        (&["--stats-interval", "inf"], "--stats-interval"),
+        (&["--duration", "1", "--stats-json", "/nonexistent-dir/stats.json"], "--stats-json"),
+        (&["--duration", "1", "--timeline", "/nonexistent-dir/t.csv"], "--timeline"),
+    ];
+    for (args, flag) in cases {
+        let out = Command::new(BIN)
+            .args(["run", "--config", cfg])
+            .args(*args)
+            .env("RUNTIME_DIRECTORY", &dir.path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", show(&out));
+        assert!(!stderr.contains("EAL:") && !stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with(flag), "{args:?}: line does not name {flag}: {stderr}");
+    }
+}

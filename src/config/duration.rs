@@ -19,12 +19,26 @@ pub enum DurationError {
     OutOfRange { value: String, max: &'static str },
 }
 
+/// Largest duration on the command line (`--duration`, `--stats-interval`): one year.
+pub const CLI_MAX_NS: u64 = 365 * 24 * 3600 * 1_000_000_000;
+
 /// Largest accepted duration: one second, far beyond any sensible reaction delay, and
 /// small enough that bytes = speed · time cannot overflow.
 pub const MAX_NS: u64 = 1_000_000_000;
 
 /// Nanoseconds in `s`, rounded to the nearest nanosecond.
 pub fn parse_duration_ns(s: &str) -> Result<u64, DurationError> {
+    parse(s, None, MAX_NS, "1s")
+}
+
+/// A command-line duration: like the config's, but a bare number means seconds (as
+/// `timeout(1)` reads it) and up to a year. Negative, NaN, infinite and huge values are
+/// refused with an error instead of a panic in `Duration::from_secs_f64`.
+pub fn parse_cli_duration_ns(s: &str) -> Result<u64, DurationError> {
+    parse(s, Some(1e9), CLI_MAX_NS, "365 days")
+}
+
+fn parse(s: &str, bare_ns: Option<f64>, max_ns: u64, max_text: &'static str) -> Result<u64, DurationError> {
     let t = s.trim();
     if t.is_empty() {
         return Err(DurationError::Empty);
@@ -32,9 +46,13 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, DurationError> {
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let n: f64 = num.parse().map_err(|_| DurationError::NotANumber(s.to_string()))?;
-    let ns = n * unit_ns(s, unit.trim())?;
-    if !ns.is_finite() || ns > MAX_NS as f64 {
-        return Err(DurationError::OutOfRange { value: s.to_string(), max: "1s" });
+    let per_unit = match (unit.trim(), bare_ns) {
+        ("", Some(bare)) => bare,
+        (u, _) => unit_ns(s, u)?,
+    };
+    let ns = n * per_unit;
+    if !ns.is_finite() || ns > max_ns as f64 {
+        return Err(DurationError::OutOfRange { value: s.to_string(), max: max_text });
     }
     Ok(ns.round() as u64)
 }
@@ -75,5 +93,18 @@ mod tests {
         assert!(matches!(parse_duration_ns("-1us"), Err(DurationError::NotANumber(_))));
         assert!(matches!(parse_duration_ns("us"), Err(DurationError::NotANumber(_))));
         assert!(matches!(parse_duration_ns("2s"), Err(DurationError::OutOfRange { .. })));
+    }
+
+    #[test]
+    fn cli_durations() {
+        assert_eq!(parse_cli_duration_ns("3"), Ok(3_000_000_000));
+        assert_eq!(parse_cli_duration_ns("0.5"), Ok(500_000_000));
+        assert_eq!(parse_cli_duration_ns("1ms"), Ok(1_000_000));
+        assert_eq!(parse_cli_duration_ns("0"), Ok(0));
+        assert_eq!(parse_cli_duration_ns("3600s"), Ok(3_600_000_000_000));
+        for bad in ["inf", "NaN", "1e20", "-1", "-0.5", "", "10 min", "1e3"] {
+            assert!(parse_cli_duration_ns(bad).is_err(), "{bad} accepted");
+        }
+        assert!(matches!(parse_cli_duration_ns("99999999999"), Err(DurationError::OutOfRange { .. })));
     }
 }

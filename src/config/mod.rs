@@ -149,7 +149,7 @@ mod resolve;
 mod types;
 mod wred;
 
-pub use duration::{parse_duration_ns, DurationError};
+pub use duration::{parse_cli_duration_ns, parse_duration_ns, DurationError};
 pub use error::ConfigError;
 pub use resolve::{defaults, parse_bdf, parse_devargs, parse_lcore_set, VDEV_PREFIXES};
 pub use types::*;
@@ -163,7 +163,21 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| ConfigError::Io { file: error::one_line(&file), msg: error::one_line(&e.to_string()) })?;
-    from_str(&text, &file)
+    let mut cfg = from_str(&text, &file)?;
+    // The config is code (EAL arguments, devargs that name files): whoever can write it
+    // runs code as the switch's user.
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(meta) = std::fs::metadata(path) {
+        let mode = meta.permissions().mode();
+        if mode & 0o022 != 0 {
+            cfg.warnings.push(format!(
+                "{file}: writable by {} (mode {:o}): whoever writes the config runs code as the switch's user",
+                if mode & 0o002 != 0 { "everyone" } else { "its group" },
+                mode & 0o777
+            ));
+        }
+    }
+    Ok(cfg)
 }
 
 /// Validate configuration text; `origin` names it in errors (a file name, or e.g.

@@ -90,6 +90,7 @@ pub(crate) struct RawEal {
     #[serde(default)]
     pub args: Vec<String>,
     pub file_prefix: Option<String>,
+    pub allow_eal_plugins: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -490,3 +490,43 @@ fn wred_errors_name_the_field() {
         "Ethernet9",
     );
 }
+
+#[test]
+fn eal_plugins_need_opt_in() {
+    let with_d = MIN.replace(r#""--no-pci","#, r#""--no-pci", "-d", "/tmp/x.so","#);
+    assert_err(&with_d, "eal.args[4]", "allow_eal_plugins");
+    let glued = MIN.replace(r#""--no-pci","#, r#""--no-pci", "-d/tmp/x.so","#);
+    assert_err(&glued, "eal.args[4]", "allow_eal_plugins");
+    let allowed = with_d.replace("[eal]\n", "[eal]\nallow_eal_plugins = true\n");
+    from_str(&allowed, "t.toml").expect("opt-in accepted");
+}
+
+#[test]
+fn memif_without_secret_or_in_abstract_namespace_warns() {
+    let memif = MIN.replace(r#"devargs = "net_null0""#, r#"devargs = "net_memif0,role=server,socket=/tmp/m.sock""#);
+    let c = from_str(&memif, "t.toml").unwrap();
+    assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+    assert!(c.warnings[0].starts_with("t.toml: port[0].devargs: memif without 'secret'"), "{:?}", c.warnings);
+    assert!(c.warnings[1].contains("abstract namespace"), "{:?}", c.warnings);
+    let safe = memif.replace("m.sock", "m.sock,secret=s3cr3t,socket-abstract=no");
+    let c = from_str(&safe, "t.toml").unwrap();
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+}
+
+#[test]
+fn config_writable_by_others_warns() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("pfcsw-cfgmode-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("c.toml");
+    std::fs::write(&f, MIN).unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(load(&f).unwrap().warnings.is_empty());
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let w = load(&f).unwrap().warnings;
+    assert!(w.len() == 1 && w[0].contains("writable by everyone"), "{w:?}");
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o664)).unwrap();
+    let w = load(&f).unwrap().warnings;
+    assert!(w.len() == 1 && w[0].contains("writable by its group"), "{w:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -87,9 +87,15 @@ pub(super) fn check_eal(eal: &RawEal, ports: &[PortConfig], lcores: &LcoreConfig
             ));
         }
     }
-    // Devices given twice, --no-pci with PCI ports.
+    // Devices given twice, --no-pci with PCI ports, shared objects loaded without opt-in.
     for (i, a) in args.iter().enumerate() {
         let path = format!("eal.args[{i}]");
+        if (a == "-d" || (a.starts_with("-d") && !a.starts_with("--"))) && !eal.allow_eal_plugins.unwrap_or(false) {
+            return Err(FieldError::new(
+                path,
+                "'-d' makes EAL load a shared object, i.e. run its code as the switch's user; set eal.allow_eal_plugins = true to allow it",
+            ));
+        }
         if a == "--no-pci" {
             if let Some(p) = ports.iter().find(|p| p.is_pci()) {
                 return Err(FieldError::new(
@@ -165,4 +171,24 @@ pub(super) fn check_eal(eal: &RawEal, ports: &[PortConfig], lcores: &LcoreConfig
         }
     }
     Ok(())
+}
+
+/// Warnings about devices a peer can reach: a memif socket without a `secret` accepts any
+/// peer that can open it, and DPDK 22.11 puts memif sockets in the abstract namespace by
+/// default, where file permissions do not apply.
+pub(super) fn warn_devargs(ports: &[PortConfig], ctx: &mut Ctx) {
+    for p in ports.iter().filter(|p| p.dpdk_name().starts_with("net_memif")) {
+        let kv: Vec<(&str, &str)> =
+            p.devargs.split(',').skip(1).map(|a| a.split_once('=').unwrap_or((a, ""))).collect();
+        let path = format!("port[{}].devargs", p.index);
+        if !kv.iter().any(|(k, _)| *k == "secret") {
+            ctx.warn(&path, "memif without 'secret': any peer that reaches the socket may connect");
+        }
+        if !kv.iter().any(|(k, v)| *k == "socket-abstract" && *v == "no") {
+            ctx.warn(
+                &path,
+                "memif socket in the abstract namespace (DPDK's default; 'socket-abstract=no' makes it a file with permissions)",
+            );
+        }
+    }
 }

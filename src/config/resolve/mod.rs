@@ -16,8 +16,8 @@ mod qos;
 mod switch;
 
 use buffer::resolve_buffer;
-use eal::check_eal;
 pub use eal::parse_lcore_set;
+use eal::{check_eal, warn_devargs};
 use lcores::resolve_lcores;
 pub use ports::{parse_bdf, parse_devargs, VDEV_PREFIXES};
 use ports::{port_by_name, resolve_ports};
@@ -111,7 +111,7 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
             expect_table(v, "eal")?;
             de(v, "eal")?
         }
-        None => RawEal { args: Vec::new(), file_prefix: None },
+        None => RawEal { args: Vec::new(), file_prefix: None, allow_eal_plugins: None },
     };
     let sw: RawSwitch = match top.get("switch") {
         Some(v) => {
@@ -141,6 +141,7 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
     let lcores = resolve_lcores(top.get("lcores"), &mut ports)?;
     let buffer = resolve_buffer(top.get("buffer"), &ports, &qos, &mut ctx)?;
     check_eal(&eal, &ports, &lcores, top.contains_key("lcores"))?;
+    warn_devargs(&ports, &mut ctx);
     compute_mbufs(&mut switch, &sw, &ports, &lcores, &buffer, &mut ctx)?;
     Ok(Config {
         origin: origin.to_string(),
