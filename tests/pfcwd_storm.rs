@@ -17,6 +17,8 @@ const PER_PCP: usize = 6000;
 const PEER: [u8; 6] = [0x02, 0, 0, 0, 0, 0x77];
 const SRC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x52];
 const DST: [u8; 6] = [0x02, 0, 0, 0, 0, 0xde];
+/// PCP 3 data frames the storming peer sends during the storm.
+const STORM_DATA: u64 = 20;
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -74,14 +76,23 @@ fn run(tag: &str, action: &str, script: impl FnOnce(&Veth)) -> Option<Run> {
 
 /// Inject PAUSE for priority 3 every 50 ms for `dur`: 2000 quanta = 102 ms at 10M, so
 /// the pause is continuous while the storm lasts and ends soon after (a 0xFFFF pause
-/// would last 3.4 s at this low speed, longer than the restoration time).
+/// would last 3.4 s at this low speed, longer than the restoration time). Once the storm
+/// is surely detected (500 ms in), the storming peer also sends `STORM_DATA` PCP 3 data
+/// frames: what the watchdog does with them is its `rx_ok` / `rx_dropped`.
 fn pause_storm(v: &Veth, dur: Duration) -> (u64, u64) {
     let f = pfc_frame(PEER, 0x08, [0, 0, 0, 2000, 0, 0, 0, 0]);
     let t0 = v.inject(&f);
     let mut last = t0;
+    let mut data_sent = false;
     while now_ns() - t0 < dur.as_nanos() as u64 {
         std::thread::sleep(Duration::from_millis(50));
         last = v.inject(&f);
+        if !data_sent && now_ns() - t0 > 500_000_000 {
+            for i in 0..STORM_DATA {
+                v.inject(&vlan_frame(SRC, PEER, 3, 10, 0x3d, i as u32, FRAME));
+            }
+            data_sent = true;
+        }
     }
     (t0, last)
 }
@@ -134,6 +145,12 @@ fn storm_detected_within_detection_time_then_forwarded_then_restored() {
     assert_eq!(wd(&r.json, "prio4_storms_detected"), 0);
     assert_eq!(wd(&r.json, "prio3_status"), "operational");
     assert_eq!(port(&r.json, "Ethernet0")["drops"]["pfc_watchdog"], 0, "forward never drops");
+    // The watchdog's packet counters: the storming peer's PCP 3 frames passed (rx_ok),
+    // and PCP 3 left while its PAUSE was ignored (tx_ok).
+    assert_eq!(wd(&r.json, "prio3_rx_ok"), STORM_DATA, "{}", port(&r.json, "Ethernet0")["pfcwd"]);
+    assert_eq!(wd(&r.json, "prio3_rx_dropped"), 0);
+    assert!(wd(&r.json, "prio3_tx_ok").as_u64().unwrap() > 0, "{}", port(&r.json, "Ethernet0")["pfcwd"]);
+    assert_eq!(wd(&r.json, "prio4_tx_ok"), 0, "priority 4 was never stormed");
 }
 
 #[test]
@@ -168,5 +185,9 @@ fn xon_stream_is_not_a_storm_and_drop_action_drops() {
     assert!(dropped > 0, "no watchdog drops: {}", ingress["drops"]);
     assert_eq!(wd(&r.json, "prio3_tx_dropped").as_u64().unwrap(), dropped);
     assert_eq!(ingress["lossless_drops"], 0);
-    assert_eq!(port(&r.json, "Ethernet0")["drops"]["pfc_watchdog"], 0);
+    // What the storming peer sent on the stormed priority was dropped at reception.
+    assert_eq!(wd(&r.json, "prio3_rx_dropped"), STORM_DATA, "{}", e0["pfcwd"]);
+    assert_eq!(wd(&r.json, "prio3_rx_ok"), 0);
+    assert_eq!(wd(&r.json, "prio3_tx_ok"), 0, "action drop transmits nothing of PCP 3");
+    assert_eq!(e0["drops"]["pfc_watchdog"], STORM_DATA);
 }

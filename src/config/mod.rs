@@ -70,7 +70,7 @@
 //! [buffer]                      # optional (defaults below)
 //! total_size = "12MiB"          # default 12MiB
 //! cell_size = 256               # 0/absent = count bytes; else 32..=16384
-//! headroom_policy = "static"    # "static" | "shared" (reserved for DSH; warned)
+//! headroom_policy = "static"    # only "static" today ("shared" is refused)
 //! [buffer.pool.ingress_lossless_pool]   # BUFFER_POOL; sizes add up to ≤ total_size
 //! size = "8MiB"
 //! type = "ingress"              # "ingress" | "egress"

@@ -530,3 +530,21 @@ fn config_writable_by_others_warns() {
     assert!(w.len() == 1 && w[0].contains("writable by its group"), "{w:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn generated_buffer_follows_tc_to_pg() {
+    // PFC on priority 3, whose TC maps to PG 6 and queue 5: PG 6 gets the lossless profile,
+    // PG 3 nothing (no TC uses it), queue 5 is lossless (no lossy queue profile).
+    let text = format!("{MIN}\n[qos]\ntc_to_pg = {{ \"3\" = 6 }}\ntc_to_queue = {{ \"3\" = 5, \"5\" = 3 }}\n");
+    let c = from_str(&text, "t.toml").unwrap();
+    let b = &c.buffer;
+    let lossless = b.profiles.iter().position(|p| p.name == "pg_lossless_profile");
+    let lossy_pg = b.profiles.iter().position(|p| p.name == "ingress_lossy_profile");
+    assert_eq!(b.pg_profile[0][6], lossless, "PG of TC 3");
+    assert_eq!(b.pg_profile[0][4], lossless, "PG of TC 4 (default map)");
+    assert_eq!(b.pg_profile[0][3], None, "no TC maps to PG 3");
+    assert_eq!(b.pg_profile[0][0], lossy_pg);
+    assert_eq!(b.queue_profile[0][5], None, "queue of TC 3 is lossless");
+    assert!(b.queue_profile[0][3].is_some(), "queue 3 carries TC 5, lossy");
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+}

@@ -179,8 +179,6 @@ pub enum ControlIdle {
 pub enum HeadroomPolicy {
     /// Independent static headroom per (port, PG) (the classic SONiC model).
     Static,
-    /// Reserved for DSH (dynamic and shared headroom).
-    Shared,
 }
 
 /// Pool direction (SONiC `BUFFER_POOL|type`).

@@ -69,6 +69,9 @@ pub struct TxPort {
     /// last poll.
     wd: Option<Pfcwd>,
     progress: u8,
+    /// Queues that send only because the watchdog ignores their peer's PAUSE (action
+    /// `forward`): what leaves them is the watchdog's `tx_ok`.
+    wd_forward_queues: u8,
     /// Bytes on each TC queue (the depth WRED decides on).
     qbytes: [u64; 8],
     /// WRED/ECN profile per egress queue, the queues that are lossless, and this lcore's
@@ -110,6 +113,7 @@ impl TxPort {
             lat: LatencyRecorder::new(tsc_hz, now),
             wd,
             progress: 0,
+            wd_forward_queues: 0,
             qbytes: [0; 8],
             wred: plan.wred,
             lossless_queues: plan.lossless_queues,
@@ -356,6 +360,9 @@ impl TxPort {
                 }
             }
             shared.push_edge(worker, shared.mmu.release_run(charge, run_charged), now, c);
+            if self.wd_forward_queues & (1 << (m.queue & 7)) != 0 {
+                self.count_watchdog_tx_ok(shared, m.queue & 7, n);
+            }
             pc.queue_tx_packets[m.queue as usize & 7].add(n);
             pc.queue_tx_bytes[m.queue as usize & 7].add(run_bytes);
             c.ports[m.in_port as usize].tc_tx[m.tc as usize & 7].add(n);
@@ -397,6 +404,9 @@ impl TxPort {
         if t.restored != 0 {
             log::info!("pfcwd: storm restored on {} priorities {:#04x}", shared.ports[self.port].name, t.restored);
         }
+        let forward = wd.ignore_pfc_mask() & !wd.drop_mask();
+        self.wd_forward_queues =
+            (0..8).filter(|p| forward & (1 << p) != 0).fold(0, |m, p| m | 1 << (self.priority_queue[p] & 7));
         let drop = wd.drop_mask();
         if drop == 0 {
             return heads_mask;
@@ -422,6 +432,17 @@ impl TxPort {
             heads_mask &= !(1 << q);
         }
         heads_mask
+    }
+
+    /// `n` packets left `queue` while the watchdog forwards its stormed priority.
+    #[cold]
+    fn count_watchdog_tx_ok(&self, shared: &Shared, queue: u8, n: u64) {
+        let (Some(wd), Some(state)) = (&self.wd, &shared.ports[self.port].pfcwd) else { return };
+        let forward = wd.ignore_pfc_mask() & !wd.drop_mask();
+        if let Some(prio) = (0..8u8).find(|&p| forward & (1 << p) != 0 && self.priority_queue[p as usize] & 7 == queue)
+        {
+            state.count_tx_ok(prio, n);
+        }
     }
 
     /// At stop (every worker has stopped enqueueing): free everything held here or on

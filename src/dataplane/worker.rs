@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::classify::Class;
-use crate::counters::{DropReason, LcoreCounters};
+use crate::counters::{DropReason, LcoreCounters, PortCounters};
 use crate::dpdk::{rdtsc, Mbuf, MbufBurst, RxQueue, BURST_CAP};
 use crate::fdb::Fdb;
 use crate::mmu::{self, Verdict};
@@ -211,6 +211,8 @@ impl Worker {
         // destination's lookup holds until the next learn changes the table.
         let mut learned: Option<[u8; 6]> = None;
         let mut looked_up: Option<([u8; 6], Option<u16>)> = None;
+        // Priorities the watchdog has stormed on this port (drop/forward): read once a burst.
+        let wd_rx = shared.ports[in_port].pfcwd.as_ref().map_or(0, |w| w.ignore_pfc_mask());
         for i in 0..n {
             if let Some(next) = self.burst.get(i + 2) {
                 next.prefetch_data();
@@ -256,6 +258,9 @@ impl Worker {
             }
             let class = plan.qos.classify(&parsed);
             let lossless = plan.pfc_mask & (1 << class.priority) != 0;
+            if wd_rx & (1 << class.priority) != 0 && watchdog_rx_drops(shared, in_port, class, pc) {
+                continue;
+            }
             let out = if parsed.dst.is_multicast() {
                 None
             } else {
@@ -480,4 +485,22 @@ fn copy_mbuf(shared: &Shared, m: &Mbuf) -> Option<Mbuf> {
     let dst = copy.append(src.len() as u16)?;
     dst.copy_from_slice(src);
     Some(copy)
+}
+
+/// A packet received on a port whose priority the watchdog has stormed: counted in the
+/// watchdog's `rx_ok`, or with action `drop` dropped (`rx_dropped`, `drops.pfc_watchdog`),
+/// as SONiC drops what a storming peer keeps sending. Returns true if dropped.
+#[cold]
+fn watchdog_rx_drops(shared: &Shared, in_port: usize, class: Class, pc: &PortCounters) -> bool {
+    let Some(wd) = &shared.ports[in_port].pfcwd else { return false };
+    if wd.drop_mask() & (1 << class.priority) != 0 {
+        wd.count_rx_dropped(class.priority, 1);
+        pc.tc_rx[class.tc as usize & 7].inc();
+        pc.drop(DropReason::PfcWatchdog);
+        pc.tc_dropped[class.tc as usize & 7].inc();
+        true
+    } else {
+        wd.count_rx_ok(class.priority, 1);
+        false
+    }
 }

@@ -53,16 +53,20 @@ pub(super) fn generated_buffer(
     let mut pg_profile = Vec::new();
     let mut queue_profile = Vec::new();
     for p in ports {
+        // PFC names priorities; the buffer is bound per PG and per queue: go through the maps.
+        let (lossless_pgs, lossless_queues) = p.pfc_enable.iter().fold((0u8, 0u8), |(pgs, qs), &prio| {
+            (pgs | 1 << (qos.tc_to_pg[prio as usize] & 7), qs | 1 << (qos.tc_to_queue[prio as usize] & 7))
+        });
         let mut pg = [None; NUM_TC];
         let mut q = [None; NUM_TC];
-        for n in 0..NUM_TC as u8 {
-            if p.pfc_enabled(n) {
-                pg[n as usize] = Some(0);
-            } else {
-                if used_pgs & (1 << n) != 0 {
-                    pg[n as usize] = Some(1);
-                }
-                q[n as usize] = Some(2);
+        for n in 0..NUM_TC {
+            if lossless_pgs & (1 << n) != 0 {
+                pg[n] = Some(0);
+            } else if used_pgs & (1 << n) != 0 {
+                pg[n] = Some(1);
+            }
+            if lossless_queues & (1 << n) == 0 {
+                q[n] = Some(2);
             }
         }
         pg_profile.push(pg);
@@ -95,8 +99,10 @@ pub(super) fn resolve_buffer(
     };
     let headroom_policy = match raw.headroom_policy {
         Some(RawHeadroomPolicy::Shared) => {
-            ctx.warn("buffer.headroom_policy", "\"shared\" (DSH) is reserved and may not be implemented by this build");
-            HeadroomPolicy::Shared
+            return Err(FieldError::new(
+                "buffer.headroom_policy",
+                "\"shared\" is not implemented by this build; use \"static\" (the default)",
+            ))
         }
         _ => HeadroomPolicy::Static,
     };
@@ -208,11 +214,12 @@ pub(super) fn resolve_buffer(
     let queue_profile = bind(&raw.queue, "buffer.queue", PoolType::Egress, ports, &pools, &profiles)?;
     for p in ports {
         for &prio in &p.pfc_enable {
-            if pg_profile[p.index][prio as usize].is_none() {
+            let pg = qos.tc_to_pg[prio as usize] & 7;
+            if pg_profile[p.index][pg as usize].is_none() {
                 ctx.warn(
                     "buffer.pg",
                     format!(
-                        "{} has PFC enabled on priority {prio} but no profile for PG {prio}: it will never send PAUSE",
+                        "{} has PFC enabled on priority {prio} but no profile for PG {pg}: it will never send PAUSE",
                         p.name
                     ),
                 );
