@@ -413,8 +413,8 @@ fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> Exi
         }
     };
     let instance = Instance { pid, start_time_ns: reading.start_time_ns };
-    let tag = sock.parent().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let snap_path = show::snapshot_path(&std::env::temp_dir(), &tag, view);
+    // The instance's own runtime directory (EAL's, 0700), where its socket is.
+    let snap_path = show::snapshot_path(sock.parent().unwrap_or(std::path::Path::new(".")), view);
     if clear {
         if let Err(e) = show::write_snapshot(&snap_path, &Snapshot { instance, data: reading.value }) {
             eprintln!("pfcswitch: cannot write {}: {e}", snap_path.display());

@@ -154,18 +154,47 @@ pub struct Snapshot {
     pub data: Value,
 }
 
-/// Where `clear` keeps the snapshot of `view` for the instance with file prefix `tag`.
-pub fn snapshot_path(dir: &Path, tag: &str, view: View) -> PathBuf {
-    dir.join(format!("pfcswitch-clear-{tag}{}.json", view.command().replace('/', "_")))
+/// Where `clear` keeps the snapshot of `view`: in `dir`, the instance's own runtime
+/// directory (DPDK creates it 0700 for its user), never a shared temporary directory.
+pub fn snapshot_path(dir: &Path, view: View) -> PathBuf {
+    dir.join(format!("pfcswitch-clear{}.json", view.command().replace('/', "_")))
 }
 
+/// Write a snapshot without following links or trusting what is there: a fresh file
+/// (O_EXCL|O_NOFOLLOW, mode 0600) beside `path`, then renamed over it.
 pub fn write_snapshot(path: &Path, s: &Snapshot) -> std::io::Result<()> {
-    std::fs::write(path, serde_json::to_string(s).map_err(std::io::Error::other)?)
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let text = serde_json::to_string(s).map_err(std::io::Error::other)?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)?;
+    let written = f.write_all(text.as_bytes()).and_then(|_| f.sync_all()).and_then(|_| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
-/// The snapshot at `path`, if there is a readable one (an older format counts as none).
+/// The snapshot at `path`, if there is a readable one that the caller's user owns and that
+/// is not a symbolic link (an older format counts as none).
 pub fn read_snapshot(path: &Path) -> Option<Snapshot> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let mut f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path).ok()?;
+    let me = std::fs::metadata("/proc/self").ok()?.uid();
+    let meta = f.metadata().ok()?;
+    if meta.uid() != me || !meta.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    f.read_to_string(&mut text).ok()?;
+    serde_json::from_str(&text).ok()
 }
 
 /// What `show` displays: the reading less the snapshot, when the view is clearable and
@@ -600,11 +629,41 @@ mod tests {
         // Round trip through the file, and a file in the old format (bare data) is no snapshot.
         let dir = std::env::temp_dir().join(format!("pfcsw-show-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let p = snapshot_path(&dir, "pfx", View::PfcCounters);
+        let p = snapshot_path(&dir, View::PfcCounters);
         write_snapshot(&p, &snap).unwrap();
         assert_eq!(read_snapshot(&p), Some(snap));
         std::fs::write(&p, json!({"Ethernet0": {"rx_pfc3": 7}}).to_string()).unwrap();
         assert_eq!(read_snapshot(&p), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn snapshot_file_is_private_and_symlinks_are_not_followed() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = std::env::temp_dir().join(format!("pfcsw-show-priv-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let snap = Snapshot { instance: Instance { pid: 1, start_time_ns: 1 }, data: json!({"a": 1}) };
+        // A link planted where the snapshot goes: replaced, its target untouched.
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let p = snapshot_path(&dir, View::PfcCounters);
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        assert_eq!(read_snapshot(&p), None, "a symlink is not read");
+        write_snapshot(&p, &snap).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        let meta = std::fs::symlink_metadata(&p).unwrap();
+        assert!(meta.file_type().is_file(), "the link was replaced by a file");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(read_snapshot(&p), Some(snap.clone()));
+        // A snapshot owned by another user is ignored (root can test this by chown).
+        if std::fs::metadata("/proc/self").unwrap().uid() == 0 {
+            std::os::unix::fs::chown(&p, Some(65534), None).unwrap();
+            assert_eq!(read_snapshot(&p), None, "another user's snapshot");
+        }
+        // No temporary file left behind.
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 2, "{left:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

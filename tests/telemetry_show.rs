@@ -129,9 +129,58 @@ fn show_and_dpdk_telemetry_agree() {
     assert!(child.wait().unwrap().success());
 }
 
+/// Started as systemd would (`RUNTIME_DIRECTORY` set), the switch is found by `show` with
+/// the same environment, and `clear` keeps its snapshot in the
+/// instance's own runtime directory, private to the user.
+#[test]
+fn show_and_clear_under_runtime_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = TestDir::new("telert");
+    write_pcap(&d.join("in0.pcap"), &(0..10).map(|i| lossless_frame(i as u8)).collect::<Vec<_>>());
+    write_pcap(&d.join("in1.pcap"), &[]);
+    let rt = d.join("rt");
+    std::fs::create_dir_all(&rt).unwrap();
+    let prefix = d.prefix();
+    let cfg_path = pcap_pair(&d, "1M").write(&d.join("t.toml"));
+    let json = d.join("stats.json");
+    let mut child = start_in(&cfg_path, &json, Some(&rt));
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN).args(args).env("RUNTIME_DIRECTORY", &rt).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", common::show(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let by_prefix: serde_json::Value =
+        serde_json::from_str(&run(&["show", "--prefix", &prefix, "--json", "counters"])).unwrap();
+    assert!(by_prefix.get("Ethernet0").is_some(), "{by_prefix}");
+    let said = run(&["clear", "--prefix", &prefix, "pfc", "counters"]);
+    let inst = rt.join("dpdk").join(&prefix);
+    let snaps: Vec<_> = std::fs::read_dir(&inst)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("pfcswitch-clear"))
+        .collect();
+    assert_eq!(snaps.len(), 1, "{said}: {snaps:?}");
+    assert_eq!(std::fs::metadata(&snaps[0]).unwrap().permissions().mode() & 0o777, 0o600);
+    let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    assert!(child.wait().unwrap().success());
+}
+
 /// Start the switch and wait until it forwards and has read its pcap input.
 fn start(cfg: &std::path::Path, json: &std::path::Path) -> std::process::Child {
-    let mut child = Command::new(BIN)
+    start_in(cfg, json, None)
+}
+
+/// `start`, with EAL's runtime directory under `runtime_dir` when given.
+fn start_in(
+    cfg: &std::path::Path,
+    json: &std::path::Path,
+    runtime_dir: Option<&std::path::Path>,
+) -> std::process::Child {
+    let mut cmd = Command::new(BIN);
+    if let Some(rt) = runtime_dir {
+        cmd.env("RUNTIME_DIRECTORY", rt);
+    }
+    let mut child = cmd
         .args(["run", "--config", cfg.to_str().unwrap(), "--duration", "20", "--stats-json", json.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -177,14 +177,19 @@ pub fn register(cmd: &str, help: &str, f: impl Fn(&str) -> Value + Send + Sync +
 
 /// Where a running instance's telemetry socket is, by EAL file prefix.
 pub fn socket_path(file_prefix: &str) -> PathBuf {
-    let base = std::env::var_os("RUNTIME_DIRECTORY").map(PathBuf::from).unwrap_or_else(|| {
-        if is_root() {
-            PathBuf::from("/var/run/dpdk")
-        } else {
-            xdg_runtime()
-        }
-    });
-    base.join(file_prefix).join("dpdk_telemetry.v2")
+    runtime_dir(file_prefix).join("dpdk_telemetry.v2")
+}
+
+/// An instance's runtime directory, as EAL 22.11 makes it (`eal_create_runtime_dir`):
+/// `$RUNTIME_DIRECTORY/dpdk/<prefix>` when set (systemd), else `/var/run/dpdk/<prefix>`
+/// for root, else `$XDG_RUNTIME_DIR/dpdk/<prefix>` or `/tmp/dpdk/<prefix>`.
+pub fn runtime_dir(file_prefix: &str) -> PathBuf {
+    let base = match std::env::var_os("RUNTIME_DIRECTORY") {
+        Some(d) => PathBuf::from(d).join("dpdk"),
+        None if is_root() => PathBuf::from("/var/run/dpdk"),
+        None => xdg_runtime(),
+    };
+    base.join(file_prefix)
 }
 
 fn is_root() -> bool {
