@@ -37,6 +37,10 @@ macro_rules! drop_reasons {
 drop_reasons! {
     /// Shorter than 60 bytes (the Ethernet minimum without FCS).
     Runt = "runt",
+    /// Longer than the port's MTU plus the largest L2 header (18 B: Ethernet + 802.1Q).
+    Oversize = "oversize",
+    /// A chained (multi-segment) mbuf: the switch handles single-segment frames only.
+    MultiSegment = "multi_segment",
     /// A header the parser could not read (truncated VLAN/IP header, bad IP version...).
     Malformed = "malformed",
     /// Sent to an IEEE 802.1D reserved address 01-80-C2-00-00-0x that is not MAC control.

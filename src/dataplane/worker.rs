@@ -44,6 +44,8 @@ pub struct Worker {
     fdb_age_every: u64,
     /// Per port: pad short frames (kernel-backed ports) rather than drop them.
     pad_short: Vec<bool>,
+    /// Per port, the largest frame accepted: MTU + Ethernet/802.1Q header.
+    max_frame: Vec<u32>,
     burst: MbufBurst,
     burst_size: usize,
     tsc_hz: u64,
@@ -97,6 +99,7 @@ impl Worker {
             fdb: Fdb::new(spec.fdb_size, spec.fdb_aging_time.min(u32::MAX as u64) as u32, tsc_hz),
             fdb_age_every: if spec.fdb_aging_time == 0 { 0 } else { tsc_hz },
             pad_short: spec.ports.iter().map(|p| p.pad_short_frames).collect(),
+            max_frame: spec.ports.iter().map(|p| p.mtu + crate::plan::MAX_L2_HEADER).collect(),
             burst: MbufBurst::new(),
             burst_size: spec.burst_size.clamp(1, BURST_CAP),
             tsc_hz,
@@ -218,7 +221,13 @@ impl Worker {
                 next.prefetch_data();
             }
             let Some(mut m) = self.burst.take(i) else { continue };
-            rx_bytes += m.len() as u64;
+            rx_bytes += m.pkt_len() as u64;
+            // Only whole, single-segment frames the port's MTU allows go further: everything
+            // after this sees the first segment only, and the MMU charges its length.
+            if m.segments() != 1 || m.pkt_len() > self.max_frame[in_port] {
+                pc.drop(if m.segments() != 1 { DropReason::MultiSegment } else { DropReason::Oversize });
+                continue;
+            }
             if m.len() < MIN_FRAME_LEN && (!self.pad_short[in_port] || !pad(&mut m)) {
                 pc.drop(DropReason::Runt);
                 continue;

@@ -33,6 +33,18 @@ impl Mbuf {
         self.len() == 0
     }
 
+    /// Bytes of the whole packet, every segment (`pkt_len`).
+    #[inline(always)]
+    pub fn pkt_len(&self) -> u32 {
+        self.raw().pkt_len
+    }
+
+    /// Segments in the chain (`nb_segs`); 1 for the frames the switch handles.
+    #[inline(always)]
+    pub fn segments(&self) -> u16 {
+        self.raw().nb_segs
+    }
+
     /// Packet data (`rte_pktmbuf_mtod`: buf_addr + data_off, data_len bytes).
     #[inline(always)]
     pub fn data(&self) -> &[u8] {

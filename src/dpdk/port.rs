@@ -106,6 +106,9 @@ impl Port {
                 format!("needs {nb_rx} rx/{nb_tx} tx queues, device has {}/{}", info.max_rx_queues, info.max_tx_queues),
             ));
         }
+        // No RX offloads: in particular no RTE_ETH_RX_OFFLOAD_SCATTER, so a PMD that honours
+        // it never chains mbufs (the mempool's data room covers MTU + header); a chain that
+        // arrives anyway is dropped as multi_segment by the worker.
         let conf: sys::rte_eth_conf = Default::default();
         // SAFETY: valid port id and conf.
         let ret = unsafe { sys::rte_eth_dev_configure(id, nb_rx, nb_tx, &conf) };
