@@ -114,6 +114,9 @@ pub const BURST_CAP: usize = crate::config::MAX_BURST_SIZE as usize;
 /// so rx/tx bursts read and write it directly. No allocation after construction.
 pub struct MbufBurst {
     len: usize,
+    /// Some slot below `len` is empty (`take`): compacted before the burst reaches a PMD,
+    /// which must never see a NULL mbuf.
+    holes: bool,
     // Option<Mbuf> has the layout of a nullable pointer (guaranteed niche of NonNull).
     slots: Box<[Option<Mbuf>; BURST_CAP]>,
 }
@@ -126,7 +129,7 @@ impl Default for MbufBurst {
 
 impl MbufBurst {
     pub fn new() -> MbufBurst {
-        MbufBurst { len: 0, slots: Box::new([const { None }; BURST_CAP]) }
+        MbufBurst { len: 0, holes: false, slots: Box::new([const { None }; BURST_CAP]) }
     }
 
     #[inline(always)]
@@ -176,14 +179,22 @@ impl MbufBurst {
         }
     }
 
-    /// Take the i-th mbuf out, leaving a hole (call `clear` or `compact` afterwards).
+    /// Take the i-th mbuf out, leaving a hole (remembered: the burst is compacted before
+    /// it is handed to a PMD).
     #[inline(always)]
     pub fn take(&mut self, i: usize) -> Option<Mbuf> {
         if i < self.len {
+            self.holes = true;
             self.slots[i].take()
         } else {
             None
         }
+    }
+
+    /// Whether `take` left holes that `compact` has not removed yet.
+    #[inline(always)]
+    pub fn has_holes(&self) -> bool {
+        self.holes
     }
 
     /// Drop every mbuf still held (freeing it) and empty the burst.
@@ -192,6 +203,7 @@ impl MbufBurst {
             *s = None;
         }
         self.len = 0;
+        self.holes = false;
     }
 
     /// Remove holes left by `take`, keeping order.
@@ -206,6 +218,7 @@ impl MbufBurst {
             }
         }
         self.len = w;
+        self.holes = false;
     }
 
     /// Remove the first `n` mbufs whose ownership passed to DPDK (tx_burst), shifting the
@@ -226,6 +239,15 @@ impl MbufBurst {
         }
     }
 
+    /// The first `len` slots as a PMD reads them: compacted first, so every one holds an
+    /// mbuf (never NULL). For tx_burst.
+    pub(crate) fn raw_for_tx(&mut self) -> (*mut *mut sys::rte_mbuf, usize) {
+        if self.holes {
+            self.compact();
+        }
+        (self.raw_slots(0), self.len)
+    }
+
     /// Raw pointer to the slot array at `from`, for rx/tx burst.
     pub(crate) fn raw_slots(&mut self, from: usize) -> *mut *mut sys::rte_mbuf {
         // SAFETY of the cast: Option<Mbuf> is a nullable pointer to rte_mbuf.
@@ -242,11 +264,36 @@ impl MbufBurst {
         self.slots[..self.len].iter().filter_map(|s| s.as_ref())
     }
 
-    /// Move every held mbuf out, in order.
-    pub fn drain(&mut self) -> impl Iterator<Item = Mbuf> + '_ {
-        let n = self.len;
-        self.len = 0;
-        self.slots[..n].iter_mut().filter_map(|s| s.take())
+    /// Move every held mbuf out, in order. The burst is empty afterwards even if the
+    /// iterator is dropped early: the mbufs it did not yield are freed then.
+    pub fn drain(&mut self) -> Drain<'_> {
+        Drain { next: 0, burst: self }
+    }
+}
+
+/// The iterator of [`MbufBurst::drain`].
+pub struct Drain<'a> {
+    burst: &'a mut MbufBurst,
+    next: usize,
+}
+
+impl Iterator for Drain<'_> {
+    type Item = Mbuf;
+    fn next(&mut self) -> Option<Mbuf> {
+        while self.next < self.burst.len {
+            let i = self.next;
+            self.next += 1;
+            if let Some(m) = self.burst.slots[i].take() {
+                return Some(m);
+            }
+        }
+        None
+    }
+}
+
+impl Drop for Drain<'_> {
+    fn drop(&mut self) {
+        self.burst.clear();
     }
 }
 

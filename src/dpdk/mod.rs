@@ -13,14 +13,14 @@ mod lcore;
 mod mbuf;
 mod mempool;
 mod port;
-pub mod sys;
+pub(crate) mod sys;
 pub mod telemetry;
 mod tsc;
 
 pub use eal::{pdump_init, Eal};
 pub use error::DpdkError;
 pub use lcore::{current_lcore, launch_on, main_lcore, set_timer_slack_ns, LcoreHandle};
-pub use mbuf::{Mbuf, MbufBurst, BURST_CAP};
+pub use mbuf::{Drain, Mbuf, MbufBurst, BURST_CAP};
 pub use mempool::Mempool;
 pub use port::{stats_of, FlowCtrlOutcome, LinkStatus, Port, PortStats, RxQueue, TxQueue};
 pub use tsc::{rdtsc, tsc_hz};

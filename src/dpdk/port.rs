@@ -340,13 +340,13 @@ impl TxQueue {
     /// the rest stay (a full TX ring is backpressure, not loss). Returns how many went.
     #[inline(always)]
     pub fn tx_burst(&mut self, burst: &mut MbufBurst) -> usize {
-        let len = burst.len();
+        let (slots, len) = burst.raw_for_tx();
         if len == 0 {
             return 0;
         }
-        // SAFETY: the first `len` slots hold owned mbufs (no holes: callers compact
-        // before sending); the driver takes ownership of the first `n`.
-        let n = unsafe { sys::rte_eth_tx_burst(self.port, self.queue, burst.raw_slots(0), len as u16) } as usize;
+        // SAFETY: `raw_for_tx` compacted the burst: the first `len` slots hold owned mbufs,
+        // none NULL; the driver takes ownership of the first `n`.
+        let n = unsafe { sys::rte_eth_tx_burst(self.port, self.queue, slots, len as u16) } as usize;
         burst.consume_front(n);
         n
     }
