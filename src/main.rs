@@ -111,6 +111,7 @@ fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
         .format_timestamp_millis()
         .init();
+    install_panic_hook();
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::CheckConfig { file } => match load(&file) {
@@ -263,6 +264,27 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// A panic anywhere ends the process (release builds are `panic = "abort"`; unwinding
+/// would leave lcores spinning and mbufs in flight): first one line that names the lcore —
+/// EAL's threads have no Rust name — and where, then abort, in every build.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let lcore = pfcswitch::dpdk::current_lcore();
+        let who = if lcore == u32::MAX {
+            format!("thread '{}'", std::thread::current().name().unwrap_or("?"))
+        } else if lcore == pfcswitch::dpdk::main_lcore() {
+            format!("control lcore {lcore}")
+        } else {
+            format!("worker lcore {lcore}")
+        };
+        let p = info.payload();
+        let msg = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        eprintln!("pfcswitch: {who} panicked{at}: {}", msg.as_deref().unwrap_or("(no message)"));
+        std::process::abort();
+    }));
 }
 
 /// A command-line duration, or one line naming the flag and exit 2.

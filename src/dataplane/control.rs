@@ -25,6 +25,7 @@ use crate::dpdk::{self, rdtsc};
 use crate::pfc::{send_refresh, PendingPgs, PfcPortTx, PfcTxConfig};
 use crate::wire::MacControl;
 
+use super::io::IoMsg;
 use super::report;
 use super::shared::Shared;
 use super::spec::SwitchSpec;
@@ -194,7 +195,8 @@ fn nap_length(spec: &SwitchSpec, timeline_every: Option<Duration>) -> Duration {
 
 /// The main lcore's loop, until a signal or `--duration` says stop: PFC frames
 /// (busy-polled while any PG is paused, so refreshes and RESUMEs are on time), the
-/// timeline, and every millisecond the stop conditions, SIGUSR1 and live counters.
+/// timeline, and every millisecond the stop conditions, SIGUSR1 and live counters. What
+/// it prints or writes goes to the I/O thread ([`super::io`]): it never blocks on output.
 /// Returns how long the switch forwarded.
 pub fn run_loop(
     control: &mut Control,
@@ -244,7 +246,7 @@ pub fn run_loop(
             break;
         }
         if opts.tx_enable_all.swap(false, Ordering::Relaxed) {
-            log::info!("SIGUSR1: TX enabled on every port");
+            shared.io.send(IoMsg::Log(log::Level::Info, "SIGUSR1: TX enabled on every port".into()));
             for p in &shared.ports {
                 p.tx_enable.store(true, Ordering::Relaxed);
             }
@@ -256,7 +258,8 @@ pub fn run_loop(
         if let (Some(t), Some(iv)) = (next_stats, opts.stats_interval) {
             if now >= t {
                 let cur = Totals::collect(shared.counters.iter().map(|c| &**c), nports);
-                report::print_live(&spec.ports, &last, &cur, now.duration_since(last_t), start.elapsed());
+                let line = report::live_line(&spec.ports, &last, &cur, now.duration_since(last_t), start.elapsed());
+                shared.io.send(IoMsg::Stdout(line));
                 last = cur;
                 last_t = now;
                 next_stats = Some(t + iv);
@@ -265,9 +268,7 @@ pub fn run_loop(
     }
     let elapsed = start.elapsed();
     if let Some(tl) = timeline {
-        if let Err(e) = tl.finish() {
-            log::warn!("timeline: {e}");
-        }
+        tl.finish(&shared.io);
     }
     elapsed
 }

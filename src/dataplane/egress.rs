@@ -34,10 +34,6 @@ pub struct Ctl {
 
 pub const NUM_TC: usize = 8;
 
-/// Packets other lcores may have in flight to one port before it drops (the owner
-/// drains the ring every loop iteration).
-const INBOUND_LEN: usize = 4096;
-
 pub struct EgressPort {
     /// From workers that do not own this port's TX.
     pub inbound: ArrayQueue<Queued>,
@@ -47,8 +43,14 @@ pub struct EgressPort {
 }
 
 impl EgressPort {
-    pub fn new() -> EgressPort {
-        EgressPort { inbound: ArrayQueue::new(INBOUND_LEN), control: ArrayQueue::new(256), depth: Default::default() }
+    /// `inbound_len`: what other lcores may have on the way to this port; sized like the
+    /// TC queues ([`super::spec::queue_len_for`]) so an admitted packet always has a place.
+    pub fn new(inbound_len: usize) -> EgressPort {
+        EgressPort {
+            inbound: ArrayQueue::new(inbound_len.max(1)),
+            control: ArrayQueue::new(256),
+            depth: Default::default(),
+        }
     }
 
     /// Packets waiting in TC queue `tc` (published by the owner once per serve).
@@ -89,11 +91,5 @@ impl EgressPort {
             n += 1;
         }
         n
-    }
-}
-
-impl Default for EgressPort {
-    fn default() -> Self {
-        Self::new()
     }
 }

@@ -9,6 +9,7 @@
 
 mod control;
 mod egress;
+mod io;
 pub mod latency;
 mod pause_handoff;
 mod report;
@@ -47,6 +48,8 @@ pub enum DataplaneError {
     Mmu(String),
     #[error("timeline {path}: {err}")]
     Timeline { path: String, err: std::io::Error },
+    #[error("I/O thread: {0}")]
+    Io(std::io::Error),
 }
 
 /// How to run and when to stop.
@@ -62,13 +65,10 @@ pub struct RunOptions {
     pub timeline: Option<(std::path::PathBuf, Duration)>,
 }
 
-/// Tells the workers to stop when dropped (also when this thread unwinds).
-struct StopOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::SeqCst);
-    }
+/// Fault injection for the failure-path tests (README, "Test knobs"): the lcore named by
+/// the environment variable `var`, if any.
+fn fault_lcore(var: &str) -> Option<u32> {
+    std::env::var(var).ok()?.parse().ok()
 }
 
 /// Start the switch described by `spec`, run until `opts` says stop, stop cleanly.
@@ -101,6 +101,7 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     let mmu = Mmu::new(spec.plan.mmu.clone()).map_err(|e| DataplaneError::Mmu(e.to_string()))?;
     let pools = setup::mempools(spec)?;
     let (pool, ctl_pool) = (pools.0.clone(), pools.1.clone());
+    setup::check_queue_capacity(spec, pool.size())?;
     let mut ports = setup::start_ports(spec, ids, &pool)?;
     let hz = tsc_hz();
     let mut pfc = setup::PfcSides::new(spec, hz);
@@ -112,29 +113,46 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
         port_ids: ports.ids.clone(),
         tsc_hz: hz,
     });
-    let timeline = match &opts.timeline {
-        Some((path, every)) => Some(
-            timeline::Timeline::create(path, *every, hz, dpdk::rdtsc())
-                .map_err(|err| DataplaneError::Timeline { path: path.display().to_string(), err })?,
-        ),
-        None => None,
+    let (timeline, timeline_file) = match &opts.timeline {
+        Some((path, every)) => {
+            let (t, f) = timeline::Timeline::create(path, *every, hz, dpdk::rdtsc())
+                .map_err(|err| DataplaneError::Timeline { path: path.display().to_string(), err })?;
+            (Some(t), Some(f))
+        }
+        None => (None, None),
     };
+    let port_names = spec.ports.iter().map(|p| p.name.clone()).collect();
+    let io_thread = io::IoThread::spawn(shared.io.clone(), timeline_file, port_names).map_err(DataplaneError::Io)?;
     let workers = setup::workers(spec, &shared, &mut ports, &mut pfc, hz);
 
-    // Launch. `_stop_on_unwind` is declared after `handles`, so dropped before them: if
-    // this thread unwinds, the workers are told to stop before their handles wait for them.
+    // Launch. If one worker cannot be launched, the ones already running stop at once:
+    // they wait at stop only for the workers that were launched.
     let mut handles = Vec::new();
-    let _stop_on_unwind = StopOnDrop(&shared.running);
     let mut launch_err = None;
+    let (fail_launch, panic_on) = (fault_lcore("PFCSW_FAULT_LAUNCH"), fault_lcore("PFCSW_FAULT_PANIC"));
     for (w, ws) in workers.into_iter().zip(&spec.workers) {
-        match launch_on(ws.lcore, move || w.run()) {
+        let injected = fail_launch == Some(ws.lcore);
+        let panics = panic_on == Some(ws.lcore);
+        let launched = if injected {
+            Err("launch refused (PFCSW_FAULT_LAUNCH)".to_string())
+        } else {
+            launch_on(ws.lcore, move || {
+                if panics {
+                    panic!("injected fault (PFCSW_FAULT_PANIC)");
+                }
+                w.run()
+            })
+            .map_err(|e| e.to_string())
+        };
+        match launched {
             Ok(h) => handles.push(h),
-            Err(e) => {
-                launch_err = Some(DataplaneError::Lcore { lcore: ws.lcore, msg: e.to_string() });
+            Err(msg) => {
+                launch_err = Some(DataplaneError::Lcore { lcore: ws.lcore, msg });
                 break;
             }
         }
     }
+    shared.workers_launched.store(handles.len(), Ordering::SeqCst);
 
     // Forward until told to stop (at once if a worker could not be launched).
     let elapsed = match launch_err {
@@ -146,9 +164,10 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     };
 
     let ids = ports.ids.clone();
-    let (totals, pmd, worker_err) = shutdown(&shared, handles, &control, ports);
+    let (totals, pmd) = shutdown(&shared, handles, &control, ports);
+    io_thread.finish();
     let report = report::build(spec, &shared, &control, report::Final { totals, pmd, ids, elapsed }, &pool, &ctl_pool);
-    match launch_err.or(worker_err) {
+    match launch_err {
         Some(e) => Err(e),
         None => Ok(report),
     }
@@ -156,20 +175,16 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
 
 /// Stop: workers first (each frees what it holds, releasing MMU charges), then what is
 /// left on its way to a port no worker serves, the control frames, and the ports.
-/// Returns the final counters, the PMD's own counters per port, and a worker's failure.
+/// Returns the final counters and the PMD's own counters per port.
 fn shutdown(
     shared: &Shared,
     handles: Vec<LcoreHandle>,
     control: &control::Control,
     ports: setup::Ports,
-) -> (Totals, Vec<PortStats>, Option<DataplaneError>) {
+) -> (Totals, Vec<PortStats>) {
     shared.running.store(false, Ordering::SeqCst);
-    let mut worker_err = None;
     for h in handles {
-        let lcore = h.lcore();
-        if let Err(e) = h.wait() {
-            worker_err = Some(DataplaneError::Lcore { lcore, msg: e.to_string() });
-        }
+        h.wait();
     }
     let nports = shared.ports.len();
     let mut totals = Totals::collect(shared.counters.iter().map(|c| &**c), nports);
@@ -192,5 +207,5 @@ fn shutdown(
             stats
         })
         .collect();
-    (totals, pmd, worker_err)
+    (totals, pmd)
 }

@@ -109,6 +109,8 @@ pub struct RunReport {
     pub rx_flushed_at_stop: u64,
     pub ctl_failures: u64,
     pub pool: Value,
+    /// Output the I/O thread could not keep up with (dropped, never waited for).
+    pub io_dropped: super::io::IoDropped,
 }
 
 impl RunReport {
@@ -264,6 +266,7 @@ impl RunReport {
             "edge_overflow": self.edge_overflow,
             "rx_flushed_at_stop": self.rx_flushed_at_stop,
             "control_frame_failures": self.ctl_failures,
+            "io_dropped": self.io_dropped,
         })
     }
 }
@@ -361,6 +364,7 @@ pub(super) fn build(
         edge_overflow: shared.counters.iter().map(|c| c.worker.edge_overflow.get()).sum(),
         rx_flushed_at_stop: shared.counters.iter().map(|c| c.worker.rx_flushed_at_stop.get()).sum(),
         ctl_failures: control.ctl_failures,
+        io_dropped: shared.io.dropped(),
         pool: json!({
             "ingress_lossless_pool": {
                 "size": ps.lossless.size, "shared_size": ps.lossless.shared_size,
@@ -373,7 +377,8 @@ pub(super) fn build(
     }
 }
 
-pub(super) fn print_live(ports: &[PortSpec], last: &Totals, cur: &Totals, dt: Duration, since: Duration) {
+/// The live counters line (`--stats-interval`).
+pub(super) fn live_line(ports: &[PortSpec], last: &Totals, cur: &Totals, dt: Duration, since: Duration) -> String {
     let secs = dt.as_secs_f64().max(1e-9);
     let mut line = format!("[{:>6.1}s]", since.as_secs_f64());
     for (i, p) in ports.iter().enumerate() {
@@ -383,7 +388,7 @@ pub(super) fn print_live(ports: &[PortSpec], last: &Totals, cur: &Totals, dt: Du
         let dr = b.drops_total() - a.drops_total();
         line.push_str(&format!("  {}: rx {} tx {} drop {}", p.name, fmt_rate(rx), fmt_rate(tx), dr));
     }
-    println!("{line}");
+    line
 }
 
 fn fmt_rate(pps: f64) -> String {

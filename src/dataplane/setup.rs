@@ -25,6 +25,19 @@ use super::DataplaneError;
 /// Mempool cache per lcore: the config's constant, which the mbuf count assumes.
 use crate::config::MBUF_CACHE_SIZE as MEMPOOL_CACHE;
 
+/// The queues behind the MMU can hold everything it can admit (every waiting packet holds
+/// an mbuf of `pool_size`): checked at start, so a queue never drops what was admitted.
+pub fn check_queue_capacity(spec: &SwitchSpec, pool_size: u32) -> Result<(), DataplaneError> {
+    let admit = spec.plan.mmu.max_packets(crate::wire::MIN_FRAME_LEN as u32).min(u64::from(pool_size));
+    if (spec.egress_queue_len as u64) < admit {
+        return Err(DataplaneError::Mmu(format!(
+            "egress queues hold {} packets but the buffer can admit {admit}",
+            spec.egress_queue_len
+        )));
+    }
+    Ok(())
+}
+
 /// Every worker lcore must be an enabled, non-main lcore of this EAL.
 pub fn check_lcores(eal: &Eal, spec: &SwitchSpec) -> Result<(), DataplaneError> {
     for w in &spec.workers {
@@ -183,9 +196,11 @@ pub fn shared_state(
         })
         .collect();
     Arc::new(Shared {
+        io: Arc::new(super::io::IoSink::default()),
         running: AtomicBool::new(true),
         workers_stopped: AtomicUsize::new(0),
-        egress: (0..nports).map(|_| EgressPort::new()).collect(),
+        workers_launched: AtomicUsize::new(spec.workers.len()),
+        egress: (0..nports).map(|_| EgressPort::new(spec.egress_queue_len)).collect(),
         counters: (0..spec.workers.len()).map(|_| LcoreCounters::new(nports)).collect(),
         pool,
         mmu,

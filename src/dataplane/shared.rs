@@ -51,9 +51,13 @@ pub struct PortRt {
 
 /// State every lcore sees.
 pub struct Shared {
+    /// Output for the I/O thread (printing and file writing never happen on an lcore).
+    pub io: Arc<super::io::IoSink>,
     pub running: AtomicBool,
     /// Workers that have left their loop (none enqueues any more once all have).
     pub workers_stopped: AtomicUsize,
+    /// Workers that were launched (the ones `workers_stopped` waits for at stop).
+    pub workers_launched: AtomicUsize,
     pub egress: Vec<EgressPort>,
     /// One per worker, indexed by the worker's index (not its lcore id).
     pub counters: Vec<CachePadded<LcoreCounters>>,

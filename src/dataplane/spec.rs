@@ -59,6 +59,14 @@ pub struct SwitchSpec {
     pub wred_seed: Option<u64>,
 }
 
+/// Packets one egress queue (each TC queue, and a port's inbound ring) must hold: all that
+/// the buffer can admit in minimum-size frames, or all the mbufs if there are fewer (a
+/// waiting packet holds one). Then the MMU, never a queue, decides what is dropped.
+pub fn queue_len_for(plan: &crate::plan::Plan, mbuf_count: u32, burst: usize) -> usize {
+    let admit = plan.mmu.max_packets(crate::wire::MIN_FRAME_LEN as u32);
+    (admit.min(u64::from(mbuf_count)) as usize).max(burst).max(1)
+}
+
 impl SwitchSpec {
     /// The start-up spec of a validated configuration.
     pub fn from_config(cfg: &crate::config::Config, plan: crate::plan::Plan) -> SwitchSpec {
@@ -93,8 +101,7 @@ impl SwitchSpec {
             mbuf_count: cfg.switch.mbuf_count,
             fdb_size: cfg.switch.fdb_size,
             fdb_aging_time: cfg.switch.fdb_aging_time as u64,
-            // Deep enough that the MMU, not the ring, limits a queue.
-            egress_queue_len: (cfg.switch.mbuf_count as usize).clamp(1024, 65536).next_power_of_two(),
+            egress_queue_len: queue_len_for(&plan, cfg.switch.mbuf_count, burst),
             plan,
             pfcwd: cfg.pfcwd,
             wred_seed: cfg.qos.wred_seed,

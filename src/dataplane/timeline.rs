@@ -8,9 +8,12 @@
 //!   non-empty and once more when it empties (so a plot steps back to 0); never-used
 //!   queues add no rows.
 //!
-//! Columns a series does not have are empty. Rows are buffered and written in large
-//! chunks; the fast path is not involved. `scripts/plot_timeline.py` draws it.
+//! Columns a series does not have are empty. Rows are formatted into 64 KiB chunks that
+//! the I/O thread writes ([`super::io`]): a stalled disk drops chunks (counted), it never
+//! stalls the control lcore. The fast path is not involved. `scripts/plot_timeline.py`
+//! draws it.
 
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -19,14 +22,19 @@ use std::time::Duration;
 
 use crate::pfc::PfcTxCounters;
 
+use super::io::{IoMsg, IoSink};
 use super::shared::Shared;
 use super::NUM_TC;
 
 pub const HEADER: &str =
     "t_us,port,series,index,occupancy_bytes,shared_bytes,headroom_bytes,off,threshold_bytes,pfc_tx_frames,depth_pkts";
 
+/// Bytes of rows gathered before they go to the I/O thread.
+const CHUNK: usize = 64 * 1024;
+
 pub struct Timeline {
-    out: BufWriter<File>,
+    /// Rows not yet handed to the I/O thread.
+    out: String,
     every: u64,
     next: u64,
     start: u64,
@@ -36,11 +44,14 @@ pub struct Timeline {
 }
 
 impl Timeline {
-    pub fn create(path: &Path, every: Duration, tsc_hz: u64, now: u64) -> std::io::Result<Timeline> {
-        let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
-        writeln!(out, "{HEADER}")?;
+    /// Create the file and write its header (before the lcores start); the file goes to
+    /// the I/O thread, the sampler to the control lcore.
+    pub fn create(path: &Path, every: Duration, tsc_hz: u64, now: u64) -> std::io::Result<(Timeline, BufWriter<File>)> {
+        let mut file = BufWriter::with_capacity(1 << 20, File::create(path)?);
+        writeln!(file, "{HEADER}")?;
         let every = ((every.as_nanos() * tsc_hz as u128) / 1_000_000_000).max(1) as u64;
-        Ok(Timeline { out, every, next: now, start: now, tsc_hz, busy: Vec::new() })
+        let out = String::with_capacity(CHUNK + 4096);
+        Ok((Timeline { out, every, next: now, start: now, tsc_hz, busy: Vec::new() }, file))
     }
 
     #[inline]
@@ -52,6 +63,10 @@ impl Timeline {
         let t_us = (now - self.start) as u128 * 1_000_000 / self.tsc_hz as u128;
         self.sample_pgs(shared, pfc_tx, t_us);
         self.sample_queues(shared, t_us);
+        if self.out.len() >= CHUNK {
+            let rows = std::mem::replace(&mut self.out, String::with_capacity(CHUNK + 4096));
+            shared.io.send(IoMsg::Timeline(rows));
+        }
     }
 
     fn sample_pgs(&mut self, shared: &Shared, pfc_tx: &[Arc<PfcTxCounters>], t_us: u128) {
@@ -94,7 +109,10 @@ impl Timeline {
         }
     }
 
-    pub fn finish(mut self) -> std::io::Result<()> {
-        self.out.flush()
+    /// Hand the last rows to the I/O thread.
+    pub fn finish(self, io: &IoSink) {
+        if !self.out.is_empty() {
+            io.send(IoMsg::Timeline(self.out));
+        }
     }
 }

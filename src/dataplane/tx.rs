@@ -18,6 +18,8 @@ use crate::dpdk::{rdtsc, MbufBurst, TxQueue, BURST_CAP};
 use crate::mmu::Charge;
 use crate::pfc::PauseDeadlines;
 use crate::pfcwd::{prio_mask_from_queues, Pfcwd};
+
+use super::io::IoMsg;
 use crate::sched::{Scheduler, Shaper};
 use crate::wred::{Rng, Verdict, WredProfile};
 
@@ -393,16 +395,14 @@ impl TxPort {
         let nonempty = prio_mask_from_queues(heads_mask, &self.priority_queue);
         let t = wd.poll(now, paused, nonempty, self.progress);
         self.progress = 0;
-        if t.detected != 0 {
-            log::warn!(
-                "pfcwd: storm detected on {} priorities {:#04x} (action {})",
-                shared.ports[self.port].name,
-                t.detected,
-                wd.action().as_str()
-            );
-        }
-        if t.restored != 0 {
-            log::info!("pfcwd: storm restored on {} priorities {:#04x}", shared.ports[self.port].name, t.restored);
+        if t.detected | t.restored != 0 {
+            // Logged by the I/O thread: this lcore formats and writes nothing.
+            shared.io.send(IoMsg::Storm {
+                port: self.port,
+                detected: t.detected,
+                restored: t.restored,
+                action: wd.action().as_str(),
+            });
         }
         let forward = wd.ignore_pfc_mask() & !wd.drop_mask();
         self.wd_forward_queues =

@@ -186,7 +186,9 @@ impl Worker {
         }
         shared.workers_stopped.fetch_add(1, Ordering::SeqCst);
         let deadline = rdtsc().wrapping_add(self.tsc_hz.saturating_mul(5));
-        while shared.workers_stopped.load(Ordering::SeqCst) < shared.counters.len() && rdtsc() < deadline {
+        while shared.workers_stopped.load(Ordering::SeqCst) < shared.workers_launched.load(Ordering::SeqCst)
+            && rdtsc() < deadline
+        {
             std::hint::spin_loop();
         }
         for t in &mut self.txs {

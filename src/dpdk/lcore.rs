@@ -11,11 +11,11 @@ type Job = Box<dyn FnOnce() + Send + 'static>;
 unsafe extern "C" fn trampoline(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the Box<Job> leaked by `launch_on`, consumed exactly once here.
     let job: Box<Job> = unsafe { Box::from_raw(arg as *mut Job) };
-    // A panic must not unwind into C: catch it and report failure through the return code.
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)) {
-        Ok(()) => 0,
-        Err(_) => -1,
-    }
+    // A panic never unwinds into C: release builds abort (`panic = "abort"`), and Rust
+    // aborts a panic that reaches an `extern "C"` frame in any build. The binary's panic
+    // hook names the lcore first.
+    job();
+    0
 }
 
 /// A closure running on a worker lcore; `wait` joins it.
@@ -29,15 +29,13 @@ impl LcoreHandle {
     pub fn lcore(&self) -> u32 {
         self.lcore
     }
-    /// Wait for the closure to return; `Err` when it panicked.
-    pub fn wait(mut self) -> Result<(), DpdkError> {
+    /// Wait for the closure to return (a panic aborts the process, it never returns here).
+    pub fn wait(mut self) {
         self.joined = true;
         // SAFETY: waits on an lcore we launched.
-        let ret = unsafe { sys::rte_eal_wait_lcore(self.lcore) };
-        if ret != 0 {
-            return Err(DpdkError::msg(format!("lcore {}", self.lcore), "worker panicked"));
+        unsafe {
+            sys::rte_eal_wait_lcore(self.lcore);
         }
-        Ok(())
     }
 }
 

@@ -146,6 +146,15 @@ impl MmuConfig {
             .fold(0u64, |a, (_, g)| a.saturating_add(g.size).saturating_add(g.xoff))
     }
 
+    /// The most packets the buffer can hold at once: both pools filled with frames of
+    /// `min_frame` bytes, each charged whole cells. Every queue a packet may wait in after
+    /// admission must hold this many, or an admitted packet could find no place.
+    pub fn max_packets(&self, min_frame: u32) -> u64 {
+        let cell = u64::from(self.cell_size.max(1));
+        let charge = u64::from(min_frame.max(1)).div_ceil(cell) * cell;
+        self.lossless_pool_size.saturating_add(self.lossy_pool_size).div_ceil(charge)
+    }
+
     /// Σ queue private sizes.
     pub fn lossy_reserved(&self) -> u64 {
         self.ports.iter().flat_map(|p| p.queues.iter()).fold(0u64, |a, q| a.saturating_add(q.size))

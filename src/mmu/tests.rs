@@ -265,3 +265,13 @@ fn concurrent_admit_release_conserves_and_edges_balance() {
     assert_eq!((p.lossy.private_used, p.lossy.shared_used), (0, 0));
     assert!(p.lossless.headroom_watermark > 0, "the test should exercise headroom");
 }
+
+#[test]
+fn max_packets_counts_minimum_frames_in_whole_cells() {
+    let mut c = MmuConfig::uniform(2, 0, PgProfile::default(), QueueProfile::default(), 6000, 0);
+    assert_eq!(c.max_packets(60), 100);
+    c.cell_size = 256;
+    assert_eq!(c.max_packets(60), 24, "a 60-byte frame is charged one 256-byte cell");
+    c.cell_size = 32;
+    assert_eq!(c.max_packets(60), 94, "two cells of 32");
+}
