@@ -52,6 +52,7 @@ fn main() {
         .allowlist_function("rte_lcore_is_enabled")
         .allowlist_function("rte_socket_id")
         .allowlist_function("rte_eth_dev_socket_id")
+        .allowlist_function("rte_eth_dev_default_mac_addr_set")
         .allowlist_function("rte_get_tsc_hz")
         .allowlist_function("rte_rdtsc")
         .allowlist_function("rte_rdtsc_precise")

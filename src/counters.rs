@@ -219,6 +219,9 @@ counter_set! {
         /// Frames still in RX rings when the switch stopped, freed unread (never counted
         /// as received: a loopback or memif peer may hold the switch's own mbufs there).
         rx_flushed_at_stop,
+        /// PFC frames received on a queue whose lcore does not own the port's receive-side
+        /// PFC state that found the hand-over queue full (never seen in practice).
+        pfc_inbox_overflow,
     }
     arrays {}
 }

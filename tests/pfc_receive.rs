@@ -114,7 +114,9 @@ fn config(d: &TestDir, veth_a: &str, strict3: bool) -> SwitchConfig {
         // Weight 1: a DWRR round is one 9238-byte quantum per class, 74 ms at 1 Mb/s.
         "[qos.scheduler]\n\"1\" = { type = \"DWRR\", weight = 1 }\n\"3\" = { type = \"DWRR\", weight = 1 }"
     };
-    veth_and_pcap(d, veth_a).one_worker().toml(sched)
+    // X has PFC on 3 and 4, so it ignores 802.3x PAUSE by default (802.1Qbb: the two are
+    // exclusive on a link); these runs tell it to obey, to observe what PAUSE does.
+    veth_and_pcap(d, veth_a).edit_port("Ethernet0", |p| p.set("pause_8023x", "\"obey\"")).one_worker().toml(sched)
 }
 
 /// Root check, veth, S's backlog, config; start the switch and let traffic settle.

@@ -135,6 +135,7 @@ pub(crate) struct RawPort {
     pub tx_enable: Option<bool>,
     pub shaper_rate: Option<Human>,
     pub mac: Option<String>,
+    pub pause_8023x: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

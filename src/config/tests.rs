@@ -548,3 +548,17 @@ fn generated_buffer_follows_tc_to_pg() {
     assert!(b.queue_profile[0][3].is_some(), "queue 3 carries TC 5, lossy");
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
 }
+
+#[test]
+fn pause_8023x_policy() {
+    let c = from_str(MIN, "t.toml").unwrap();
+    assert!(!c.ports[0].obey_8023x, "PFC on (default [3, 4]): ignore 802.3x");
+    assert!(c.ports[1].obey_8023x, "no PFC: obey 802.3x");
+    let obey = MIN.replacen("speed = \"100G\"", "speed = \"100G\"\npause_8023x = \"obey\"", 1);
+    assert!(from_str(&obey, "t.toml").unwrap().ports[0].obey_8023x);
+    assert_err(
+        &MIN.replacen("speed = \"100G\"", "speed = \"100G\"\npause_8023x = \"yes\"", 1),
+        "port[0].pause_8023x",
+        "not one of",
+    );
+}

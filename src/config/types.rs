@@ -100,6 +100,8 @@ pub struct PortConfig {
     /// The same as a bit mask (bit n = priority n), like the PFC class-enable vector.
     pub pfc_mask: u8,
     pub tx_enable: bool,
+    /// Obey received 802.3x PAUSE (`pause_8023x`; default: only on ports without PFC).
+    pub obey_8023x: bool,
     /// Port shaper rate. Default: the port speed for vdevs, none (the NIC is the limit)
     /// for PCI ports.
     pub shaper_bps: Option<u64>,

@@ -26,6 +26,8 @@ pub struct PortReport {
     pub pfc_enable: u8,
     /// 802.3x PAUSE frames received, and PFC frames naming only priorities without PFC.
     pub rx_link_pause: u64,
+    /// 802.3x PAUSE frames ignored (a port with PFC, `pause_8023x = "ignore"`).
+    pub rx_link_pause_ignored: u64,
     pub rx_ignored: u64,
     /// PFC watchdog per priority (empty when off).
     pub pfcwd: Value,
@@ -228,6 +230,7 @@ impl RunReport {
                         "tx_on2off": arr(&|s| s.tx_on2off),
                         "rx_on2off": arr(&|s| s.rx_on2off),
                         "rx_8023x_pause": p.rx_link_pause,
+                        "rx_8023x_ignored": p.rx_link_pause_ignored,
                         "rx_ignored": p.rx_ignored,
                     },
                     "tc": (0..8).map(|tc| json!({"tc": tc, "rx": p.totals.tc_rx[tc], "flood_copies": p.totals.tc_copies[tc], "tx": p.totals.tc_tx[tc], "dropped": p.totals.tc_dropped[tc]})).collect::<Vec<_>>(),
@@ -312,6 +315,7 @@ pub(super) fn build(
             pfc,
             pfc_enable: rt.plan.pfc_mask,
             rx_link_pause: rt.pfc_rx_counters.link_pause_frames.get(),
+            rx_link_pause_ignored: rt.pfc_rx_counters.link_pause_ignored.get(),
             rx_ignored: rt.pfc_rx_counters.ignored_frames.get(),
             pfcwd: {
                 let mut o = serde_json::Map::new();

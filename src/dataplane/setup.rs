@@ -127,7 +127,17 @@ pub fn start_ports(spec: &SwitchSpec, ids: Vec<u16>, pool: &Arc<Mempool>) -> Res
             ),
         }
         port.start().map_err(perr)?;
-        let mac = MacAddr(port.mac());
+        // The configured MAC is the port's: the source of its PFC frames, the destination
+        // its MAC-control frames may have. Set on the device where the PMD allows.
+        let mac = match ps.mac {
+            Some(m) => {
+                if let Err(e) = port.set_mac(m) {
+                    log::info!("port {}: MAC {} not set on the device: {}", ps.name, MacAddr(m), e.msg);
+                }
+                MacAddr(m)
+            }
+            None => MacAddr(port.mac()),
+        };
         log::info!("port {} = DPDK port {id} ({}), mac {mac}, {} rx queue(s)", ps.name, port.driver(), ps.nb_rx);
         out.macs.push(mac);
         out.rxqs.push(rq.into_iter().map(Some).collect());
@@ -146,14 +156,27 @@ pub struct PfcSides {
 
 impl PfcSides {
     pub fn new(spec: &SwitchSpec, tsc_hz: u64) -> PfcSides {
-        let watchdogs: Vec<Option<Pfcwd>> =
-            spec.plan.ports.iter().map(|pp| spec.pfcwd.map(|c| Pfcwd::new(&c, tsc_hz, pp.pfc_mask))).collect();
+        // The watchdog watches what a peer can stop: the PFC priorities, and every priority
+        // where 802.3x PAUSE is obeyed (a storm of those must not silence lossy classes).
+        let watched = |ps: &super::spec::PortSpec, pp: &crate::plan::PortPlan| {
+            if ps.obey_8023x {
+                0xff
+            } else {
+                pp.pfc_mask
+            }
+        };
+        let watchdogs: Vec<Option<Pfcwd>> = spec
+            .ports
+            .iter()
+            .zip(&spec.plan.ports)
+            .map(|(ps, pp)| spec.pfcwd.map(|c| Pfcwd::new(&c, tsc_hz, watched(ps, pp))))
+            .collect();
         PfcSides {
             rx: spec
                 .ports
                 .iter()
                 .zip(&spec.plan.ports)
-                .map(|(ps, pp)| Some(PfcRx::new(pp.pfc_mask, ps.speed_bps)))
+                .map(|(ps, pp)| Some(PfcRx::new(pp.pfc_mask, ps.speed_bps).obey_8023x(ps.obey_8023x)))
                 .collect(),
             wd_stamps: watchdogs.iter().map(|w| w.as_ref().map(|w| w.rx_stamps())).collect(),
             watchdogs,
@@ -191,6 +214,7 @@ pub fn shared_state(
                 latency: PortLatency::new(tsc_hz),
                 pfcwd: pfc.watchdogs[i].as_ref().map(|w| w.state()),
                 pause: Default::default(),
+                pfc_inbox: ArrayQueue::new(256),
                 refresh_ticks: crate::pfc::refresh_ticks(&pfc_cfg, ps.speed_bps, tsc_hz),
             }
         })

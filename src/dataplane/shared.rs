@@ -45,6 +45,9 @@ pub struct PortRt {
     pub pfcwd: Option<Arc<crate::pfcwd::PfcwdPortState>>,
     /// Per PG: the worker → control lcore PAUSE hand-off ([`super::pause_handoff`]).
     pub pause: [PauseSlot; 8],
+    /// PFC/PAUSE frames received on an RX queue other than the one whose lcore owns this
+    /// port's receive-side PFC state (queue 0), with their RX TSC: the owner applies them.
+    pub pfc_inbox: ArrayQueue<(crate::wire::MacControl, u64)>,
     /// Refresh interval of a PAUSE on this port, TSC ticks (as the control lcore's).
     pub refresh_ticks: u64,
 }

@@ -12,6 +12,10 @@ pub struct PortSpec {
     pub nb_rx: u16,
     /// false: the port's queues fill and nothing is sent (test knob).
     pub tx_enable: bool,
+    /// Obey received 802.3x PAUSE.
+    pub obey_8023x: bool,
+    /// Configured MAC (`mac`), else the device's.
+    pub mac: Option<[u8; 6]>,
     /// Pad frames shorter than 60 bytes instead of dropping them as runts. On for
     /// kernel-backed ports (net_tap): the kernel hands over unpadded frames, padding is
     /// what a NIC's MAC does on the wire.
@@ -83,6 +87,8 @@ impl SwitchSpec {
                     mtu: p.mtu as u32,
                     nb_rx: p.rx_queues,
                     tx_enable: p.tx_enable,
+                    obey_8023x: p.obey_8023x,
+                    mac: p.mac,
                     pad_short_frames: matches!(&p.device, crate::config::PortDevice::Vdev { driver, .. } if driver == "net_tap"),
                 })
                 .collect(),

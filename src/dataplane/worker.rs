@@ -17,7 +17,7 @@ use crate::fdb::Fdb;
 use crate::mmu::{self, Verdict};
 use crate::pfc::PfcRx;
 use crate::pfcwd::PfcwdRxStamps;
-use crate::wire::{self, MacControl, MIN_FRAME_LEN};
+use crate::wire::{self, MacAddr, MacControl, MIN_FRAME_LEN};
 
 use super::egress::Queued;
 use super::pause_handoff::WorkerNotes;
@@ -39,6 +39,10 @@ pub struct Worker {
     /// and the watchdog's record of when PAUSE frames arrived there.
     pfc_rx: Vec<Option<PfcRx>>,
     wd_stamps: Vec<Option<Arc<PfcwdRxStamps>>>,
+    /// Per port: several RX queues (a PFC frame may arrive on a queue another lcore polls).
+    multi_rx: Vec<bool>,
+    /// Owned ports whose PFC inbox this lcore drains every loop.
+    pfc_inbox_ports: Vec<usize>,
     fdb: Fdb,
     /// TSC ticks between FDB aging sweeps (0 = never age).
     fdb_age_every: u64,
@@ -96,6 +100,8 @@ impl Worker {
             local_tx: vec![None; nports],
             pfc_rx: (0..nports).map(|_| None).collect(),
             wd_stamps: (0..nports).map(|_| None).collect(),
+            multi_rx: spec.ports.iter().map(|p| p.nb_rx > 1).collect(),
+            pfc_inbox_ports: Vec::new(),
             fdb: Fdb::new(spec.fdb_size, spec.fdb_aging_time.min(u32::MAX as u64) as u32, tsc_hz),
             fdb_age_every: if spec.fdb_aging_time == 0 { 0 } else { tsc_hz },
             pad_short: spec.ports.iter().map(|p| p.pad_short_frames).collect(),
@@ -120,6 +126,44 @@ impl Worker {
     pub fn receive_pfc(&mut self, port: usize, rx: PfcRx, wd_stamps: Option<Arc<PfcwdRxStamps>>) {
         self.pfc_rx[port] = Some(rx);
         self.wd_stamps[port] = wd_stamps;
+        if self.multi_rx[port] {
+            self.pfc_inbox_ports.push(port);
+        }
+    }
+
+    /// A MAC-control frame received on `port`: applied here if this lcore owns the port's
+    /// receive-side PFC state, else handed to the lcore that does.
+    #[cold]
+    fn on_mac_control(&mut self, shared: &Shared, port: usize, f: &MacControl, now: u64, c: &LcoreCounters) {
+        match self.pfc_rx[port].as_mut() {
+            Some(rx) => {
+                let out = rx.on_frame(f, now, self.tsc_hz);
+                if let Some(st) = &self.wd_stamps[port] {
+                    st.note_rx(&out, now);
+                }
+            }
+            None => {
+                if shared.ports[port].pfc_inbox.push((*f, now)).is_err() {
+                    c.worker.pfc_inbox_overflow.inc();
+                }
+            }
+        }
+    }
+
+    /// Apply the MAC-control frames other lcores received on ports whose receive-side
+    /// PFC state this lcore owns (ports with several RX queues).
+    #[inline]
+    fn take_pfc_inbox(&mut self, shared: &Shared) {
+        for &p in &self.pfc_inbox_ports {
+            while let Some((f, t)) = shared.ports[p].pfc_inbox.pop() {
+                if let Some(rx) = self.pfc_rx[p].as_mut() {
+                    let out = rx.on_frame(&f, t, self.tsc_hz);
+                    if let Some(st) = &self.wd_stamps[p] {
+                        st.note_rx(&out, t);
+                    }
+                }
+            }
+        }
     }
 
     /// Own the transmit side of `tx.port`.
@@ -142,6 +186,9 @@ impl Worker {
         while shared.running.load(Ordering::Relaxed) {
             let t0 = rdtsc();
             let mut moved = 0usize;
+            if !self.pfc_inbox_ports.is_empty() {
+                self.take_pfc_inbox(&shared);
+            }
             for r in 0..self.rxqs.len() {
                 let in_port = self.rxqs[r].0;
                 let n = self.rxqs[r].1.rx_burst(&mut self.burst, self.burst_size);
@@ -244,17 +291,15 @@ impl Worker {
             };
             if parsed.is_mac_control() {
                 // PFC / 802.3x PAUSE: update this port's pause deadlines; never forwarded.
+                // Ports are promiscuous: only frames to the MAC-control address or to the
+                // port's own MAC are for us; others are dropped, never obeyed.
+                let to_us = parsed.dst == MacAddr::PFC_DST || parsed.dst == shared.ports[in_port].mac;
                 match MacControl::parse(m.data()) {
-                    Ok(f) => {
+                    Ok(f) if to_us => {
                         pc.mac_control_rx.inc();
-                        if let Some(rx) = self.pfc_rx[in_port].as_mut() {
-                            let out = rx.on_frame(&f, now, self.tsc_hz);
-                            if let Some(st) = &self.wd_stamps[in_port] {
-                                st.note_rx(&out, now);
-                            }
-                        }
+                        self.on_mac_control(shared, in_port, &f, now, c);
                     }
-                    Err(_) => pc.drop(DropReason::BadMacControl),
+                    _ => pc.drop(DropReason::BadMacControl),
                 }
                 continue;
             }

@@ -206,6 +206,17 @@ impl Port {
         a.addr_bytes
     }
 
+    /// Set the port's MAC address (`rte_eth_dev_default_mac_addr_set`).
+    pub fn set_mac(&self, mac: [u8; 6]) -> Result<(), DpdkError> {
+        let mut a = sys::rte_ether_addr { addr_bytes: mac };
+        // SAFETY: valid port id and address; DPDK copies it.
+        let ret = unsafe { sys::rte_eth_dev_default_mac_addr_set(self.id, &mut a) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret("rte_eth_dev_default_mac_addr_set", ret));
+        }
+        Ok(())
+    }
+
     pub fn link(&self) -> LinkStatus {
         let mut l = sys::rte_eth_link::default();
         // SAFETY: out-pointer; nowait never blocks.

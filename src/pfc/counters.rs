@@ -48,6 +48,8 @@ pub struct PfcRxCounters {
     pub link_resume_frames: Counter,
     /// PFC frames whose class-enable bits were all for priorities without PFC enabled.
     pub ignored_frames: Counter,
+    /// 802.3x PAUSE frames ignored (a port with PFC, `pause_8023x = "ignore"`).
+    pub link_pause_ignored: Counter,
 }
 
 /// A consistent-enough snapshot of one priority. SAI mapping:

@@ -4,9 +4,10 @@
 //!
 //! Rules: a PAUSE sets the deadline to `now + ticks(quanta)` (replacing any previous
 //! one, even if shorter); time 0 clears it; only priorities in the port's `pfc_enable`
-//! obey PFC frames (a lossy priority never stops). An 802.3x PAUSE pauses all eight
-//! priorities whatever `pfc_enable` says: it is a link-level PAUSE and 802.3 Annex 31B
-//! stops every data frame (MAC Control frames are never paused).
+//! obey PFC frames (a lossy priority never stops). An 802.3x PAUSE, where obeyed, pauses
+//! all eight priorities: it is a link-level PAUSE and 802.3 Annex 31B stops every data
+//! frame (MAC Control frames are never paused). 802.1Qbb makes PAUSE and PFC exclusive on
+//! a link, so a port with PFC ignores 802.3x PAUSE (counted) unless configured to obey.
 
 use super::counters::PfcRxCounters;
 use super::quanta_to_ticks;
@@ -57,6 +58,9 @@ pub struct RxOutcome {
 #[derive(Debug)]
 pub struct PfcRx {
     pfc_enable: u8,
+    /// Obey 802.3x PAUSE (false on a port with PFC unless configured: 802.1Qbb makes
+    /// them exclusive on a link).
+    obey_8023x: bool,
     speed_bps: u64,
     since: [u64; 8],
     deadlines: Arc<PauseDeadlines>,
@@ -64,9 +68,23 @@ pub struct PfcRx {
 }
 
 impl PfcRx {
-    /// Nothing paused.
+    /// Nothing paused. 802.3x PAUSE is obeyed only on a port without PFC; see
+    /// [`PfcRx::obey_8023x`].
     pub fn new(pfc_enable: u8, speed_bps: u64) -> Self {
-        PfcRx { pfc_enable, speed_bps, since: [0; 8], deadlines: Arc::default(), counters: Arc::default() }
+        PfcRx {
+            pfc_enable,
+            obey_8023x: pfc_enable == 0,
+            speed_bps,
+            since: [0; 8],
+            deadlines: Arc::default(),
+            counters: Arc::default(),
+        }
+    }
+
+    /// Obey (or ignore) received 802.3x PAUSE frames (`pause_8023x`).
+    pub fn obey_8023x(mut self, obey: bool) -> Self {
+        self.obey_8023x = obey;
+        self
     }
 
     /// The deadlines, to hand to the TX lcore.
@@ -160,7 +178,11 @@ impl PfcRx {
             MacControl::Pause { quanta } => {
                 let c = &self.counters;
                 if quanta == 0 { &c.link_resume_frames } else { &c.link_pause_frames }.inc();
-                self.apply(0xff, quanta, now, tsc_hz, &mut out);
+                if self.obey_8023x {
+                    self.apply(0xff, quanta, now, tsc_hz, &mut out);
+                } else {
+                    c.link_pause_ignored.inc();
+                }
             }
         }
         out

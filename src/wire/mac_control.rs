@@ -42,9 +42,6 @@ pub enum MacControlError {
     /// Neither PFC (0x0101) nor PAUSE (0x0001).
     #[error("unknown MAC control opcode {0:#06x}")]
     UnknownOpcode(u16),
-    /// High byte of the PFC class-enable vector must be zero (802.1Qbb 36.1.3.2).
-    #[error("PFC class-enable vector {0:#06x} has reserved bits set")]
-    ReservedVectorBits(u16),
 }
 
 impl MacControl {
@@ -65,10 +62,10 @@ impl MacControl {
         let view = PfcFrame::new_unchecked(frame);
         match view.opcode() {
             OPCODE_PFC => {
-                let v = view.class_enable_vector();
-                if v & 0xff00 != 0 {
-                    return Err(MacControlError::ReservedVectorBits(v));
-                }
+                // IEEE 802.3 Annex 31D (the PFC frame 802.1Qbb clause 36 uses): the upper
+                // octet of priority_enable_vector is reserved, transmitted as zero and
+                // ignored on receipt; the valid bits e[0..7] are obeyed.
+                let v = view.class_enable_vector() & 0x00ff;
                 let mut quanta = [0u16; 8];
                 for (i, q) in quanta.iter_mut().enumerate() {
                     *q = view.time(i);

@@ -172,6 +172,16 @@ pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -
         }
         None => None,
     };
+    // 802.1Qbb: link-level PAUSE and PFC are exclusive on a link; a port with PFC ignores
+    // 802.3x PAUSE unless told otherwise.
+    let obey_8023x = match raw.pause_8023x.as_deref() {
+        None => pfc_mask == 0,
+        Some("obey") => true,
+        Some("ignore") => false,
+        Some(other) => {
+            return Err(FieldError::new(f("pause_8023x"), format!("'{other}' is not one of \"obey\", \"ignore\"")))
+        }
+    };
     let tx_enable = raw.tx_enable.unwrap_or(true);
     if !tx_enable {
         ctx.warn(&f("tx_enable"), "false: this port transmits nothing (test knob)");
@@ -193,6 +203,7 @@ pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -
         pfc_enable,
         pfc_mask,
         tx_enable,
+        obey_8023x,
         shaper_bps,
         mac,
         rx_queues: 0,
