@@ -63,6 +63,8 @@ drop_reasons! {
     PfcWatchdog = "pfc_watchdog",
     /// Still queued when the switch stopped (freed at shutdown).
     FlushedAtStop = "flushed_at_stop",
+    /// Queued for, or sent to, a port whose link went down (flushed, charges released).
+    LinkDown = "link_down",
     /// WRED at dequeue: a Not-ECT (or unmarked) packet of a lossy queue (docs/design.md §6).
     Wred = "wred",
 }

@@ -52,7 +52,9 @@
 //!                               # [] disables PFC on the port
 //! tx_enable = true              # false: queues fill, nothing is sent (test knob; warned)
 //! shaper_rate = "10G"           # port shaper ≤ speed; default: speed for vdevs, none for PCI
-//! mac = "02:00:00:00:00:01"     # optional unicast MAC override
+//! mac = "02:00:00:00:00:01"     # optional unicast MAC override (set on the device too)
+//! pause_8023x = "ignore"        # "obey" | "ignore"; default: ignore where pfc_enable is
+//!                               # non-empty (802.1Qbb: PAUSE and PFC exclusive), else obey
 //!
 //! [lcores]                      # optional: default control 0, one worker on lcore 1 polling
 //!                               # queue 0 of every port and owning every TX

@@ -46,10 +46,13 @@ pub struct Control {
     /// Attempts to queue a PFC frame that found no mbuf or no room in the control queue.
     /// Each such frame was not counted as sent and is retried.
     pub ctl_failures: u64,
+    /// Per port: its DPDK port id, and whether its link was ever seen up.
+    links: Vec<(u16, bool)>,
 }
 
 impl Control {
-    pub fn new(shared: Arc<Shared>, tsc_hz: u64) -> Control {
+    /// `port_ids`: the DPDK port id of each port, for its link status.
+    pub fn new(shared: Arc<Shared>, tsc_hz: u64, port_ids: &[u16]) -> Control {
         let pfc_tx = shared.ports.iter().map(|p| PfcPortTx::new(PfcTxConfig::default(), p.speed_bps, tsc_hz)).collect();
         let n = shared.ports.len();
         Control {
@@ -61,7 +64,81 @@ impl Control {
             reconcile_every: tsc_hz / 10_000, // 100 µs
             retry_every: tsc_hz / 100_000,    // 10 µs
             ctl_failures: 0,
+            links: port_ids.iter().map(|&id| (id, false)).collect(),
         }
+    }
+
+    /// Link status of every port (`rte_eth_link_get_nowait`, every millisecond): a link
+    /// seen up that goes down makes its TX owner drop what it holds for the port and
+    /// admit nothing more for it (`Shared::link_up`), so a dead egress cannot hold an
+    /// ingress PG OFF and pause a healthy upstream for ever. Each transition is logged.
+    pub fn poll_links(&mut self) {
+        let shared = self.shared.clone();
+        for (p, (id, seen_up)) in self.links.iter_mut().enumerate() {
+            let up = dpdk::link_of(*id).up;
+            let rt = &shared.ports[p];
+            let was = rt.link_up.load(Ordering::Relaxed);
+            if up {
+                if !*seen_up {
+                    *seen_up = true;
+                    continue;
+                }
+                if !was {
+                    rt.link_up.store(true, Ordering::Release);
+                    shared.io.send(IoMsg::Log(log::Level::Info, format!("link: {} up", rt.name)));
+                }
+            } else if *seen_up && was {
+                rt.link_up.store(false, Ordering::Release);
+                shared.io.send(IoMsg::Log(
+                    log::Level::Warn,
+                    format!(
+                        "link: {} down: its queues are flushed (drops.link_down), the PGs they held resume",
+                        rt.name
+                    ),
+                ));
+            }
+        }
+    }
+
+    /// At stop, before the ports stop: the workers stop receiving (no new admission, no
+    /// new PAUSE), then every PG whose PAUSE is in force gets its RESUME, and the workers
+    /// are given up to `wait` to send them, so no peer stays paused for a full pause time
+    /// after the switch is gone. Returns the RESUME frames queued.
+    pub fn resume_all_at_stop(&mut self, wait: Duration) -> u64 {
+        let shared = self.shared.clone();
+        shared.rx_stopped.store(true, Ordering::SeqCst);
+        let until = Instant::now() + wait;
+        while shared.workers_rx_stopped.load(Ordering::SeqCst) < shared.workers_launched.load(Ordering::SeqCst)
+            && Instant::now() < until
+        {
+            std::thread::sleep(Duration::from_micros(20));
+        }
+        self.take_worker_pauses(&shared);
+        self.drain_edges(&shared);
+        let before: u64 = self.tx_counters().iter().flat_map(|c| c.prio.iter()).map(|p| p.resume_frames.get()).sum();
+        for (port, rt) in shared.ports.iter().enumerate() {
+            let (eg, src) = (&shared.egress[port], rt.mac);
+            let tx = &mut self.pfc_tx[port];
+            let mut pgs = rt.plan.lossless_pgs;
+            while pgs != 0 {
+                let pg = pgs.trailing_zeros() as u8;
+                pgs &= pgs - 1;
+                if tx.off_mask() & rt.plan.pg_priorities[pg as usize] != 0 {
+                    self.pending[port].mark(pg, None, 0);
+                }
+            }
+            let mut send = |f: &MacControl, tsc: u64| eg.queue_control(&shared.ctl_pool, src, f, tsc);
+            // Every PG reads as ON: what is still buffered is about to be freed.
+            let _ = self.pending[port].settle(tx, &rt.plan.pg_priorities, |_| false, rdtsc(), &mut send);
+        }
+        let sent: u64 =
+            self.tx_counters().iter().flat_map(|c| c.prio.iter()).map(|p| p.resume_frames.get()).sum::<u64>() - before;
+        while shared.egress.iter().any(|e| !e.control.is_empty()) && Instant::now() < until {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        // The frames left the control queues for the TX rings; give tx_burst a moment.
+        std::thread::sleep(Duration::from_millis(1));
+        sent
     }
 
     /// PFC transmit counters of each port, for reporting.
@@ -242,6 +319,7 @@ pub fn run_loop(
             continue;
         }
         next_check = t + check_every;
+        control.poll_links();
         if opts.stop.load(Ordering::Relaxed) {
             break;
         }

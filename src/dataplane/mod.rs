@@ -106,7 +106,7 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     let hz = tsc_hz();
     let mut pfc = setup::PfcSides::new(spec, hz);
     let shared = setup::shared_state(spec, mmu, &ports, &pfc, pools, hz);
-    let mut control = control::Control::new(shared.clone(), hz);
+    let mut control = control::Control::new(shared.clone(), hz, &ports.ids);
     telemetry::register(telemetry::Views {
         shared: shared.clone(),
         pfc_tx: control.tx_counters(),
@@ -158,7 +158,12 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     let elapsed = match launch_err {
         None => {
             log::info!("forwarding: {} ports, {} worker lcore(s)", spec.ports.len(), spec.workers.len());
-            control::run_loop(&mut control, spec, opts, timeline)
+            let elapsed = control::run_loop(&mut control, spec, opts, timeline);
+            let resumed = control.resume_all_at_stop(Duration::from_millis(50));
+            if resumed > 0 {
+                log::info!("stop: {resumed} RESUME frame(s) sent for PGs still paused");
+            }
+            elapsed
         }
         Some(_) => Duration::ZERO,
     };

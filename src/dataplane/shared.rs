@@ -40,6 +40,9 @@ pub struct PortRt {
     pub pfc_rx_counters: Arc<PfcRxCounters>,
     /// Data transmission allowed (test knob `tx_enable`; SIGUSR1 turns it on).
     pub tx_enable: AtomicBool,
+    /// Link up, as the control lcore last saw it (true until it has seen the link up and
+    /// then down: a link that is not up yet at start is not a lost link).
+    pub link_up: AtomicBool,
     pub latency: latency::PortLatency,
     /// PFC watchdog state of this port's priorities (None = watchdog off).
     pub pfcwd: Option<Arc<crate::pfcwd::PfcwdPortState>>,
@@ -61,6 +64,11 @@ pub struct Shared {
     pub workers_stopped: AtomicUsize,
     /// Workers that were launched (the ones `workers_stopped` waits for at stop).
     pub workers_launched: AtomicUsize,
+    /// Stopping: workers stop receiving (no new admissions, no new PAUSE) but keep
+    /// transmitting, so the control lcore's last RESUMEs leave before the ports stop.
+    pub rx_stopped: AtomicBool,
+    /// Workers that have seen `rx_stopped`.
+    pub workers_rx_stopped: AtomicUsize,
     pub egress: Vec<EgressPort>,
     /// One per worker, indexed by the worker's index (not its lcore id).
     pub counters: Vec<CachePadded<LcoreCounters>>,

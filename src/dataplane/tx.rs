@@ -205,6 +205,10 @@ impl TxPort {
         if !self.pending.is_empty() || shared.egress[self.port].control.is_empty() {
             return 0;
         }
+        if !shared.ports[self.port].link_up.load(Ordering::Relaxed) {
+            self.flush_link_down(shared, worker, now, c);
+            return 0;
+        }
         self.take_control(shared);
         self.transmit(shared, worker, now, c)
     }
@@ -225,6 +229,10 @@ impl TxPort {
 
     /// Move what may go now to the TX ring. Returns packets handed to the driver.
     pub fn serve(&mut self, shared: &Shared, worker: usize, now: u64, c: &LcoreCounters) -> usize {
+        if !shared.ports[self.port].link_up.load(Ordering::Relaxed) {
+            self.flush_link_down(shared, worker, now, c);
+            return 0;
+        }
         // 1. Control frames: first, always.
         self.take_control(shared);
         self.take_inbound(shared, worker, now, c);
@@ -432,6 +440,34 @@ impl TxPort {
             heads_mask &= !(1 << q);
         }
         heads_mask
+    }
+
+    /// The link is down: everything held for this port is dropped (`drops.link_down`) and
+    /// its MMU charges released — the edges go to the control lcore, which RESUMEs the
+    /// ingress PGs this port's backlog held OFF. Control frames for this port are freed.
+    #[cold]
+    fn flush_link_down(&mut self, shared: &Shared, worker: usize, now: u64, c: &LcoreCounters) {
+        let dropped = |shared: &Shared, charge, in_port: u16, tc: u8, queue: u8| {
+            shared.push_edge(worker, shared.mmu.release(charge), now, c);
+            c.ports[in_port as usize].drop(DropReason::LinkDown);
+            c.ports[in_port as usize].tc_dropped[tc as usize & 7].inc();
+            c.ports[self.port].queue_drops[queue as usize & 7].inc();
+        };
+        for (i, m) in self.pending.drain().enumerate() {
+            let meta = self.meta[i];
+            if let Some(charge) = meta.charge {
+                dropped(shared, charge, meta.in_port, meta.tc, meta.queue);
+            }
+            drop(m);
+        }
+        let eg = &shared.egress[self.port];
+        let queued = self.tcq.iter_mut().flat_map(|q| q.drain(..)).chain(std::iter::from_fn(|| eg.inbound.pop()));
+        for q in queued {
+            dropped(shared, q.charge, q.in_port, q.tc, q.queue);
+        }
+        self.qbytes = [0; 8];
+        eg.drain_control();
+        self.publish_depths(shared);
     }
 
     /// `n` packets left `queue` while the watchdog forwards its stormed priority.

@@ -183,13 +183,19 @@ impl Worker {
         // Pauses that expire on their own are accounted (RxWait) by a periodic settle.
         let settle_every = (self.tsc_hz / 1000).max(1);
         let mut next_settle = rdtsc().wrapping_add(settle_every);
+        // Until the switch stops receiving (see `Shared::rx_stopped`).
+        let mut rx_on = true;
         while shared.running.load(Ordering::Relaxed) {
             let t0 = rdtsc();
             let mut moved = 0usize;
-            if !self.pfc_inbox_ports.is_empty() {
+            if rx_on && shared.rx_stopped.load(Ordering::Relaxed) {
+                rx_on = false;
+                shared.workers_rx_stopped.fetch_add(1, Ordering::SeqCst);
+            }
+            if rx_on && !self.pfc_inbox_ports.is_empty() {
                 self.take_pfc_inbox(&shared);
             }
-            for r in 0..self.rxqs.len() {
+            for r in 0..if rx_on { self.rxqs.len() } else { 0 } {
                 let in_port = self.rxqs[r].0;
                 let n = self.rxqs[r].1.rx_burst(&mut self.burst, self.burst_size);
                 if n > 0 {
@@ -205,7 +211,7 @@ impl Worker {
             for t in self.txs.iter_mut() {
                 moved += t.serve(&shared, self.index, now, counters);
             }
-            if !self.notes.is_empty() {
+            if rx_on && !self.notes.is_empty() {
                 self.refresh_pauses(&shared, now, counters);
             }
             let t1 = rdtsc();
@@ -398,6 +404,15 @@ impl Worker {
         let (tc, queue) = (class.tc & 7, class.queue & 7);
         c.ports[in_port as usize].tc_rx[tc as usize].add(k as u64);
         let out_u = out as usize;
+        if !shared.ports[out_u].link_up.load(Ordering::Relaxed) {
+            // A dead egress admits nothing: its buffer must not hold an ingress PG OFF.
+            let ic = &c.ports[in_port as usize];
+            ic.drop_n(DropReason::LinkDown, k as u64);
+            ic.tc_dropped[tc as usize].add(k as u64);
+            c.ports[out_u].queue_drops[queue as usize].add(k as u64);
+            self.run_mbufs.clear();
+            return;
+        }
         let wd_drop = shared.ports[out_u].pfcwd.as_ref().is_some_and(|wd| wd.drop_mask() & (1 << class.priority) != 0);
         let mut i = 0;
         while i < k {
@@ -450,6 +465,12 @@ impl Worker {
     ) {
         let len = m.len() as u32;
         let (tc, queue) = (class.tc & 7, class.queue & 7);
+        if !shared.ports[out].link_up.load(Ordering::Relaxed) {
+            c.ports[in_port as usize].drop(DropReason::LinkDown);
+            c.ports[in_port as usize].tc_dropped[tc as usize].inc();
+            c.ports[out].queue_drops[queue as usize].inc();
+            return;
+        }
         // PFC watchdog, action drop: a stormed priority's arrivals are dropped before admission.
         if let Some(wd) = &shared.ports[out].pfcwd {
             if wd.drop_mask() & (1 << class.priority) != 0 {

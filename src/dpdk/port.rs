@@ -291,6 +291,14 @@ fn libc_enotsup() -> i32 {
 }
 
 /// Port counters by id (readable from any thread: the PMD's stats are read-only here).
+/// Link status of port `id` without waiting (`rte_eth_link_get_nowait`).
+pub fn link_of(id: u16) -> LinkStatus {
+    let mut l = sys::rte_eth_link::default();
+    // SAFETY: out-pointer; nowait never blocks.
+    unsafe { sys::rte_eth_link_get_nowait(id, &mut l) };
+    LinkStatus { up: l.link_status() != 0, speed_mbps: l.link_speed, full_duplex: l.link_duplex() != 0 }
+}
+
 pub fn stats_of(id: u16) -> PortStats {
     let mut s = sys::rte_eth_stats::default();
     // SAFETY: out-pointer.

@@ -1,0 +1,79 @@
+//! Link state on a real two-process link. Ethernet4 is a memif server whose peer (a
+//! dpdk-testpmd client, rxonly) connects, then is killed; Ethernet4 transmits nothing
+//! (`tx_enable = false`), so what Ethernet0 receives for it stays buffered and holds PG 3
+//! OFF: the switch keeps PAUSEing Ethernet0's peer. When the link goes down the switch
+//! flushes Ethernet4's queues (`drops.link_down`), the MMU charges are released and PG 3's
+//! RESUME leaves on Ethernet0 at once — a dead egress does not pause a healthy upstream
+//! for ever.
+
+mod common;
+use common::*;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+#[test]
+fn lost_egress_link_resumes_the_upstream() {
+    let d = TestDir::new("link");
+    let n = 100u32;
+    let frames: Vec<Vec<u8>> = (0..n).map(|i| vlan_frame(mac(0xbb), mac(0xaa), 3, 1, 0x33, i, 1000)).collect();
+    write_pcap(&d.join("in0.pcap"), &frames);
+    let dir = d.path.display();
+    let sock = format!("/pfcsw-link-{}", std::process::id());
+    let cfg = SwitchConfig::new(&d.prefix(), "0@0,1@1")
+        .port(
+            Port::new("Ethernet0", &format!("net_pcap0,rx_pcap={dir}/in0.pcap,tx_pcap={dir}/out0.pcap"))
+                .speed("10G")
+                .set("trust", "\"pcp\""),
+        )
+        .port(
+            Port::new("Ethernet4", &format!("net_memif0,role=server,id=0,socket={sock}"))
+                .speed("10G")
+                .set("trust", "\"pcp\"")
+                .set("tx_enable", "false"),
+        )
+        .toml(&pcap_pair_buffer(&EXACT_PROFILE))
+        .write(&d.join("t.toml"));
+    let json = d.join("stats.json");
+    let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);
+    sw.wait_forwarding(Duration::from_secs(30));
+    let mut peer = Command::new("dpdk-testpmd")
+        .args(["--no-huge", "-m", "256", "--no-pci", "--lcores=2@1,3@1", "--log-level=5"])
+        .arg(format!("--file-prefix={}-peer", d.prefix()))
+        .arg(format!("--vdev=net_memif0,role=client,id=0,socket={sock}"))
+        .args(["--", "--forward-mode=rxonly", "--total-num-mbufs=2048", "--no-mlockall", "-a", "--stats-period", "1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("dpdk-testpmd (Debian package dpdk)");
+    // The peer connects; PG 3 is OFF by now (the file was read at start).
+    std::thread::sleep(Duration::from_millis(2500));
+    let killed_at = now_ns();
+    let _ = peer.kill();
+    let _ = peer.wait();
+    std::thread::sleep(Duration::from_millis(700));
+    let log = sw.stop();
+    let _ = std::fs::remove_dir_all(std::path::Path::new("/var/run/dpdk").join(format!("{}-peer", d.prefix())));
+
+    let j = read_json(&json);
+    let e0 = port(&j, "Ethernet0");
+    assert!(log.contains("link: Ethernet4 down"), "no link-down transition logged:\n{log}");
+    let flushed = e0["drops"]["link_down"].as_u64().unwrap();
+    assert!(flushed > 0, "nothing flushed for the dead link: {}", e0["drops"]);
+    // PFC frames on Ethernet0: PAUSEs while Ethernet4's backlog held PG 3, then a RESUME.
+    let pfc: Vec<(u64, u16)> = read_pcap_ts(&d.join("out0.pcap"))
+        .into_iter()
+        .filter(|(_, f)| f.len() >= 20 && f[12..14] == [0x88, 0x08] && f[14..16] == [0x01, 0x01])
+        .map(|(t, f)| (t, u16::from_be_bytes([f[24], f[25]])))
+        .collect();
+    let first_pause = pfc.iter().position(|&(_, q)| q != 0).expect("PG 3 never paused");
+    assert!(pfc[first_pause].0 < killed_at, "PAUSE only after the kill");
+    let resume = pfc.iter().find(|&&(t, q)| q == 0 && t > killed_at).copied();
+    let (t_resume, _) = resume.unwrap_or_else(|| panic!("no RESUME after the link went down: {pfc:?}\n{log}"));
+    let after_ms = (t_resume - killed_at) as f64 / 1e6;
+    eprintln!("RESUME {after_ms:.2} ms after the peer was killed; {flushed} packets flushed (link_down)");
+    assert!(after_ms < 100.0, "RESUME {after_ms:.1} ms after the link loss\n{log}");
+    assert!(pfc.iter().all(|&(t, q)| t <= t_resume || q == 0), "PAUSE again after the RESUME: {pfc:?}");
+    assert_conserved(&j);
+}
