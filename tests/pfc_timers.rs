@@ -126,7 +126,8 @@ fn port_aggregate_one_frame_for_several_priorities() {
 fn receiver_rules() {
     let hz = TSC_1;
     let speed = 100 * G;
-    let mut rx = PfcRx::new(0b0001_1000, speed); // pfc_enable 3,4
+    // pfc_enable 3,4; told to obey 802.3x PAUSE (a port with PFC ignores it by default).
+    let mut rx = PfcRx::new(0b0001_1000, speed).obey_8023x(true);
     let d = rx.deadlines();
     let q100 = quanta_to_ticks(100, speed, hz); // 512 ns
                                                 // Priorities 3 and 5 in the vector: 5 has no PFC → ignored, keeps running.
@@ -158,6 +159,16 @@ fn receiver_rules() {
     assert_eq!((s[3].rx_pause, s[3].rx_resume, s[3].rx_on2off), (2, 1, 2));
     assert_eq!(s[5].rx_pause, 1, "received frames are counted even if not obeyed");
     assert_eq!(c.link_pause_frames.get(), 1);
+    // By default a port with PFC ignores 802.3x PAUSE (802.1Qbb): counted, nothing paused.
+    let mut rx = PfcRx::new(0b0001_1000, speed);
+    let o = rx.on_frame(&MacControl::Pause { quanta: 0xffff }, 2000, hz);
+    assert_eq!(o, RxOutcome::default());
+    assert_eq!(rx.deadlines().paused_mask(2001), 0);
+    assert_eq!((rx.counters().link_pause_frames.get(), rx.counters().link_pause_ignored.get()), (1, 1));
+    // A port without PFC obeys it.
+    let mut rx = PfcRx::new(0, speed);
+    rx.on_frame(&MacControl::Pause { quanta: 0xffff }, 2000, hz);
+    assert_eq!(rx.deadlines().paused_mask(2001), 0xff);
     // Priority 3 paused 1000→1101 and 2000→3000: 1101 ns → 1 µs.
     assert_eq!(s[3].rx_pause_duration_us, (101 + 1000) / 1000);
 }

@@ -105,7 +105,8 @@ impl Sim {
         Sim {
             p,
             now: 0,
-            rx: PfcRx::new(p.pfc_enable, SPEED),
+            // The model's 802.3x PAUSE stops every priority: the port is told to obey it.
+            rx: PfcRx::new(p.pfc_enable, SPEED).obey_8023x(true),
             wd,
             stamps,
             truth: [Truth::default(); 8],

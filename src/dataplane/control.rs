@@ -46,13 +46,14 @@ pub struct Control {
     /// Attempts to queue a PFC frame that found no mbuf or no room in the control queue.
     /// Each such frame was not counted as sent and is retried.
     pub ctl_failures: u64,
-    /// Per port: its DPDK port id, and whether its link was ever seen up.
-    links: Vec<(u16, bool)>,
+    /// Per port: its DPDK port id (None: link not watched), and whether its link was
+    /// ever seen up.
+    links: Vec<(Option<u16>, bool)>,
 }
 
 impl Control {
-    /// `port_ids`: the DPDK port id of each port, for its link status.
-    pub fn new(shared: Arc<Shared>, tsc_hz: u64, port_ids: &[u16]) -> Control {
+    /// `watched`: per port, the DPDK port id whose link status is watched (None: not).
+    pub fn new(shared: Arc<Shared>, tsc_hz: u64, watched: &[Option<u16>]) -> Control {
         let pfc_tx = shared.ports.iter().map(|p| PfcPortTx::new(PfcTxConfig::default(), p.speed_bps, tsc_hz)).collect();
         let n = shared.ports.len();
         Control {
@@ -64,7 +65,7 @@ impl Control {
             reconcile_every: tsc_hz / 10_000, // 100 µs
             retry_every: tsc_hz / 100_000,    // 10 µs
             ctl_failures: 0,
-            links: port_ids.iter().map(|&id| (id, false)).collect(),
+            links: watched.iter().map(|&id| (id, false)).collect(),
         }
     }
 
@@ -75,7 +76,8 @@ impl Control {
     pub fn poll_links(&mut self) {
         let shared = self.shared.clone();
         for (p, (id, seen_up)) in self.links.iter_mut().enumerate() {
-            let up = dpdk::link_of(*id).up;
+            let Some(id) = *id else { continue };
+            let up = dpdk::link_of(id).up;
             let rt = &shared.ports[p];
             let was = rt.link_up.load(Ordering::Relaxed);
             if up {

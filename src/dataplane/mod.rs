@@ -106,7 +106,12 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     let hz = tsc_hz();
     let mut pfc = setup::PfcSides::new(spec, hz);
     let shared = setup::shared_state(spec, mmu, &ports, &pfc, pools, hz);
-    let mut control = control::Control::new(shared.clone(), hz, &ports.ids);
+    // net_tap reads its kernel interface's flags in the switch's own network namespace:
+    // once the interface is moved to another one (the usual way to use it) it reads as
+    // down for ever. Its link is not watched.
+    let watched: Vec<Option<u16>> =
+        spec.ports.iter().zip(&ports.ids).map(|(p, &id)| (!p.devargs.starts_with("net_tap")).then_some(id)).collect();
+    let mut control = control::Control::new(shared.clone(), hz, &watched);
     telemetry::register(telemetry::Views {
         shared: shared.clone(),
         pfc_tx: control.tx_counters(),
