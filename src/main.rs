@@ -212,6 +212,11 @@ fn main() -> ExitCode {
             };
             let report = match dataplane::run(&spec, &opts) {
                 Ok(r) => r,
+                Err(e @ dataplane::DataplaneError::Speed(_)) => {
+                    // The config does not match the hardware: a config error, found late.
+                    eprintln!("pfcswitch: {e}");
+                    return ExitCode::from(2);
+                }
                 Err(e) => {
                     eprintln!("pfcswitch: {e}");
                     return ExitCode::FAILURE;

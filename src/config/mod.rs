@@ -42,7 +42,11 @@
 //!                               # net_af_packet, net_af_xdp, net_vhost, net_virtio_user, eth_*)
 //!                               # or a PCI address "0000:3b:00.0" / "3b:00.0" (optionally
 //!                               # followed by ",key=value" driver arguments); unique device
-//! speed = "100G"                # required: PFC quanta, headroom, default shaper
+//! speed = "100G"                # required: PFC quanta, headroom, default shaper; "auto"
+//!                               # (PCI, af_packet, af_xdp only): the link's speed at start
+//!                               # (planned as 100G until then)
+//! speed_mismatch = "refuse"     # a real link at another speed: "refuse" (default) to start,
+//!                               # or "warn" and keep `speed`
 //! cable_length = "5m"           # default "5m"
 //! mtu = 9100                    # 68..=9216, default 9100
 //! admin_status = "up"           # "up" (default) | "down"

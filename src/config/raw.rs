@@ -136,6 +136,7 @@ pub(crate) struct RawPort {
     pub shaper_rate: Option<Human>,
     pub mac: Option<String>,
     pub pause_8023x: Option<String>,
+    pub speed_mismatch: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -562,3 +562,25 @@ fn pause_8023x_policy() {
         "not one of",
     );
 }
+
+#[test]
+fn speed_auto_and_mismatch_policy() {
+    // A nominal-speed vdev cannot take its speed from the link.
+    assert_err(
+        &MIN.replacen("speed = \"100G\"", "speed = \"auto\"", 1),
+        "port[0].speed",
+        "needs a port with a real link",
+    );
+    let pci = MIN.replacen("devargs = \"net_null0\"", "devargs = \"0000:3b:00.0\"", 1).replace("\"--no-pci\", ", "");
+    let auto = pci.replacen("speed = \"100G\"", "speed = \"auto\"", 1);
+    let c = from_str(&auto, "t.toml").unwrap();
+    assert!(c.ports[0].speed_auto && c.ports[0].has_real_link());
+    assert_eq!(c.ports[0].speed_bps, 100_000_000_000, "planned as 100G until the link says");
+    let warn = pci.replacen("speed = \"100G\"", "speed = \"100G\"\nspeed_mismatch = \"warn\"", 1);
+    assert!(from_str(&warn, "t.toml").unwrap().ports[0].speed_mismatch_warn);
+    assert_err(
+        &pci.replacen("speed = \"100G\"", "speed = \"100G\"\nspeed_mismatch = \"maybe\"", 1),
+        "port[0].speed_mismatch",
+        "not one of",
+    );
+}

@@ -89,7 +89,14 @@ pub struct PortConfig {
     /// As written (vdev spec or PCI address with optional `,key=value` arguments).
     pub devargs: String,
     pub device: PortDevice,
+    /// The speed in force: as configured, or (`speed = "auto"`) a placeholder the link's
+    /// speed replaces at start.
     pub speed_bps: u64,
+    /// `speed = "auto"`: take the link's negotiated speed at start.
+    pub speed_auto: bool,
+    /// `speed_mismatch = "warn"`: a link at another speed is warned about, the config wins
+    /// (default: refuse to start).
+    pub speed_mismatch_warn: bool,
     pub cable_length_m: f64,
     pub mtu: u16,
     pub admin_up: bool,
@@ -116,6 +123,16 @@ pub struct PortConfig {
 impl PortConfig {
     /// The name DPDK gives the device (`rte_eth_dev_get_port_by_name`): the vdev name or
     /// the normalised PCI address.
+    /// The device has a physical or kernel link whose speed is real (PCI NICs,
+    /// af_packet, af_xdp), not a nominal figure (net_null, net_ring, net_pcap, net_memif,
+    /// net_tap...).
+    pub fn has_real_link(&self) -> bool {
+        match &self.device {
+            PortDevice::Pci { .. } => true,
+            PortDevice::Vdev { driver, .. } => driver == "net_af_packet" || driver == "net_af_xdp",
+        }
+    }
+
     pub fn dpdk_name(&self) -> &str {
         match &self.device {
             PortDevice::Vdev { name, .. } => name,

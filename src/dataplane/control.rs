@@ -77,7 +77,8 @@ impl Control {
         let shared = self.shared.clone();
         for (p, (id, seen_up)) in self.links.iter_mut().enumerate() {
             let Some(id) = *id else { continue };
-            let up = dpdk::link_of(id).up;
+            let link = dpdk::link_of(id);
+            let up = link.up;
             let rt = &shared.ports[p];
             let was = rt.link_up.load(Ordering::Relaxed);
             if up {
@@ -88,6 +89,18 @@ impl Control {
                 if !was {
                     rt.link_up.store(true, Ordering::Release);
                     shared.io.send(IoMsg::Log(log::Level::Info, format!("link: {} up", rt.name)));
+                    let bps = u64::from(link.speed_mbps) * 1_000_000;
+                    if rt.real_link && link.speed_mbps != 0 && link.speed_mbps != u32::MAX && bps != rt.speed_bps {
+                        shared.io.send(IoMsg::Log(
+                            log::Level::Warn,
+                            format!(
+                                "link: {} came back at {}; PFC timers and headroom keep {} until the switch restarts",
+                                rt.name,
+                                crate::units::format_speed(bps),
+                                crate::units::format_speed(rt.speed_bps)
+                            ),
+                        ));
+                    }
                 }
             } else if *seen_up && was {
                 rt.link_up.store(false, Ordering::Release);

@@ -50,6 +50,8 @@ pub enum DataplaneError {
     Timeline { path: String, err: std::io::Error },
     #[error("I/O thread: {0}")]
     Io(std::io::Error),
+    #[error("{0}")]
+    Speed(spec::SpeedMismatch),
 }
 
 /// How to run and when to stop.
@@ -98,11 +100,26 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     // Setup: nothing runs yet.
     setup::check_lcores(eal, spec)?;
     let ids = setup::port_ids(spec)?;
-    let mmu = Mmu::new(spec.plan.mmu.clone()).map_err(|e| DataplaneError::Mmu(e.to_string()))?;
     let pools = setup::mempools(spec)?;
     let (pool, ctl_pool) = (pools.0.clone(), pools.1.clone());
-    setup::check_queue_capacity(spec, pool.size())?;
     let mut ports = setup::start_ports(spec, ids, &pool)?;
+    // The links' speeds: what PFC timers, refresh, headroom and shaper use from here on.
+    let (adjusted, warnings) =
+        spec.with_link_speeds(&setup::link_speeds(spec, &ports)).map_err(DataplaneError::Speed)?;
+    for w in warnings {
+        log::warn!("{w}");
+    }
+    let spec = match &adjusted {
+        Some(s) => {
+            for (p, q) in spec.ports.iter().zip(&s.ports).filter(|(p, q)| p.speed_bps != q.speed_bps) {
+                log::info!("port {}: speed {} from the link", p.name, crate::units::format_speed(q.speed_bps));
+            }
+            s
+        }
+        None => spec,
+    };
+    setup::check_queue_capacity(spec, pool.size())?;
+    let mmu = Mmu::new(spec.plan.mmu.clone()).map_err(|e| DataplaneError::Mmu(e.to_string()))?;
     let hz = tsc_hz();
     let mut pfc = setup::PfcSides::new(spec, hz);
     let shared = setup::shared_state(spec, mmu, &ports, &pfc, pools, hz);

@@ -25,6 +25,49 @@ use super::DataplaneError;
 /// Mempool cache per lcore: the config's constant, which the mbuf count assumes.
 use crate::config::MBUF_CACHE_SIZE as MEMPOOL_CACHE;
 
+/// Per port, the speed its link reports (bit/s), for ports with a real link; a link that
+/// is down is waited for up to 3 s (a NIC negotiates after start). None: unknown, or a
+/// device whose speed is nominal.
+pub fn link_speeds(spec: &SwitchSpec, ports: &Ports) -> Vec<Option<u64>> {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    spec.config
+        .ports
+        .iter()
+        .zip(&ports.ids)
+        .map(|(p, &id)| {
+            if !p.has_real_link() {
+                return None;
+            }
+            let mut l = dpdk::link_of(id);
+            while !l.up && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                l = dpdk::link_of(id);
+            }
+            // af_packet and af_xdp report a fixed nominal 10G: the kernel knows the real one.
+            let mbps = kernel_iface(&p.devargs).and_then(kernel_speed_mbps).unwrap_or(l.speed_mbps);
+            log::info!("port {}: link {}, {} Mb/s", p.name, if l.up { "up" } else { "down" }, mbps);
+            // RTE_ETH_SPEED_NUM_UNKNOWN is u32::MAX, NONE is 0.
+            (l.up && mbps != 0 && mbps != u32::MAX).then(|| u64::from(mbps) * 1_000_000)
+        })
+        .collect()
+}
+
+/// The kernel interface of an af_packet / af_xdp port (`iface=` in its devargs).
+fn kernel_iface(devargs: &str) -> Option<&str> {
+    let driver = devargs.split(',').next()?;
+    if !(driver.starts_with("net_af_packet") || driver.starts_with("net_af_xdp")) {
+        return None;
+    }
+    devargs.split(',').skip(1).find_map(|kv| kv.strip_prefix("iface="))
+}
+
+/// The negotiated speed of kernel interface `iface` (`/sys/class/net/<iface>/speed`, Mb/s;
+/// None when unknown, e.g. -1 on a link that is down).
+fn kernel_speed_mbps(iface: &str) -> Option<u32> {
+    let text = std::fs::read_to_string(format!("/sys/class/net/{iface}/speed")).ok()?;
+    text.trim().parse::<i64>().ok().filter(|&s| s > 0).and_then(|s| u32::try_from(s).ok())
+}
+
 /// The queues behind the MMU can hold everything it can admit (every waiting packet holds
 /// an mbuf of `pool_size`): checked at start, so a queue never drops what was admitted.
 pub fn check_queue_capacity(spec: &SwitchSpec, pool_size: u32) -> Result<(), DataplaneError> {
@@ -212,6 +255,7 @@ pub fn shared_state(
                 pfc_rx_counters: rx.counters(),
                 tx_enable: AtomicBool::new(ps.tx_enable),
                 link_up: AtomicBool::new(true),
+                real_link: spec.config.ports[i].has_real_link(),
                 latency: PortLatency::new(tsc_hz),
                 pfcwd: pfc.watchdogs[i].as_ref().map(|w| w.state()),
                 pause: Default::default(),

@@ -43,6 +43,8 @@ pub struct PortRt {
     /// Link up, as the control lcore last saw it (true until it has seen the link up and
     /// then down: a link that is not up yet at start is not a lost link).
     pub link_up: AtomicBool,
+    /// A physical or kernel link whose reported speed is real (not a vdev's nominal one).
+    pub real_link: bool,
     pub latency: latency::PortLatency,
     /// PFC watchdog state of this port's priorities (None = watchdog off).
     pub pfcwd: Option<Arc<crate::pfcwd::PfcwdPortState>>,

@@ -61,6 +61,16 @@ pub struct SwitchSpec {
     pub pfcwd: Option<crate::pfcwd::PfcwdConfig>,
     /// WRED/ECN random seed (`[qos] wred_seed`); None = from the TSC.
     pub wred_seed: Option<u64>,
+    /// The configuration this was derived from (to derive it again with the links' speeds).
+    pub config: crate::config::Config,
+}
+
+/// A link whose speed is not the one configured, at start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("port {port}: {msg}")]
+pub struct SpeedMismatch {
+    pub port: String,
+    pub msg: String,
 }
 
 /// Packets one egress queue (each TC queue, and a port's inbound ring) must hold: all that
@@ -111,6 +121,115 @@ impl SwitchSpec {
             plan,
             pfcwd: cfg.pfcwd,
             wred_seed: cfg.qos.wred_seed,
+            config: cfg.clone(),
         }
+    }
+
+    /// Apply the speeds the links report at start (`link_bps[i]`, None or 0 = unknown)
+    /// on ports with a real link: `speed = "auto"` takes it; a different configured speed
+    /// refuses to start, or with `speed_mismatch = "warn"` is warned about (returned) and
+    /// kept. Nominal-speed devices keep the configured speed, silently. Returns the spec
+    /// re-derived with the speeds in force (PFC timers, refresh, headroom, shaper) if any
+    /// changed, and the warnings.
+    pub fn with_link_speeds(
+        &self,
+        link_bps: &[Option<u64>],
+    ) -> Result<(Option<SwitchSpec>, Vec<String>), SpeedMismatch> {
+        let mut cfg = self.config.clone();
+        let (mut changed, mut warnings) = (false, Vec::new());
+        for (p, link) in cfg.ports.iter_mut().zip(link_bps) {
+            if !p.has_real_link() {
+                continue;
+            }
+            let link = link.filter(|&l| l > 0);
+            let err = |msg: String| SpeedMismatch { port: p.name.clone(), msg };
+            match link {
+                None if p.speed_auto => {
+                    return Err(err("speed = \"auto\" but the link reports no speed (is it up?)".into()))
+                }
+                None => {}
+                Some(l) if l == p.speed_bps => {}
+                Some(l) if p.speed_auto => {
+                    if p.shaper_bps == Some(p.speed_bps) || p.shaper_bps.is_some_and(|s| s > l) {
+                        p.shaper_bps = Some(l);
+                    }
+                    p.speed_bps = l;
+                    changed = true;
+                }
+                Some(l) => {
+                    let msg = format!(
+                        "the link runs at {} but speed = \"{}\"",
+                        crate::units::format_speed(l),
+                        crate::units::format_speed(p.speed_bps)
+                    );
+                    if !p.speed_mismatch_warn {
+                        return Err(err(format!(
+                            "{msg}: set the link's speed, speed = \"auto\", or speed_mismatch = \"warn\""
+                        )));
+                    }
+                    warnings.push(format!(
+                        "port {}: {msg}; the configured speed is used (speed_mismatch = \"warn\")",
+                        p.name
+                    ));
+                }
+            }
+        }
+        if !changed {
+            return Ok((None, warnings));
+        }
+        let plan = crate::plan::plan(&cfg, cfg.switch.sw_response_ns)
+            .map_err(|e| SpeedMismatch { port: "*".into(), msg: format!("with the links' speeds: {e}") })?;
+        Ok((Some(SwitchSpec::from_config(&cfg, plan)), warnings))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CFG: &str = r#"
+[eal]
+args = ["--no-huge", "-m", "512", "--lcores=0@0,1@1"]
+[[port]]
+name = "Ethernet0"
+devargs = "0000:3b:00.0"
+speed = "100G"
+cable_length = "300m"
+[[port]]
+name = "Ethernet4"
+devargs = "net_null0"
+speed = "100G"
+"#;
+
+    fn spec(text: &str) -> SwitchSpec {
+        let cfg = crate::config::from_str(text, "t.toml").unwrap();
+        let plan = crate::plan::plan(&cfg, cfg.switch.sw_response_ns).unwrap();
+        SwitchSpec::from_config(&cfg, plan)
+    }
+
+    #[test]
+    fn link_speed_refuse_warn_auto() {
+        const G25: u64 = 25_000_000_000;
+        let s = spec(CFG);
+        // A real link at another speed: refused, naming both; a vdev's nominal speed: ignored.
+        let e = s.with_link_speeds(&[Some(G25), Some(10_000_000_000)]).unwrap_err();
+        assert_eq!(e.port, "Ethernet0");
+        assert!(e.to_string().contains("25G") && e.to_string().contains("100G"), "{e}");
+        let (same, warnings) = s.with_link_speeds(&[None, Some(1)]).unwrap();
+        assert!(same.is_none() && warnings.is_empty(), "unknown speed, vdev: nothing");
+        assert!(s.with_link_speeds(&[Some(100_000_000_000), None]).unwrap().0.is_none(), "same speed");
+        // warn: the config wins.
+        let w = spec(&CFG.replacen("speed = \"100G\"", "speed = \"100G\"\nspeed_mismatch = \"warn\"", 1));
+        let (again, warnings) = w.with_link_speeds(&[Some(G25), None]).unwrap();
+        assert!(again.is_none() && warnings.len() == 1, "{warnings:?}");
+        // auto: the link's speed in force everywhere (PFC timers and headroom follow it).
+        let a = spec(&CFG.replacen("speed = \"100G\"", "speed = \"auto\"", 1));
+        assert!(a.with_link_speeds(&[None, None]).is_err(), "auto with no link speed");
+        let (b, _) = a.with_link_speeds(&[Some(G25), None]).unwrap();
+        let b = b.expect("re-derived");
+        assert_eq!(b.ports[0].speed_bps, G25);
+        assert_eq!(b.ports[1].speed_bps, 100_000_000_000);
+        let (h100, h25) = (a.plan.ports[0].headroom[3], b.plan.ports[0].headroom[3]);
+        assert!(h25 < h100, "headroom at 25G {h25} not below 100G's {h100}");
     }
 }

@@ -38,6 +38,9 @@ pub mod defaults {
     pub const TOTAL_SIZE: u64 = 12 << 20;
     /// Cell size when `[buffer]` is absent altogether.
     pub const CELL_SIZE: u32 = 256;
+    /// `speed = "auto"` before the link reports its speed (check-config, planning): 100G,
+    /// so that nothing is sized for less than the link may turn out to be.
+    pub const AUTO_SPEED_BPS: u64 = 100_000_000_000;
     pub const LOSSLESS_PRIVATE: u64 = 4096;
     pub const LOSSLESS_DYNAMIC_TH: i8 = 0;
     pub const LOSSY_DYNAMIC_TH: i8 = 3;

@@ -113,7 +113,16 @@ pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -
         return Err(FieldError::new(f("name"), format!("'{name}' must not contain whitespace, ':' or '|'")));
     }
     let device = parse_devargs(&raw.devargs).map_err(|m| FieldError::new(f("devargs"), m))?;
-    let speed_bps = speed(&raw.speed, &f("speed"))?;
+    // "auto": sized for the largest common speed until the link reports its own at start.
+    let speed_auto = raw.speed.text() == "auto";
+    let speed_bps = if speed_auto { defaults::AUTO_SPEED_BPS } else { speed(&raw.speed, &f("speed"))? };
+    let speed_mismatch_warn = match raw.speed_mismatch.as_deref() {
+        None | Some("refuse") => false,
+        Some("warn") => true,
+        Some(other) => {
+            return Err(FieldError::new(f("speed_mismatch"), format!("'{other}' is not one of \"refuse\", \"warn\"")))
+        }
+    };
     let cable_length_m = match &raw.cable_length {
         Some(h) => parse_length_m(&h.text()).map_err(|e| FieldError::new(f("cable_length"), e.to_string()))?,
         None => parse_length_m(defaults::CABLE_LENGTH).expect("default cable length"),
@@ -186,12 +195,14 @@ pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -
     if !tx_enable {
         ctx.warn(&f("tx_enable"), "false: this port transmits nothing (test knob)");
     }
-    Ok(PortConfig {
+    let port = PortConfig {
         index: i,
         name,
         devargs: raw.devargs.clone(),
         device,
         speed_bps,
+        speed_auto,
+        speed_mismatch_warn,
         cable_length_m,
         mtu,
         admin_up: raw.admin_status != Some(RawAdmin::Down),
@@ -208,7 +219,17 @@ pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -
         mac,
         rx_queues: 0,
         tx_lcore: u32::MAX,
-    })
+    };
+    if speed_auto && !port.has_real_link() {
+        return Err(FieldError::new(
+            f("speed"),
+            format!(
+                "\"auto\" needs a port with a real link (PCI, net_af_packet, net_af_xdp); {} reports a nominal speed: give it one",
+                port.dpdk_name()
+            ),
+        ));
+    }
+    Ok(port)
 }
 
 pub(super) fn port_by_name(ports: &[PortConfig], name: &str, path: &str) -> FResult<usize> {
