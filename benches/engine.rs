@@ -188,6 +188,39 @@ fn bench_fdb(c: &mut Criterion) {
     });
 }
 
+/// FDB aging at `fdb_size = 1048576` (2 Mi slots): the full sweep a worker used to run
+/// once a second with a table per worker, against the bounded slice the control lcore
+/// now ages every millisecond in the shared table; and the shared table's per-packet cost.
+fn bench_fdb_aging(c: &mut Criterion) {
+    const CAP: usize = 1 << 20;
+    let mac = |i: u32| {
+        let b = i.wrapping_mul(2_654_435_761).to_be_bytes();
+        [0x02, 0x30, b[0], b[1], b[2], b[3]]
+    };
+    let mut own = Fdb::new(CAP, 300, HZ);
+    let shared = pfcswitch::fdb::SharedFdb::new(CAP, 300, HZ);
+    for i in 0..(CAP as u32 / 2) {
+        own.learn(mac(i), (i & 3) as u16, 1);
+        shared.learn(mac(i), (i & 3) as u16, 1);
+    }
+    let mut g = c.benchmark_group("fdb_aging_1m");
+    g.sample_size(10);
+    // Nothing expires: the sweep's cost is reading every slot (48 MiB).
+    g.bench_function("per_worker_full_sweep", |b| b.iter(|| black_box(own.age(black_box(2)))));
+    g.bench_function("shared_slice_512", |b| b.iter(|| black_box(shared.age_slice(512, black_box(2)))));
+    g.finish();
+    let mut j = 0u32;
+    let mut now = 2u64;
+    c.bench_function("shared_fdb_learn_refresh_plus_lookup_hit_512k", |b| {
+        b.iter(|| {
+            j = (j + 40_503) & (CAP as u32 / 2 - 1);
+            now += 1;
+            black_box(shared.learn(mac(j), (j & 3) as u16, now));
+            black_box(shared.lookup(mac((j + 12_345) & (CAP as u32 / 2 - 1)), now))
+        })
+    });
+}
+
 fn bench_shaper(c: &mut Criterion) {
     let mut sh = Shaper::new(100_000_000_000, Shaper::default_burst(100_000_000_000, 1522 + 24), HZ, 0);
     let mut now = 0u64;
@@ -247,6 +280,7 @@ criterion_group!(
     bench_mmu_burst,
     bench_sched,
     bench_fdb,
+    bench_fdb_aging,
     bench_shaper,
     bench_pipeline
 );

@@ -210,8 +210,9 @@ counter_set! {
         /// MMU edges that did not fit the ring to the control lcore (the control lcore's
         /// reconciliation still acts on them).
         edge_overflow,
-        /// FDB entries of this worker (published once a second).
-        fdb_entries,
+        /// The longest loop iteration of this worker, TSC cycles (the control lcore ages
+        /// the FDB: a worker never sweeps it).
+        max_loop_cycles,
         /// TSC cycles spent in iterations that moved at least one packet.
         busy_cycles,
         loops,

@@ -275,6 +275,7 @@ pub fn shared_state(
         counters: (0..spec.workers.len()).map(|_| LcoreCounters::new(nports)).collect(),
         pool,
         mmu,
+        fdb: crate::fdb::SharedFdb::new(spec.fdb_size, spec.fdb_aging_time.min(u32::MAX as u64) as u32, tsc_hz),
         ports: rts,
         edges: (0..spec.workers.len()).map(|_| ArrayQueue::new(4096)).collect(),
         ctl_pool,

@@ -76,6 +76,8 @@ pub struct Shared {
     pub counters: Vec<CachePadded<LcoreCounters>>,
     pub pool: Arc<Mempool>,
     pub mmu: Mmu,
+    /// The learning table every worker reads and writes (aged by the control lcore).
+    pub fdb: crate::fdb::SharedFdb,
     pub ports: Vec<PortRt>,
     /// One single-producer ring per worker to the control lcore.
     pub edges: Vec<ArrayQueue<EdgeMsg>>,

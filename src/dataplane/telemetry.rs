@@ -234,9 +234,8 @@ impl Views {
 
     pub fn fdb(&self) -> Value {
         let mut m = Map::new();
-        for (i, c) in self.shared.counters.iter().enumerate() {
-            m.insert(format!("worker{i}_entries"), c.worker.fdb_entries.get().into());
-        }
+        m.insert("entries".into(), self.shared.fdb.len().into());
+        m.insert("capacity".into(), (self.shared.fdb.slots() / 2).into());
         Value::Object(m)
     }
 
@@ -314,7 +313,7 @@ const COMMANDS: [(&str, &str, Scope); 10] = [
         "Per ingress port and TC: rx + flood copies = tx + dropped + in flight. Param: port",
         Scope::PerPort(Views::conservation),
     ),
-    ("/pfcswitch/fdb", "FDB entries per worker lcore", Scope::Switch(Views::fdb)),
+    ("/pfcswitch/fdb", "FDB entries (one table for every worker) and capacity", Scope::Switch(Views::fdb)),
 ];
 
 /// Register every command. Failures are logged, not fatal (telemetry may be disabled

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use crate::classify::Class;
 use crate::counters::{DropReason, LcoreCounters, PortCounters};
 use crate::dpdk::{rdtsc, Mbuf, MbufBurst, RxQueue, BURST_CAP};
-use crate::fdb::Fdb;
 use crate::mmu::{self, Verdict};
 use crate::pfc::PfcRx;
 use crate::pfcwd::PfcwdRxStamps;
@@ -43,9 +42,6 @@ pub struct Worker {
     multi_rx: Vec<bool>,
     /// Owned ports whose PFC inbox this lcore drains every loop.
     pfc_inbox_ports: Vec<usize>,
-    fdb: Fdb,
-    /// TSC ticks between FDB aging sweeps (0 = never age).
-    fdb_age_every: u64,
     /// Per port: pad short frames (kernel-backed ports) rather than drop them.
     pad_short: Vec<bool>,
     /// Per port, the largest frame accepted: MTU + Ethernet/802.1Q header.
@@ -102,8 +98,6 @@ impl Worker {
             wd_stamps: (0..nports).map(|_| None).collect(),
             multi_rx: spec.ports.iter().map(|p| p.nb_rx > 1).collect(),
             pfc_inbox_ports: Vec::new(),
-            fdb: Fdb::new(spec.fdb_size, spec.fdb_aging_time.min(u32::MAX as u64) as u32, tsc_hz),
-            fdb_age_every: if spec.fdb_aging_time == 0 { 0 } else { tsc_hz },
             pad_short: spec.ports.iter().map(|p| p.pad_short_frames).collect(),
             max_frame: spec.ports.iter().map(|p| p.mtu + crate::plan::MAX_L2_HEADER).collect(),
             burst: MbufBurst::new(),
@@ -179,7 +173,7 @@ impl Worker {
         // A second handle, so the loop can lend `&Shared` while `self` is borrowed mutably.
         let shared = self.shared.clone();
         let counters: &LcoreCounters = &shared.counters[self.index];
-        let mut next_age = rdtsc().wrapping_add(self.fdb_age_every);
+        let mut max_loop = 0u64;
         // Pauses that expire on their own are accounted (RxWait) by a periodic settle.
         let settle_every = (self.tsc_hz / 1000).max(1);
         let mut next_settle = rdtsc().wrapping_add(settle_every);
@@ -225,10 +219,11 @@ impl Worker {
                     rx.poll(t1);
                 }
             }
-            if self.fdb_age_every != 0 && t1 >= next_age {
-                self.fdb.age(t1);
-                counters.worker.fdb_entries.set(self.fdb.len() as u64);
-                next_age = t1.wrapping_add(self.fdb_age_every);
+            // The longest iteration: what an RX ring must absorb while this lcore is away.
+            let took = t1.wrapping_sub(t0);
+            if took > max_loop {
+                max_loop = took;
+                counters.worker.max_loop_cycles.set(took);
             }
         }
         // Stop: account pauses that ended. Wait until no worker enqueues any more, then
@@ -314,7 +309,7 @@ impl Worker {
                 continue;
             }
             if learned != Some(parsed.src.0) {
-                self.fdb.learn(parsed.src.0, in_port as u16, now);
+                shared.fdb.learn(parsed.src.0, in_port as u16, now);
                 learned = Some(parsed.src.0);
                 looked_up = None;
             }
@@ -329,7 +324,7 @@ impl Worker {
                 match looked_up {
                     Some((d, o)) if d == parsed.dst.0 => o,
                     _ => {
-                        let o = self.fdb.lookup(parsed.dst.0, now);
+                        let o = shared.fdb.lookup(parsed.dst.0, now);
                         looked_up = Some((parsed.dst.0, o));
                         o
                     }

@@ -32,10 +32,13 @@
 //!
 //! # Concurrency
 //!
-//! Single writer: an `Fdb` is owned by one worker lcore (`&mut self` for `learn`). With
-//! several workers, each keeps its own FDB (a MAC learned on worker A is flooded by worker
-//! B until B learns it too, which is correct, merely less efficient). A shared table
-//! (e.g. per-slot seqlocks written by one lcore) may come later.
+//! Single writer: an `Fdb` is owned by one thread (`&mut self` for `learn`). The switch's
+//! workers share one [`SharedFdb`] instead (lock-free lookups and learning, aging in
+//! bounded slices by the control lcore); `Fdb` is the reference model it is tested
+//! against and the table of the engine benchmarks.
+
+mod shared;
+pub use shared::SharedFdb;
 
 /// Outcome of [`Fdb::learn`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

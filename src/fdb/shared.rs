@@ -1,0 +1,311 @@
+//! One learning table for every worker: lock-free lookups and learning, aging in bounded
+//! slices by another thread (the control lcore).
+//!
+//! With one [`super::Fdb`] per worker, a MAC learned by worker A is unknown to worker B,
+//! and B floods that MAC's traffic for ever when it never receives from it (3+ ports, a
+//! port's RX on A, another's on B). [`SharedFdb`] is one table all workers read and write.
+//!
+//! # Layout
+//!
+//! Open addressing with linear probing, `2 × capacity` slots of two `AtomicU64` (16
+//! bytes: four slots per cache line), the same multiply-shift hash as [`super::Fdb`].
+//! A slot's `key` is 0 (empty, ends a probe chain), `RESERVED | mac` (being filled),
+//! `OCCUPIED | mac`, or `TOMBSTONE` (aged out; does not end a chain, may be reused). Its
+//! `val` is `port << 48 | stamp`, `stamp` the last-seen time in units of `tsc_hz / 16`
+//! ticks (1/16 s), so a refresh writes a MAC's slot at most 16 times a second.
+//!
+//! # Concurrency
+//!
+//! * **Learn** (any worker): find the MAC's slot on its chain; refresh `val` only if the
+//!   port or the stamp changed (no write, no cache-line transfer, on most packets).
+//!   Absent: claim the first tombstone or the empty slot that ends the chain with a CAS
+//!   `0|TOMBSTONE → RESERVED|mac`, write `val`, then publish `OCCUPIED|mac` (release).
+//!   Only the CAS winner writes `val`; a learner that finds `RESERVED|mac` leaves it to
+//!   the winner. Two workers learning the same new MAC at once may, rarely, claim two
+//!   slots (one behind a tombstone the other did not see): lookups use the first, the other
+//!   ages out.
+//! * **Lookup** (any worker): `key` with acquire, then `val`: a published key's `val` is
+//!   complete.
+//! * **Aging** (one thread, [`SharedFdb::age_slice`]): a bounded number of slots per call
+//!   (lookups already treat expired entries as absent; the sweep reclaims their slots);
+//!   an expired `OCCUPIED` key becomes `TOMBSTONE` by CAS. No entry ever moves, so a
+//!   reader never misses one (no backward-shift deletion here).
+//!
+//! A refresh racing with the aging of the same entry may be lost: the MAC is learned again
+//! from its next frame (flooded once meanwhile).
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
+
+use super::{is_group, mac_to_u64};
+
+const OCCUPIED: u64 = 1 << 63;
+const RESERVED: u64 = 1 << 62;
+const TOMBSTONE: u64 = 1 << 61;
+const MAC_MASK: u64 = (1 << 48) - 1;
+const HASH_MUL: u64 = 0x9E37_79B9_7F4A_7C15;
+const STAMP_MASK: u64 = (1 << 48) - 1;
+/// Stamps per second.
+const STAMPS_PER_S: u64 = 16;
+
+#[derive(Default)]
+struct Slot {
+    key: AtomicU64,
+    val: AtomicU64,
+}
+
+/// The switch's learning table. See the module documentation.
+pub struct SharedFdb {
+    slots: Box<[Slot]>,
+    mask: usize,
+    shift: u32,
+    capacity: usize,
+    /// Published or reserved entries (not tombstones): at most `capacity`.
+    used: AtomicUsize,
+    /// TSC ticks per stamp.
+    stamp_ticks: u64,
+    /// Aging time in stamps (0 = never).
+    aging_stamps: u64,
+    /// Where the next aging slice starts (one aging thread).
+    cursor: AtomicUsize,
+}
+
+impl SharedFdb {
+    /// A table for up to `capacity` entries (a power of two), aging after `aging_time_s`
+    /// seconds (0 = never) at `tsc_hz`. Allocates `2 × capacity` slots of 16 bytes.
+    pub fn new(capacity: usize, aging_time_s: u32, tsc_hz: u64) -> SharedFdb {
+        assert!(capacity.is_power_of_two(), "FDB capacity must be a power of two, got {capacity}");
+        let nslots = capacity.checked_mul(2).expect("FDB capacity too large");
+        SharedFdb {
+            slots: (0..nslots).map(|_| Slot::default()).collect(),
+            mask: nslots - 1,
+            shift: 64 - nslots.trailing_zeros(),
+            capacity,
+            used: AtomicUsize::new(0),
+            stamp_ticks: (tsc_hz / STAMPS_PER_S).max(1),
+            aging_stamps: u64::from(aging_time_s) * STAMPS_PER_S,
+            cursor: AtomicUsize::new(0),
+        }
+    }
+
+    /// Slots in the table (`2 × capacity`).
+    pub fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Entries stored (live or not yet aged).
+    pub fn len(&self) -> usize {
+        self.used.load(Relaxed)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    #[inline]
+    fn home(&self, mac: u64) -> usize {
+        (mac.wrapping_mul(HASH_MUL) >> self.shift) as usize
+    }
+
+    #[inline]
+    fn stamp(&self, now_tsc: u64) -> u64 {
+        (now_tsc / self.stamp_ticks) & STAMP_MASK
+    }
+
+    #[inline]
+    fn expired(&self, val: u64, now_tsc: u64) -> bool {
+        self.aging_stamps != 0 && self.stamp(now_tsc).saturating_sub(val & STAMP_MASK) >= self.aging_stamps
+    }
+
+    /// Learn (or refresh) `mac` on `port`. Per-packet path: no allocation, no lock, no
+    /// system call; writes only when something changed. Returns false when not learned
+    /// (group or zero source, table full).
+    #[inline]
+    pub fn learn(&self, mac: [u8; 6], port: u16, now_tsc: u64) -> bool {
+        let m = mac_to_u64(mac);
+        if is_group(mac) || m == 0 {
+            return false;
+        }
+        let val = u64::from(port) << 48 | self.stamp(now_tsc);
+        let mut i = self.home(m);
+        let mut free = None;
+        for _ in 0..self.slots.len() {
+            let s = &self.slots[i];
+            let k = s.key.load(Acquire);
+            if k == OCCUPIED | m {
+                if s.val.load(Relaxed) != val {
+                    s.val.store(val, Relaxed);
+                }
+                return true;
+            }
+            if k == RESERVED | m {
+                return true; // another worker is filling it in
+            }
+            if k == TOMBSTONE && free.is_none() {
+                free = Some((i, TOMBSTONE));
+            }
+            if k == 0 {
+                free.get_or_insert((i, 0));
+                break;
+            }
+            i = (i + 1) & self.mask;
+        }
+        let Some((slot, was)) = free else { return false };
+        if self.used.load(Relaxed) >= self.capacity {
+            return false;
+        }
+        let s = &self.slots[slot];
+        if s.key.compare_exchange(was, RESERVED | m, AcqRel, Acquire).is_err() {
+            // Lost the slot to another learner: it may be this MAC; try once more.
+            return self.learn_retry(mac, port, now_tsc);
+        }
+        self.used.fetch_add(1, Relaxed);
+        s.val.store(val, Relaxed);
+        s.key.store(OCCUPIED | m, Release);
+        true
+    }
+
+    #[cold]
+    fn learn_retry(&self, mac: [u8; 6], port: u16, now_tsc: u64) -> bool {
+        self.learn(mac, port, now_tsc)
+    }
+
+    /// The live port of `mac`. Per-packet path.
+    #[inline]
+    pub fn lookup(&self, mac: [u8; 6], now_tsc: u64) -> Option<u16> {
+        let m = mac_to_u64(mac);
+        let mut i = self.home(m);
+        for _ in 0..self.slots.len() {
+            let s = &self.slots[i];
+            let k = s.key.load(Acquire);
+            if k == OCCUPIED | m {
+                let v = s.val.load(Relaxed);
+                return (!self.expired(v, now_tsc)).then_some((v >> 48) as u16);
+            }
+            if k == 0 {
+                return None;
+            }
+            i = (i + 1) & self.mask;
+        }
+        None
+    }
+
+    /// Age the next `n` slots (one thread only): expired entries become tombstones.
+    /// Returns how many were removed. Bounded work per call, whatever the table's size.
+    pub fn age_slice(&self, n: usize, now_tsc: u64) -> usize {
+        if self.aging_stamps == 0 {
+            return 0;
+        }
+        let start = self.cursor.load(Relaxed);
+        let mut removed = 0;
+        for j in 0..n.min(self.slots.len()) {
+            let s = &self.slots[(start + j) & self.mask];
+            let k = s.key.load(Acquire);
+            if k & OCCUPIED != 0
+                && self.expired(s.val.load(Relaxed), now_tsc)
+                && s.key.compare_exchange(k, TOMBSTONE, AcqRel, Relaxed).is_ok()
+            {
+                self.used.fetch_sub(1, Relaxed);
+                removed += 1;
+            }
+        }
+        self.cursor.store((start + n) & self.mask, Relaxed);
+        removed
+    }
+
+    /// Live entries `(mac, port)` (control path: walks the whole table).
+    pub fn entries(&self, now_tsc: u64) -> impl Iterator<Item = ([u8; 6], u16)> + '_ {
+        self.slots.iter().filter_map(move |s| {
+            let k = s.key.load(Acquire);
+            let v = s.val.load(Relaxed);
+            (k & OCCUPIED != 0 && !self.expired(v, now_tsc))
+                .then(|| (super::u64_to_mac(k & MAC_MASK), (v >> 48) as u16))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    const HZ: u64 = 1_600; // 100 ticks per stamp
+
+    fn mac(n: u32) -> [u8; 6] {
+        let b = n.to_be_bytes();
+        [0x02, 0, b[0], b[1], b[2], b[3]]
+    }
+
+    #[test]
+    fn learn_lookup_move_age() {
+        let f = SharedFdb::new(64, 2, HZ);
+        assert_eq!(f.lookup(mac(1), 0), None);
+        assert!(f.learn(mac(1), 3, 0));
+        assert!(f.learn(mac(2), 4, 0));
+        assert_eq!((f.lookup(mac(1), 10), f.lookup(mac(2), 10)), (Some(3), Some(4)));
+        assert!(f.learn(mac(1), 5, 100), "station move");
+        assert_eq!(f.lookup(mac(1), 100), Some(5));
+        assert!(!f.learn([0x01, 0, 0, 0, 0, 1], 1, 0) && !f.learn([0; 6], 1, 0));
+        assert_eq!(f.len(), 2);
+        // 2 s = 32 stamps: mac(2), last seen at stamp 0, is expired at stamp 32.
+        assert_eq!(f.lookup(mac(2), 3200), None);
+        assert_eq!(f.age_slice(f.slots(), 3200), 1, "mac(2) aged, mac(1) (stamp 1) too young");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f.lookup(mac(1), 3200), Some(5));
+        // The tombstone keeps chains intact and is reused.
+        assert!(f.learn(mac(2), 6, 3250));
+        assert_eq!(f.lookup(mac(2), 3250), Some(6));
+        assert_eq!(f.entries(3250).count(), 2);
+    }
+
+    #[test]
+    fn full_table_refuses_and_chains_survive_aging() {
+        let f = SharedFdb::new(8, 1, HZ);
+        for n in 0..8 {
+            assert!(f.learn(mac(n), n as u16, 0));
+        }
+        assert!(!f.learn(mac(100), 1, 0), "full");
+        for n in 0..4 {
+            assert!(f.learn(mac(n), n as u16, 1600), "refreshed");
+        }
+        // Age in small slices: 4 entries expire, every other is still found.
+        let mut removed = 0;
+        for _ in 0..8 {
+            removed += f.age_slice(2, 1700);
+        }
+        assert_eq!(removed, 4);
+        for n in 0..4 {
+            assert_eq!(f.lookup(mac(n), 1700), Some(n as u16));
+        }
+        for n in 4..8 {
+            assert_eq!(f.lookup(mac(n), 1700), None);
+        }
+        assert!(f.learn(mac(100), 1, 1700));
+    }
+
+    #[test]
+    fn concurrent_learners_agree() {
+        let f = Arc::new(SharedFdb::new(1 << 12, 300, HZ));
+        let threads: Vec<_> = (0..4u16)
+            .map(|t| {
+                let f = f.clone();
+                std::thread::spawn(move || {
+                    for n in 0..2000 {
+                        // Every thread learns every MAC, on a port derived from the MAC.
+                        let m = (n * 7 + u32::from(t)) % 2000;
+                        assert!(f.learn(mac(m), (m % 5) as u16, 0));
+                        if let Some(p) = f.lookup(mac(m), 0) {
+                            assert_eq!(p, (m % 5) as u16);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        for m in 0..2000 {
+            assert_eq!(f.lookup(mac(m), 0), Some((m % 5) as u16), "mac {m}");
+        }
+        assert!(f.len() >= 2000 && f.len() <= 2100, "{} entries for 2000 MACs", f.len());
+    }
+}
