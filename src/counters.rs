@@ -45,6 +45,9 @@ drop_reasons! {
     Malformed = "malformed",
     /// Sent to an IEEE 802.1D reserved address 01-80-C2-00-00-0x that is not MAC control.
     LinkLocal = "link_local",
+    /// A lossless-class frame to an unknown unicast destination with
+    /// `switch.flood_lossless = false` (never flooded: a PFC deadlock source).
+    LosslessUnknownUnicast = "lossless_unknown_unicast",
     /// A MAC-control frame (EtherType 0x8808) the decoder rejected.
     BadMacControl = "bad_mac_control",
     /// The destination was learned on the ingress port (a bridge never hairpins).
@@ -225,6 +228,8 @@ counter_set! {
         /// PFC frames received on a queue whose lcore does not own the port's receive-side
         /// PFC state that found the hand-over queue full (never seen in practice).
         pfc_inbox_overflow,
+        /// Naps taken with `worker_idle = "adaptive"`.
+        idle_sleeps,
     }
     arrays {}
 }

@@ -33,6 +33,8 @@
 //!                               # of the headroom calculator; a duration with a unit
 //!                               # ("10us", "2.5µs", "800ns", "1ms"), 0..=1s. Measure it
 //!                               # with the `pfc_reaction` p99 of the stats JSON.
+//! flood_lossless = true         # false: lossless-class frames to unknown unicast MACs
+//!                               # are dropped (drops.lossless_unknown_unicast), not flooded
 //!
 //! [[port]]                      # at least one; [[port]] index i = position in the file
 //! name = "Ethernet0"            # required, unique, no whitespace, ':' or '|'
@@ -67,6 +69,9 @@
 //!                               # "poll": busy-poll (a dedicated, isolated CPU)
 //! control_nap = "1ms"           # one nap (1us..10ms; default 1ms): bounds how late a
 //!                               # RESUME can be after a quiet spell
+//! worker_idle = "poll"          # "poll" (default): busy-poll; "adaptive": nap 20us..1ms
+//!                               # when idle (nothing queued, no PG paused), for switches
+//!                               # sharing CPUs; full polling again at the first packet
 //! [[lcores.worker]]             # at least one when [lcores] is written
 //! lcore = 1                     # < 128, not the control lcore, unique
 //! rx = ["Ethernet0:0", "Ethernet4:0"]   # "<port>:<queue>": each polled by exactly one worker;

@@ -103,6 +103,7 @@ pub(crate) struct RawSwitch {
     pub tx_ring_size: Option<i64>,
     pub mbuf_count: Option<i64>,
     pub sw_response: Option<Human>,
+    pub flood_lossless: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -145,6 +146,7 @@ pub(crate) struct RawLcores {
     pub control: Option<i64>,
     pub control_idle: Option<String>,
     pub control_nap: Option<Human>,
+    pub worker_idle: Option<String>,
     /// `[[lcores.worker]]`, deserialized one by one as [`RawWorker`].
     pub worker: Option<Vec<Value>>,
 }

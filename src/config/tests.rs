@@ -584,3 +584,15 @@ fn speed_auto_and_mismatch_policy() {
         "not one of",
     );
 }
+
+#[test]
+fn worker_idle_and_flood_lossless() {
+    let c = from_str(MIN, "t.toml").unwrap();
+    assert_eq!(c.lcores.worker_idle, WorkerIdle::Poll);
+    assert!(c.switch.flood_lossless);
+    let t = format!("{MIN}\n[switch]\nflood_lossless = false\n");
+    assert!(!from_str(&t, "t.toml").unwrap().switch.flood_lossless);
+    let lc = "[lcores]\ncontrol = 0\nworker_idle = \"adaptive\"\n[[lcores.worker]]\nlcore = 1\nrx = [\"Ethernet0:0\", \"Ethernet4:0\"]\ntx = [\"Ethernet0\", \"Ethernet4\"]\n";
+    assert_eq!(from_str(&format!("{MIN}\n{lc}"), "t.toml").unwrap().lcores.worker_idle, WorkerIdle::Adaptive);
+    assert_err(&format!("{MIN}\n{}", lc.replace("adaptive", "lazy")), "lcores.worker_idle", "not one of");
+}

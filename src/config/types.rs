@@ -63,6 +63,10 @@ pub struct SwitchConfig {
     /// headroom calculator (`[switch] sw_response`, default
     /// [`crate::headroom::DEFAULT_SW_RESPONSE_NS`]).
     pub sw_response_ns: u64,
+    /// `switch.flood_lossless`: flood lossless-class frames to unknown unicast
+    /// destinations (default true); false drops them (`drops.lossless_unknown_unicast`),
+    /// a known cause of PFC deadlock in looped fabrics.
+    pub flood_lossless: bool,
 }
 
 /// QoS trust mode of a port: the classifier's own type (one definition).
@@ -176,7 +180,21 @@ pub struct LcoreConfig {
     pub control_idle: ControlIdle,
     /// `lcores.control_nap`: how long one nap lasts (ns) with `control_idle = "sleep"`.
     pub control_nap_ns: u64,
+    /// `lcores.worker_idle`: what a worker does when it has nothing to do.
+    pub worker_idle: WorkerIdle,
     pub workers: Vec<WorkerConfig>,
+}
+
+/// `lcores.worker_idle`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkerIdle {
+    /// Busy-poll always (the default: a dedicated server's CPUs).
+    Poll,
+    /// After a run of empty polls, with nothing queued and no PG paused, sleep in growing
+    /// steps (20 µs up to 1 ms); full polling again at the first packet. For several
+    /// instances sharing CPUs (a fabric on one machine); costs latency after idle.
+    Adaptive,
 }
 
 /// `lcores.control_idle`: how the control lcore waits while no PG is paused and no PFC

@@ -45,6 +45,9 @@ pub struct SwitchSpec {
     pub control_lcore: u32,
     pub control_idle: crate::config::ControlIdle,
     pub control_nap_ns: u64,
+    pub worker_idle: crate::config::WorkerIdle,
+    /// Flood lossless-class frames to unknown unicast destinations.
+    pub flood_lossless: bool,
     pub burst_size: usize,
     pub rx_ring_size: u16,
     pub tx_ring_size: u16,
@@ -111,6 +114,8 @@ impl SwitchSpec {
             control_lcore: cfg.lcores.control,
             control_idle: cfg.lcores.control_idle,
             control_nap_ns: cfg.lcores.control_nap_ns,
+            worker_idle: cfg.lcores.worker_idle,
+            flood_lossless: cfg.switch.flood_lossless,
             burst_size: burst,
             rx_ring_size: cfg.switch.rx_ring_size,
             tx_ring_size: cfg.switch.tx_ring_size,

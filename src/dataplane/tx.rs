@@ -470,6 +470,16 @@ impl TxPort {
         self.publish_depths(shared);
     }
 
+    /// Nothing waits here: no packet pending for the TX ring, queued, on its way from
+    /// another lcore, and no control frame (an adaptive worker may nap).
+    pub fn is_idle(&self, shared: &Shared) -> bool {
+        let eg = &shared.egress[self.port];
+        self.pending.is_empty()
+            && self.tcq.iter().all(|q| q.is_empty())
+            && eg.inbound.is_empty()
+            && eg.control.is_empty()
+    }
+
     /// `n` packets left `queue` while the watchdog forwards its stormed priority.
     #[cold]
     fn count_watchdog_tx_ok(&self, shared: &Shared, queue: u8, n: u64) {

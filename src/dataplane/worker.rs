@@ -55,7 +55,16 @@ pub struct Worker {
     run_lens: Box<[u32; BURST_CAP]>,
     /// PAUSEs this lcore sent whose note the control lcore has not taken yet.
     notes: WorkerNotes,
+    /// `worker_idle = "adaptive"`: nap when idle.
+    adaptive: bool,
+    /// Flood lossless-class frames to unknown unicast destinations.
+    flood_lossless: bool,
 }
+
+/// Empty loop iterations before an adaptive worker naps, and its nap lengths (µs).
+const IDLE_SPINS: u32 = 1024;
+const NAP_MIN_US: u64 = 20;
+const NAP_MAX_US: u64 = 1000;
 
 /// The key of the run of packets being formed.
 #[derive(Clone, Copy, Default)]
@@ -107,6 +116,8 @@ impl Worker {
             run_mbufs: MbufBurst::new(),
             run_lens: Box::new([0; BURST_CAP]),
             notes: WorkerNotes::new(nports),
+            adaptive: spec.worker_idle == crate::config::WorkerIdle::Adaptive,
+            flood_lossless: spec.flood_lossless,
         }
     }
 
@@ -123,6 +134,24 @@ impl Worker {
         if self.multi_rx[port] {
             self.pfc_inbox_ports.push(port);
         }
+    }
+
+    /// An adaptive worker may nap only when nothing waits for it: no PAUSE of its own to
+    /// refresh, nothing queued on the ports it transmits (data or control frames), and no
+    /// PG paused anywhere (the control lcore's refreshes leave through the TX owners).
+    #[cold]
+    fn may_nap(&self, shared: &Shared) -> bool {
+        self.notes.is_empty()
+            && self.txs.iter().all(|t| t.is_idle(shared))
+            && shared.ports.iter().enumerate().all(|(p, rt)| {
+                let mut pgs = rt.plan.lossless_pgs;
+                let mut off = false;
+                while pgs != 0 {
+                    off |= shared.mmu.is_off(p as u16, pgs.trailing_zeros() as u8);
+                    pgs &= pgs - 1;
+                }
+                !off
+            })
     }
 
     /// A MAC-control frame received on `port`: applied here if this lcore owns the port's
@@ -174,6 +203,10 @@ impl Worker {
         let shared = self.shared.clone();
         let counters: &LcoreCounters = &shared.counters[self.index];
         let mut max_loop = 0u64;
+        let (mut empty, mut nap_us) = (0u32, NAP_MIN_US);
+        if self.adaptive {
+            crate::dpdk::set_timer_slack_ns(1_000);
+        }
         // Pauses that expire on their own are accounted (RxWait) by a periodic settle.
         let settle_every = (self.tsc_hz / 1000).max(1);
         let mut next_settle = rdtsc().wrapping_add(settle_every);
@@ -224,6 +257,18 @@ impl Worker {
             if took > max_loop {
                 max_loop = took;
                 counters.worker.max_loop_cycles.set(took);
+            }
+            if self.adaptive {
+                if moved > 0 {
+                    (empty, nap_us) = (0, NAP_MIN_US);
+                } else if empty < IDLE_SPINS {
+                    empty += 1;
+                } else if self.may_nap(&shared) {
+                    // Idle path only: a syscall here costs no packet anything but latency.
+                    std::thread::sleep(std::time::Duration::from_micros(nap_us));
+                    counters.worker.idle_sleeps.inc();
+                    nap_us = (nap_us * 2).min(NAP_MAX_US);
+                }
             }
         }
         // Stop: account pauses that ended. Wait until no worker enqueues any more, then
@@ -335,6 +380,12 @@ impl Worker {
             // Where the packet goes: one port (unicast, or a flood with a single other
             // port), or a flood with copies.
             let single = match out {
+                None if lossless && !self.flood_lossless && !parsed.dst.is_multicast() => {
+                    pc.tc_rx[class.tc as usize].inc();
+                    pc.drop(DropReason::LosslessUnknownUnicast);
+                    pc.tc_dropped[class.tc as usize].inc();
+                    continue;
+                }
                 Some(p) if p == ip => {
                     pc.tc_rx[class.tc as usize].inc();
                     pc.drop(DropReason::SamePort);

@@ -295,6 +295,11 @@ impl RunningSwitch {
         }
     }
 
+    /// The switch's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Send a signal (by name: "USR1", "INT", ...) to the switch process.
     pub fn signal(&self, sig: &str) {
         let st = Command::new("kill").args([&format!("-{sig}"), &self.child.id().to_string()]).status().unwrap();

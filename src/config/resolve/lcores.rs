@@ -13,6 +13,7 @@ pub(super) fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FRe
             control: 0,
             control_idle: ControlIdle::Sleep,
             control_nap_ns: defaults::CONTROL_NAP_NS,
+            worker_idle: WorkerIdle::Poll,
             workers: vec![WorkerConfig {
                 lcore: 1,
                 rx: (0..ports.len()).map(|port| RxQueueRef { port, queue: 0 }).collect(),
@@ -44,6 +45,13 @@ pub(super) fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FRe
             ns
         }
         None => defaults::CONTROL_NAP_NS,
+    };
+    let worker_idle = match raw.worker_idle.as_deref() {
+        None | Some("poll") => WorkerIdle::Poll,
+        Some("adaptive") => WorkerIdle::Adaptive,
+        Some(o) => {
+            return Err(FieldError::new("lcores.worker_idle", format!("'{o}' is not one of \"poll\", \"adaptive\"")))
+        }
     };
     let wv = raw.worker.unwrap_or_default();
     if wv.is_empty() {
@@ -142,5 +150,5 @@ pub(super) fn resolve_lcores(v: Option<&Value>, ports: &mut [PortConfig]) -> FRe
             }
         }
     }
-    Ok(LcoreConfig { control, control_idle, control_nap_ns, workers })
+    Ok(LcoreConfig { control, control_idle, control_nap_ns, worker_idle, workers })
 }

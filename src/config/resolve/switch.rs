@@ -64,6 +64,7 @@ pub(super) fn resolve_switch(sw: &RawSwitch) -> FResult<SwitchConfig> {
         mbuf_count: 0,
         mbuf_count_computed: true,
         sw_response_ns,
+        flood_lossless: sw.flood_lossless.unwrap_or(true),
     })
 }
 

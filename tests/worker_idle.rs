@@ -1,0 +1,62 @@
+//! `[lcores] worker_idle = "adaptive"`: an idle instance gives its CPUs back (several
+//! switches can share a small machine) and still forwards the first packet after idle.
+//! Measured from /proc: the whole process's CPU time over one idle second, poll vs
+//! adaptive. Needs root for the veth that delivers the packet after idle.
+
+mod common;
+use common::*;
+
+use std::time::Duration;
+
+/// CPU seconds (user + system) the process has used, from /proc/<pid>/stat.
+fn cpu_s(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    ticks / 100.0 // USER_HZ
+}
+
+fn idle_cpu(tag: &str, idle: &str) -> Option<(f64, Option<f64>)> {
+    if !is_root() {
+        eprintln!("SKIP: needs root (veth pair)");
+        return None;
+    }
+    let d = TestDir::new(tag);
+    let n = std::process::id() % 100_000;
+    let veth = Veth::new(&format!("idl{n}{}a", tag.len()), &format!("idl{n}{}b", tag.len()));
+    write_pcap(&d.join("in1.pcap"), &[]);
+    let cfg = veth_and_pcap(&d, &veth.a).lcores_set("worker_idle", &format!("\"{idle}\"")).one_worker();
+    let cfg = cfg.write(&d.join("t.toml"));
+    let mut sw = RunningSwitch::spawn(&cfg, &d.join("stats.json"), &[]);
+    sw.wait_forwarding(Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = sw.pid();
+    let c0 = cpu_s(pid);
+    std::thread::sleep(Duration::from_secs(1));
+    let used = cpu_s(pid) - c0;
+    // The first packet after idle: flooded to Ethernet4 (out1.pcap).
+    let t = veth.inject(&eth_frame(BCAST, mac(0x42), 7, 64));
+    std::thread::sleep(Duration::from_millis(300));
+    let log = sw.stop();
+    let out = read_pcap_ts(&d.join("out1.pcap"));
+    let first = out.iter().find(|(_, f)| f[6..12] == mac(0x42)).map(|(ts, _)| (*ts as f64 - t as f64) / 1e3);
+    assert!(first.is_some(), "{idle}: the packet after idle was not forwarded\n{log}");
+    Some((used, first))
+}
+
+#[test]
+fn adaptive_worker_gives_the_cpu_back_and_still_forwards() {
+    let Some((poll, poll_us)) = idle_cpu("poll", "poll") else { return };
+    let Some((adaptive, adaptive_us)) = idle_cpu("adaptive", "adaptive") else { return };
+    // net_pcap's TX timestamps and this clock are offset by up to milliseconds: the
+    // difference of the two runs is the cost of waking up.
+    eprintln!(
+        "idle CPU over 1 s: poll {:.0} %, adaptive {:.1} %; first packet after idle: adaptive {:+.0} µs vs poll",
+        poll * 100.0,
+        adaptive * 100.0,
+        adaptive_us.unwrap_or(f64::NAN) - poll_us.unwrap_or(f64::NAN)
+    );
+    assert!(poll > 0.5, "a polling worker uses its CPU: {poll:.2} s in 1 s");
+    assert!(adaptive < 0.10, "an idle adaptive instance used {:.1} % of a CPU", adaptive * 100.0);
+}
