@@ -17,8 +17,8 @@ pub struct PortSpec {
     /// Configured MAC (`mac`), else the device's.
     pub mac: Option<[u8; 6]>,
     /// Pad frames shorter than 60 bytes instead of dropping them as runts. On for
-    /// kernel-backed ports (net_tap): the kernel hands over unpadded frames, padding is
-    /// what a NIC's MAC does on the wire.
+    /// kernel-backed ports (net_tap, net_af_packet, net_af_xdp): the kernel hands over
+    /// unpadded frames, padding is what a NIC's MAC does on the wire.
     pub pad_short_frames: bool,
 }
 
@@ -102,14 +102,19 @@ impl SwitchSpec {
                     tx_enable: p.tx_enable,
                     obey_8023x: p.obey_8023x,
                     mac: p.mac,
-                    pad_short_frames: matches!(&p.device, crate::config::PortDevice::Vdev { driver, .. } if driver == "net_tap"),
+                    pad_short_frames: matches!(&p.device, crate::config::PortDevice::Vdev { driver, .. }
+                        if ["net_tap", "net_af_packet", "net_af_xdp"].contains(&driver.as_str())),
                 })
                 .collect(),
             workers: cfg
                 .lcores
                 .workers
                 .iter()
-                .map(|w| WorkerSpec { lcore: w.lcore, rx: w.rx.iter().map(|r| (r.port, r.queue)).collect(), tx: w.tx.clone() })
+                .map(|w| WorkerSpec {
+                    lcore: w.lcore,
+                    rx: w.rx.iter().map(|r| (r.port, r.queue)).collect(),
+                    tx: w.tx.clone(),
+                })
                 .collect(),
             control_lcore: cfg.lcores.control,
             control_idle: cfg.lcores.control_idle,
