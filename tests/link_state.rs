@@ -67,12 +67,18 @@ fn lost_egress_link_resumes_the_upstream() {
         .filter(|(_, f)| f.len() >= 20 && f[12..14] == [0x88, 0x08] && f[14..16] == [0x01, 0x01])
         .map(|(t, f)| (t, u16::from_be_bytes([f[24], f[25]])))
         .collect();
+    // net_pcap stamps frames with its own clock (realtime at probe + TSC), which differs
+    // from this process's by up to a few ms: times are compared with that slack.
+    const SLACK_NS: i64 = 5_000_000;
     let first_pause = pfc.iter().position(|&(_, q)| q != 0).expect("PG 3 never paused");
-    assert!(pfc[first_pause].0 < killed_at, "PAUSE only after the kill");
-    let resume = pfc.iter().find(|&&(t, q)| q == 0 && t > killed_at).copied();
+    assert!((pfc[first_pause].0 as i64) < killed_at as i64 - 500_000_000, "PG 3 paused only around the kill");
+    let resume = pfc.iter().find(|&&(t, q)| q == 0 && t as i64 > killed_at as i64 - SLACK_NS).copied();
     let (t_resume, _) = resume.unwrap_or_else(|| panic!("no RESUME after the link went down: {pfc:?}\n{log}"));
-    let after_ms = (t_resume - killed_at) as f64 / 1e6;
-    eprintln!("RESUME {after_ms:.2} ms after the peer was killed; {flushed} packets flushed (link_down)");
+    let after_ms = (t_resume as i64 - killed_at as i64) as f64 / 1e6;
+    eprintln!(
+        "RESUME {after_ms:.2} ms after the peer was killed (±clock offset); {flushed} packets flushed (link_down)"
+    );
+    // The RESUME of the link loss, not the one sent at stop (700 ms later).
     assert!(after_ms < 100.0, "RESUME {after_ms:.1} ms after the link loss\n{log}");
     assert!(pfc.iter().all(|&(t, q)| t <= t_resume || q == 0), "PAUSE again after the RESUME: {pfc:?}");
     assert_conserved(&j);
