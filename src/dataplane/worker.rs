@@ -241,6 +241,11 @@ impl Worker {
             if rx_on && !self.notes.is_empty() {
                 self.refresh_pauses(&shared, now, counters);
             }
+            if !rx_on {
+                // Stopping: only the last RESUMEs and what is queued still leave; no need to
+                // spin (a spinning lcore would also starve the control lcore on a shared CPU).
+                std::thread::sleep(std::time::Duration::from_micros(20));
+            }
             let t1 = rdtsc();
             counters.worker.loops.inc();
             if moved > 0 {
