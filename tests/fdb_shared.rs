@@ -38,22 +38,11 @@ fn a_mac_learned_by_one_worker_is_known_to_all() {
         .worker(1, &["Ethernet0:0", "Ethernet4:0"], &["Ethernet0", "Ethernet4"])
         .worker(2, &["Ethernet8:0", "Ethernet12:0"], &["Ethernet8", "Ethernet12"])
         .write(&d.join("t.toml"));
-    let json = d.join("stats.json");
-    let out = run_switch(&[
-        "run",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--duration",
-        "3",
-        "--stats-json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", show(&out));
+    let j = run_for(&d, &cfg, "3");
     let to_a =
         |i: usize| read_pcap(&d.join(&format!("out{i}.pcap"))).iter().filter(|f| f[0..6] == a && f[6..12] == c).count();
     assert_eq!(to_a(0), TO_A, "C's frames to A reach A");
     assert_eq!((to_a(1), to_a(3)), (0, 0), "known unicast flooded by the worker that did not learn A");
-    let j = read_json(&json);
     assert_conserved(&j);
     let hz = j["tsc_hz"].as_f64().unwrap();
     for w in j["workers"].as_array().unwrap() {

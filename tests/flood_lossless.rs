@@ -33,18 +33,7 @@ fn lossless_unknown_unicast_is_dropped_not_flooded() {
         );
     }
     let cfg = cfg.one_worker().write(&d.join("t.toml"));
-    let json = d.join("stats.json");
-    let out = run_switch(&[
-        "run",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--duration",
-        "1.5",
-        "--stats-json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", show(&out));
-    let j = read_json(&json);
+    let j = run_for(&d, &cfg, "1.5");
     let e0 = port(&j, "Ethernet0");
     assert_eq!(e0["drops"]["lossless_unknown_unicast"], 5, "{}", e0["drops"]);
     let tags = |i: usize, tag: u8| {

@@ -20,18 +20,7 @@ fn oversize_and_chained_frames_are_dropped_and_counted() {
         .edit_port("Ethernet4", |p| p.mtu(1500).set("tx_enable", "true"))
         .one_worker()
         .write(&d.join("t.toml"));
-    let json = d.join("stats.json");
-    let out = run_switch(&[
-        "run",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--duration",
-        "1.5",
-        "--stats-json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", show(&out));
-    let j = read_json(&json);
+    let j = run_for(&d, &cfg, "1.5");
     let e0 = port(&j, "Ethernet0");
     assert_eq!(e0["rx_packets"], sizes.len() as u64, "{e0}");
     assert_eq!(e0["rx_bytes"], sizes.iter().sum::<usize>() as u64, "rx_bytes counts whole frames: {e0}");

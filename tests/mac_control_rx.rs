@@ -42,18 +42,7 @@ fn mac_control_from_the_right_place_only() {
         .edit_port("Ethernet0", |p| p.set("mac", &format!("\"{}\"", fmt_mac(OWN))))
         .edit_port("Ethernet4", |p| p.set("pause_8023x", "\"obey\""))
         .write(&d.join("t.toml"));
-    let json = d.join("stats.json");
-    let out = run_switch(&[
-        "run",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--duration",
-        "1.5",
-        "--stats-json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", show(&out));
-    let j = read_json(&json);
+    let j = run_for(&d, &cfg, "1.5");
     let e0 = port(&j, "Ethernet0");
     assert_eq!(e0["drops"]["bad_mac_control"], 2, "{}", e0["drops"]);
     assert_eq!(e0["mac_control_rx"], 4, "{e0}");
@@ -89,18 +78,7 @@ fn pfc_on_any_rx_queue_is_obeyed() {
         .worker(1, &["Ethernet0:0", "Ethernet4:0"], &["Ethernet0", "Ethernet4"])
         .worker(2, &["Ethernet0:1"], &[])
         .write(&d.join("t.toml"));
-    let json = d.join("stats.json");
-    let out = run_switch(&[
-        "run",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--duration",
-        "1.5",
-        "--stats-json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", show(&out));
-    let j = read_json(&json);
+    let j = run_for(&d, &cfg, "1.5");
     let e0 = port(&j, "Ethernet0");
     assert_eq!(e0["mac_control_rx"], 1, "{e0}");
     assert_eq!(pfc(e0, "rx_pause", 3), 1, "the frame on queue 1 was not applied: {}", e0["pfc"]);

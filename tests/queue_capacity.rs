@@ -50,18 +50,7 @@ dynamic_th = 0
         .edit_port("Ethernet4", |p| p.set("trust", "\"pcp\""))
         .toml(buffer)
         .write(&d.join("t.toml"));
-    let json = d.join("stats.json");
-    let out = run_switch(&[
-        "run",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--duration",
-        "3",
-        "--stats-json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", show(&out));
-    let j = read_json(&json);
+    let j = run_for(&d, &cfg, "3");
     let (e0, e4) = (port(&j, "Ethernet0"), port(&j, "Ethernet4"));
     assert_eq!(e0["rx_packets"], FRAMES as u64, "{e0}");
     assert_eq!(e0["drops"]["egress_queue_full"], 0, "{}", e0["drops"]);

@@ -457,10 +457,7 @@ impl Worker {
         let out_u = out as usize;
         if !shared.ports[out_u].link_up.load(Ordering::Relaxed) {
             // A dead egress admits nothing: its buffer must not hold an ingress PG OFF.
-            let ic = &c.ports[in_port as usize];
-            ic.drop_n(DropReason::LinkDown, k as u64);
-            ic.tc_dropped[tc as usize].add(k as u64);
-            c.ports[out_u].queue_drops[queue as usize].add(k as u64);
+            count_unadmitted(c, in_port, out_u, tc, queue, k as u64, DropReason::LinkDown);
             self.run_mbufs.clear();
             return;
         }
@@ -517,18 +514,14 @@ impl Worker {
         let len = m.len() as u32;
         let (tc, queue) = (class.tc & 7, class.queue & 7);
         if !shared.ports[out].link_up.load(Ordering::Relaxed) {
-            c.ports[in_port as usize].drop(DropReason::LinkDown);
-            c.ports[in_port as usize].tc_dropped[tc as usize].inc();
-            c.ports[out].queue_drops[queue as usize].inc();
+            count_unadmitted(c, in_port, out, tc, queue, 1, DropReason::LinkDown);
             return;
         }
         // PFC watchdog, action drop: a stormed priority's arrivals are dropped before admission.
         if let Some(wd) = &shared.ports[out].pfcwd {
             if wd.drop_mask() & (1 << class.priority) != 0 {
                 wd.count_tx_dropped(class.priority, 1);
-                c.ports[in_port as usize].drop(DropReason::PfcWatchdog);
-                c.ports[in_port as usize].tc_dropped[tc as usize].inc();
-                c.ports[out].queue_drops[queue as usize].inc();
+                count_unadmitted(c, in_port, out, tc, queue, 1, DropReason::PfcWatchdog);
                 return;
             }
         }
@@ -613,6 +606,17 @@ fn copy_mbuf(shared: &Shared, m: &Mbuf) -> Option<Mbuf> {
     let dst = copy.append(src.len() as u16)?;
     dst.copy_from_slice(src);
     Some(copy)
+}
+
+/// `n` packets of (ingress port, TC) for egress `queue` of `out`, dropped before the MMU
+/// saw them: counted under `why` on the ingress port, in its per-TC balance, and on the
+/// egress queue.
+#[inline]
+fn count_unadmitted(c: &LcoreCounters, in_port: u16, out: usize, tc: u8, queue: u8, n: u64, why: DropReason) {
+    let ic = &c.ports[in_port as usize];
+    ic.drop_n(why, n);
+    ic.tc_dropped[tc as usize & 7].add(n);
+    c.ports[out].queue_drops[queue as usize & 7].add(n);
 }
 
 /// A packet received on a port whose priority the watchdog has stormed: counted in the

@@ -133,6 +133,23 @@ pub fn run_switch(args: &[&str]) -> Output {
     Command::new(BIN).args(args).env("RUST_LOG", "info").output().expect("spawn pfcswitch")
 }
 
+/// Run the switch on `cfg` for `secs` seconds, assert it exited cleanly, and return its
+/// stats JSON (written in `dir`).
+pub fn run_for(dir: &TestDir, cfg: &Path, secs: &str) -> serde_json::Value {
+    let json = dir.join("stats.json");
+    let out = run_switch(&[
+        "run",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--duration",
+        secs,
+        "--stats-json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", show(&out));
+    read_json(&json)
+}
+
 pub fn show(out: &Output) -> String {
     format!(
         "status: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
