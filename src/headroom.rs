@@ -15,6 +15,11 @@
 //!                 peer's reaction is the 31B term. If the peer is also a software
 //!                 switch, add its receive-side reaction delay to `sw_response_ns`.
 //!                 Configured by `[switch] sw_response` (see DEFAULT_SW_RESPONSE_NS).
+//!   tx_inflight   data already in the device's TX ring ahead of our PFC frame: the
+//!                 port's `tx_inflight_limit`, or 0 when PFC frames have a TX queue of
+//!                 their own (`control_tx_queue`) or the device has no ring to wait in
+//!                 (nominal vdevs). A NIC ring of 1024 × 9 KB at 100G is ~750 µs —
+//!                 ~9 MB — which is why the limit exists (docs/design.md, "TX ring").
 //! ```
 //! Each term is rounded up to whole bytes separately; η is their sum. `mtu` is the
 //! largest frame the port accepts (the L2 MTU as switch CLIs mean it, e.g. 9216).
@@ -59,12 +64,14 @@ pub struct HeadroomInputs {
     pub mtu: u32,
     /// This switch's reaction delay, nanoseconds.
     pub sw_response_ns: u64,
+    /// Bytes that can be in the TX ring ahead of a PFC frame.
+    pub tx_inflight_bytes: u64,
 }
 
 impl HeadroomInputs {
     /// Inputs with [`DEFAULT_SW_RESPONSE_NS`].
     pub fn new(speed_bps: u64, cable_m: f64, mtu: u32) -> Self {
-        HeadroomInputs { speed_bps, cable_m, mtu, sw_response_ns: DEFAULT_SW_RESPONSE_NS }
+        HeadroomInputs { speed_bps, cable_m, mtu, sw_response_ns: DEFAULT_SW_RESPONSE_NS, tx_inflight_bytes: 0 }
     }
 }
 
@@ -112,6 +119,7 @@ pub fn compute(i: &HeadroomInputs) -> Breakdown {
         ("mtu_peer", mtu),
         ("peer_response", peer),
         ("sw_response", sw),
+        ("tx_inflight", i.tx_inflight_bytes),
     ];
     let headroom_bytes = terms.iter().fold(0u64, |a, (_, b)| a.saturating_add(*b));
     Breakdown { inputs: *i, terms, headroom_bytes }
@@ -130,6 +138,7 @@ impl Breakdown {
             "cable_m": self.inputs.cable_m,
             "mtu": self.inputs.mtu,
             "sw_response_ns": self.inputs.sw_response_ns,
+            "tx_inflight_bytes": self.inputs.tx_inflight_bytes,
             "v_mps": PROPAGATION_V_MPS,
             "peer_response_quanta": peer_response_quanta(self.inputs.speed_bps),
             "terms": terms,
@@ -155,6 +164,8 @@ impl Breakdown {
                 "sw_response" => {
                     format!("our own reaction delay, {} ns at {speed}", i.sw_response_ns)
                 }
+                "tx_inflight" if *bytes == 0 => "no data ring ahead of our PFC frame".to_string(),
+                "tx_inflight" => "data in the TX ring ahead of our PFC frame (tx_inflight_limit)".to_string(),
                 _ => String::new(),
             };
             out.push_str(&format!("  {name:<14} {bytes:>10} B  {why}\n"));

@@ -88,6 +88,10 @@ enum Cmd {
         /// This switch's reaction delay in ns (default: the documented measured figure)
         #[arg(long)]
         sw_response_ns: Option<u64>,
+        /// Data that can be in the TX ring ahead of a PFC frame: the port's
+        /// tx_inflight_limit, e.g. 48K (default 0: PFC frames on their own TX queue)
+        #[arg(long)]
+        tx_inflight: Option<String>,
         /// Print JSON
         #[arg(long)]
         json: bool,
@@ -136,7 +140,14 @@ fn main() -> ExitCode {
         },
         Cmd::Show { prefix, json, what } => show(prefix, json, &what, false),
         Cmd::Clear { prefix, what } => show(prefix, false, &what, true),
-        Cmd::Headroom { speed, cable, mtu, sw_response_ns, json } => {
+        Cmd::Headroom { speed, cable, mtu, sw_response_ns, tx_inflight, json } => {
+            let tx_inflight_bytes = match tx_inflight.as_deref().map(pfcswitch::units::parse_bytes).transpose() {
+                Ok(b) => b.unwrap_or(0),
+                Err(e) => {
+                    eprintln!("--tx-inflight: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             let speed_bps = match pfcswitch::units::parse_speed(&speed) {
                 Ok(s) => s,
                 Err(e) => {
@@ -156,6 +167,7 @@ fn main() -> ExitCode {
                 cable_m,
                 mtu,
                 sw_response_ns: sw_response_ns.unwrap_or(pfcswitch::headroom::DEFAULT_SW_RESPONSE_NS),
+                tx_inflight_bytes,
             };
             let b = pfcswitch::headroom::compute(&inputs);
             if json {

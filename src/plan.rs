@@ -37,6 +37,9 @@ pub struct PortPlan {
     pub headroom: [u64; 8],
     /// The calculator's breakdown for this port's link.
     pub headroom_calc: Breakdown,
+    /// Bytes of data the port may have in its TX ring, drained at the link speed (None:
+    /// as many as the ring takes).
+    pub tx_inflight: Option<u64>,
     /// Per egress queue: the WRED/ECN profile bound to it (`[qos.queue]`).
     pub wred: [Option<WredProfile>; 8],
     /// Egress queues that carry a PFC priority (never dropped by WRED).
@@ -57,6 +60,25 @@ pub struct PlanError {
     pub file: String,
     pub field: String,
     pub msg: String,
+}
+
+/// Default in-flight bytes on a real link: this many ns of line rate...
+pub const TX_INFLIGHT_AUTO_NS: u64 = 4_000;
+
+/// The port's `tx_inflight_limit` in bytes. `auto` on a real link: 4 µs at line rate, but
+/// never less than one burst of maximum frames (a smaller limit would split every burst
+/// and cost throughput, as Linux's BQL floors its limit at what one completion frees).
+pub fn tx_inflight_limit(p: &config::PortConfig, burst_size: u16) -> Option<u64> {
+    match p.tx_inflight {
+        config::TxInflight::Off => None,
+        config::TxInflight::Bytes(b) => Some(b),
+        config::TxInflight::Auto if !p.has_real_link() => None,
+        config::TxInflight::Auto => {
+            let frame = u64::from(p.mtu) + u64::from(L2_OVERHEAD);
+            let t = (u128::from(p.speed_bps) * u128::from(TX_INFLIGHT_AUTO_NS)).div_ceil(8 * 1_000_000_000) as u64;
+            Some(t.max(u64::from(burst_size) * frame))
+        }
+    }
 }
 
 /// Build the plan. `sw_response_ns` is this switch's own PFC reaction delay for the
@@ -80,11 +102,19 @@ pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
             default_tc: p.default_tc,
         };
         let frame = p.mtu as u32 + L2_OVERHEAD;
+        let tx_inflight = tx_inflight_limit(p, cfg.switch.burst_size);
+        // A PFC frame on its own TX queue waits for no data (the one frame already on the
+        // wire is `mtu_local`). `auto` may put it there on a NIC; counted as not, to be safe.
+        let ahead = match p.control_tx_queue {
+            config::ControlTxQueue::On => 0,
+            _ => tx_inflight.unwrap_or(0),
+        };
         let calc = headroom::compute(&HeadroomInputs {
             speed_bps: p.speed_bps,
             cable_m: p.cable_length_m,
             mtu: frame,
             sw_response_ns,
+            tx_inflight_bytes: ahead,
         });
         // PGs with an ingress profile that carry a PFC priority are lossless.
         let mut lossless_pgs = 0u8;
@@ -171,6 +201,7 @@ pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
             shaper_bps: p.shaper_bps,
             headroom: headroom_used,
             headroom_calc: calc,
+            tx_inflight,
             wred,
             lossless_queues,
         });

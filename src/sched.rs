@@ -170,6 +170,53 @@ impl Shaper {
     }
 }
 
+/// The data a device holds in its TX ring, modelled as drained at the link speed: the
+/// device sends at line rate once its own PAUSE handling is off (setup turns NIC flow
+/// control off), so bytes handed over minus speed × elapsed is what still waits there.
+/// Linux's byte queue limits do the same with completion interrupts; DPDK vdevs and
+/// kernel sockets have none that say when a byte left the wire. Data is handed over only
+/// while the ring holds at most `limit` bytes (what a PFC frame on the same queue would
+/// wait behind); a control frame is counted but never held back.
+#[derive(Debug, Clone)]
+pub struct InflightLimit {
+    line: Shaper,
+}
+
+impl InflightLimit {
+    /// An empty ring of a link at `speed_bps` that may hold `limit_bytes`.
+    pub fn new(speed_bps: u64, limit_bytes: u64, tsc_hz: u64, now: u64) -> InflightLimit {
+        InflightLimit { line: Shaper::new(speed_bps, limit_bytes.min(u32::MAX as u64) as u32, tsc_hz, now) }
+    }
+
+    /// Let the ring drain until `now`.
+    #[inline]
+    pub fn drain(&mut self, now: u64) {
+        self.line.refill(now);
+    }
+
+    /// Whether `len` more bytes of data fit under the limit.
+    #[inline]
+    pub fn admits(&self, len: u32) -> bool {
+        self.line.tokens_fp >= (len as u64) << FP
+    }
+
+    /// `len` bytes handed to the device (data after [`InflightLimit::admits`], or a
+    /// control frame, which may exceed the limit by its own size).
+    #[inline]
+    pub fn sent(&mut self, len: u32) {
+        self.line.tokens_fp = self.line.tokens_fp.saturating_sub((len as u64) << FP);
+    }
+
+    /// Bytes the model says are still in the ring.
+    pub fn inflight(&self) -> u64 {
+        (self.line.burst_fp - self.line.tokens_fp) >> FP
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.line.burst_fp >> FP
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,5 +298,30 @@ mod tests {
         let mut sh = Shaper::new(1_000_000_000, 4000, 1_000_000_000, 0);
         sh.refill(1_000_000_000);
         assert_eq!(sh.tokens(), 4000);
+    }
+
+    #[test]
+    fn inflight_limit_holds_and_drains_at_line_rate() {
+        // 10 Gb/s, 1 tick = 1 ns: 1250 bytes drain per µs.
+        let hz = 1_000_000_000;
+        let mut l = InflightLimit::new(10_000_000_000, 6000, hz, 0);
+        let mut handed = 0u64;
+        let mut t = 0u64;
+        for step in 0..10_000u64 {
+            l.drain(t);
+            while l.admits(1538) {
+                l.sent(1538);
+                handed += 1538;
+                assert!(l.inflight() <= l.limit(), "step {step}: {} > {}", l.inflight(), l.limit());
+            }
+            t += 97;
+        }
+        // Over ~970 µs the ring passed line rate (±1 limit).
+        let line = t * 10 / 8;
+        assert!(handed <= line + 6000 && handed + 6000 + 1538 >= line, "{handed} vs {line}");
+        // A control frame is never held back, and may overshoot by itself.
+        let before = l.inflight();
+        l.sent(64);
+        assert_eq!(l.inflight(), (before + 64).min(l.limit()));
     }
 }

@@ -31,7 +31,13 @@ fn worked_numbers() {
     for (speed, cable, mtu, quanta, sw, total) in cases {
         let (prop, peer, e) = expected(speed, cable, u64::from(mtu), quanta, sw);
         assert_eq!(e, total, "hand arithmetic for {speed} {cable}");
-        let b = compute(&HeadroomInputs { speed_bps: speed, cable_m: cable, mtu, sw_response_ns: sw });
+        let b = compute(&HeadroomInputs {
+            speed_bps: speed,
+            cable_m: cable,
+            mtu,
+            sw_response_ns: sw,
+            tx_inflight_bytes: 0,
+        });
         assert_eq!(b.headroom_bytes, total);
         let t: std::collections::HashMap<_, _> = b.terms.iter().copied().collect();
         assert_eq!(t["propagation"], prop);
@@ -45,7 +51,13 @@ fn worked_numbers() {
 fn speeds_between_table_entries_use_next_higher() {
     // 1G → 10G's 67; 56G → 100G's 394; 150G → 200G's 453.
     for (speed, quanta) in [(G, 67u64), (56 * G, 394), (150 * G, 453), (40 * G, 118), (50 * G, 147)] {
-        let b = compute(&HeadroomInputs { speed_bps: speed, cable_m: 0.0, mtu: 1500, sw_response_ns: 0 });
+        let b = compute(&HeadroomInputs {
+            speed_bps: speed,
+            cable_m: 0.0,
+            mtu: 1500,
+            sw_response_ns: 0,
+            tx_inflight_bytes: 0,
+        });
         assert_eq!(b.headroom_bytes, 3000 + quanta * 64, "{speed}");
     }
 }

@@ -295,7 +295,14 @@ fn calculated_headroom_is_enough_and_less_is_not() {
         (400_000_000_000, 100.0, 9216, 20_000),
         (40_000_000_000, 2000.0, 4096, 5_000),
     ] {
-        let eta = compute(&HeadroomInputs { speed_bps: speed, cable_m: cable, mtu, sw_response_ns: sw }).headroom_bytes;
+        let eta = compute(&HeadroomInputs {
+            speed_bps: speed,
+            cable_m: cable,
+            mtu,
+            sw_response_ns: sw,
+            tx_inflight_bytes: 0,
+        })
+        .headroom_bytes;
         let (drops, used) = link_model(speed, cable, mtu, sw, eta);
         assert_eq!(drops, 0, "{speed} {cable} {mtu}: drops with η = {eta}");
         // The calculator is within two frames of what was actually needed.
@@ -316,7 +323,7 @@ proptest! {
         sw in 0u64..20_000,
     ) {
         let speed = speed * 1_000_000_000;
-        let eta = compute(&HeadroomInputs { speed_bps: speed, cable_m: cable, mtu, sw_response_ns: sw }).headroom_bytes;
+        let eta = compute(&HeadroomInputs { speed_bps: speed, cable_m: cable, mtu, sw_response_ns: sw, tx_inflight_bytes: 0 }).headroom_bytes;
         prop_assert_eq!(link_model(speed, cable, mtu, sw, eta).0, 0);
         prop_assert!(link_model(speed, cable, mtu, sw, eta - 2 * u64::from(mtu)).0 > 0);
     }

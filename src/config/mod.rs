@@ -57,7 +57,12 @@
 //! pfc_enable = [3, 4]           # PFC priorities (SONiC PORT_QOS_MAP|pfc_enable); default [3, 4];
 //!                               # [] disables PFC on the port
 //! tx_enable = true              # false: queues fill, nothing is sent (test knob; warned)
-//! shaper_rate = "10G"           # port shaper ≤ speed; default: speed for vdevs, none for PCI
+//! shaper_rate = "10G"           # port shaper ≤ speed; default: speed for nominal vdevs, none
+//!                               # for PCI, af_packet, af_xdp (their link paces them)
+//! tx_inflight_limit = "auto"    # bytes the device's TX ring may hold ahead of a PFC frame,
+//!                               # drained at `speed`; "auto" (default): 4 µs at line rate,
+//!                               # ≥ burst_size max frames, on real links; none on vdevs; "off"
+//! control_tx_queue = "auto"     # PFC frames on TX queue 1: true | false | "auto" (PCI only)
 //! mac = "02:00:00:00:00:01"     # optional unicast MAC override (set on the device too)
 //! pause_8023x = "ignore"        # "obey" | "ignore"; default: ignore where pfc_enable is
 //!                               # non-empty (802.1Qbb: PAUSE and PFC exclusive), else obey

@@ -138,6 +138,8 @@ pub(crate) struct RawPort {
     pub mac: Option<String>,
     pub pause_8023x: Option<String>,
     pub speed_mismatch: Option<String>,
+    pub tx_inflight_limit: Option<Human>,
+    pub control_tx_queue: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -596,3 +596,27 @@ fn worker_idle_and_flood_lossless() {
     assert_eq!(from_str(&format!("{MIN}\n{lc}"), "t.toml").unwrap().lcores.worker_idle, WorkerIdle::Adaptive);
     assert_err(&format!("{MIN}\n{}", lc.replace("adaptive", "lazy")), "lcores.worker_idle", "not one of");
 }
+
+#[test]
+fn tx_inflight_limit_and_control_tx_queue() {
+    let c = from_str(MIN, "t.toml").unwrap();
+    assert_eq!(c.ports[0].tx_inflight, TxInflight::Auto);
+    assert_eq!(c.ports[0].control_tx_queue, ControlTxQueue::Auto);
+    // A nominal vdev: no limit by default (its shaper at `speed` is the line).
+    assert_eq!(crate::plan::tx_inflight_limit(&c.ports[0], 32), None);
+    let pci = MIN.replacen("devargs = \"net_null0\"", "devargs = \"0000:3b:00.0\"", 1).replace("\"--no-pci\", ", "");
+    let c = from_str(&pci, "t.toml").unwrap();
+    // 100G, MTU 9100: 32 frames of 9122 B (291 904) is above 4 µs (50 000 B)...
+    assert_eq!(crate::plan::tx_inflight_limit(&c.ports[0], 32), Some(291_904));
+    // ... and 4 µs wins over 4 frames.
+    assert_eq!(crate::plan::tx_inflight_limit(&c.ports[0], 4), Some(50_000));
+    assert_eq!(c.ports[0].shaper_bps, None, "a real link is paced by its ring limit, not a shaper");
+    let set = |v: &str| pci.replacen("speed = \"100G\"", &format!("speed = \"100G\"\n{v}"), 1);
+    let c = from_str(&set("tx_inflight_limit = \"16K\"\ncontrol_tx_queue = true"), "t.toml").unwrap();
+    assert_eq!(c.ports[0].tx_inflight, TxInflight::Bytes(16384));
+    assert_eq!(c.ports[0].control_tx_queue, ControlTxQueue::On);
+    assert_eq!(from_str(&set("tx_inflight_limit = \"off\""), "t.toml").unwrap().ports[0].tx_inflight, TxInflight::Off);
+    assert_eq!(from_str(&set("tx_inflight_limit = 0"), "t.toml").unwrap().ports[0].tx_inflight, TxInflight::Off);
+    assert_err(&set("tx_inflight_limit = 100"), "port[0].tx_inflight_limit", "less than one frame");
+    assert_err(&set("control_tx_queue = \"yes\""), "port[0].control_tx_queue", "not one of");
+}

@@ -120,8 +120,43 @@ pub struct PortConfig {
     pub mac: Option<[u8; 6]>,
     /// RX queues to configure: queues 0..rx_queues are each polled by one worker.
     pub rx_queues: u16,
-    /// The worker lcore that owns this port's (single) TX queue 0.
+    /// The worker lcore that owns this port's TX (data on queue 0, control frames on
+    /// queue 1 when it has one).
     pub tx_lcore: u32,
+    /// `tx_inflight_limit`: bytes the port may have handed to the device and not yet on
+    /// the wire.
+    pub tx_inflight: TxInflight,
+    /// `control_tx_queue`: PFC frames on a TX queue of their own.
+    pub control_tx_queue: ControlTxQueue,
+}
+
+/// `[[port]] tx_inflight_limit`: how much data may sit in the device's TX ring ahead of a
+/// PFC frame (Linux's byte queue limits, with the ring drained at the link speed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TxInflight {
+    /// Ports with a real link (PCI, af_packet, af_xdp): a few µs at line rate, at least a
+    /// burst of maximum frames. Nominal vdevs: unlimited (the device is the wire).
+    Auto,
+    /// No limit: the TX ring takes what it can (the ring's depth is the limit).
+    Off,
+    Bytes(u64),
+}
+
+/// `[[port]] control_tx_queue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ControlTxQueue {
+    /// On for PCI NICs that have a second TX queue (both queues feed one wire); off on
+    /// vdevs, whose queues are separate rings or sockets a peer may not read.
+    Auto,
+    On,
+    Off,
+}
+
+/// Vdevs on a kernel interface: their link and its speed are real.
+pub fn is_kernel_link(driver: &str) -> bool {
+    driver == "net_af_packet" || driver == "net_af_xdp"
 }
 
 impl PortConfig {
@@ -133,7 +168,7 @@ impl PortConfig {
     pub fn has_real_link(&self) -> bool {
         match &self.device {
             PortDevice::Pci { .. } => true,
-            PortDevice::Vdev { driver, .. } => driver == "net_af_packet" || driver == "net_af_xdp",
+            PortDevice::Vdev { driver, .. } => is_kernel_link(driver),
         }
     }
 

@@ -267,10 +267,15 @@ mod tests {
             })
         };
         let mut taken = 0u64;
-        for _ in 0..200_000 {
+        // At least 200 000 rounds, and until the worker thread has run (on a loaded
+        // 2-core machine it may not be scheduled before the rounds are over).
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut rounds = 0u64;
+        while (rounds < 200_000 || taken == 0) && std::time::Instant::now() < until {
             for s in slots.iter() {
                 taken += s.take().map_or(0, |t| t.frames);
             }
+            rounds += 1;
         }
         stop.store(true, Ordering::Relaxed);
         let queued = worker.join().unwrap();

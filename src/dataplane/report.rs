@@ -33,6 +33,9 @@ pub struct PortReport {
     pub pfcwd: Value,
     /// Per lossless PG: (pg, shared watermark, headroom watermark, headroom size).
     pub pg_watermarks: Vec<(u8, u64, u64, u64)>,
+    /// The TX ring ahead of a PFC frame: `tx_inflight_limit`, `control_tx_queue`, and the
+    /// headroom's `tx_inflight` term.
+    pub tx_ring: Value,
     /// RX → tx_burst latency of the packets this port sent, per TC with samples.
     pub latency: Vec<TcLatency>,
 }
@@ -237,6 +240,7 @@ impl RunReport {
                     "queues": (0..8).map(|q| json!({"queue": q, "tx_packets": p.totals.queue_tx_packets[q], "tx_bytes": p.totals.queue_tx_bytes[q], "drops": p.totals.queue_drops[q], "ecn_marked_packets": p.totals.queue_ecn_marked_packets[q], "ecn_marked_bytes": p.totals.queue_ecn_marked_bytes[q], "wred_dropped_packets": p.totals.queue_wred_dropped_packets[q], "wred_dropped_bytes": p.totals.queue_wred_dropped_bytes[q]})).collect::<Vec<_>>(),
                     "pfcwd": p.pfcwd,
                     "pg_watermark": p.pg_watermarks.iter().map(|(pg, s, h, size)| json!({"pg": pg, "shared": s, "headroom": h, "headroom_size": size})).collect::<Vec<_>>(),
+                    "tx_ring": p.tx_ring,
                 });
                 // rx_packets, tx_packets, ... flood_copies, mac_control_rx, control_tx.
                 for (name, v) in p.totals.scalars() {
@@ -325,6 +329,11 @@ pub(super) fn build(
                 Value::Object(o)
             },
             pg_watermarks,
+            tx_ring: json!({
+                "tx_inflight_limit": rt.plan.tx_inflight,
+                "control_tx_queue": rt.control_txq,
+                "headroom_tx_inflight": rt.plan.headroom_calc.terms.iter().find(|t| t.0 == "tx_inflight").map_or(0, |t| t.1),
+            }),
             latency: rt
                 .latency
                 .summary()

@@ -146,17 +146,33 @@ pub struct Ports {
     /// Per port, per RX queue.
     pub rxqs: Vec<Vec<Option<RxQueue>>>,
     pub txqs: Vec<Option<TxQueue>>,
+    /// Per port, the TX queue of its PFC frames when it has its own (`control_tx_queue`).
+    pub ctl_txqs: Vec<Option<TxQueue>>,
 }
 
 /// Configure and start every port: its queues, MTU, and the NIC's own flow control off
 /// (so PFC frames reach the software).
 pub fn start_ports(spec: &SwitchSpec, ids: Vec<u16>, pool: &Arc<Mempool>) -> Result<Ports, DataplaneError> {
-    let mut out = Ports { ports: Vec::new(), ids, macs: Vec::new(), rxqs: Vec::new(), txqs: Vec::new() };
+    let mut out =
+        Ports { ports: Vec::new(), ids, macs: Vec::new(), rxqs: Vec::new(), txqs: Vec::new(), ctl_txqs: Vec::new() };
     for (ps, &id) in spec.ports.iter().zip(&out.ids) {
         let perr = |err| DataplaneError::Port { name: ps.name.clone(), devargs: ps.devargs.clone(), err };
         let mtu = u16::try_from(ps.mtu).ok();
+        let (_, max_tx) = dpdk::max_queues(id);
+        let ctl_queue = match ps.control_txq {
+            Some(true) if max_tx < 2 => {
+                return Err(perr(dpdk::DpdkError::msg(
+                    format!("port {}", ps.name),
+                    format!("control_tx_queue = true needs a second TX queue; the device has {max_tx}"),
+                )))
+            }
+            Some(on) => on,
+            None => ps.is_pci && max_tx >= 2,
+        };
+        let nb_tx = if ctl_queue { 2 } else { 1 };
         let (mut port, rq, mut tq) =
-            Port::configure(id, ps.nb_rx, 1, spec.rx_ring_size, spec.tx_ring_size, pool.clone(), mtu).map_err(perr)?;
+            Port::configure(id, ps.nb_rx, nb_tx, spec.rx_ring_size, spec.tx_ring_size, pool.clone(), mtu)
+                .map_err(perr)?;
         match port.flow_ctrl_off() {
             dpdk::FlowCtrlOutcome::Disabled => log::info!("port {}: NIC flow control off, MAC control frames to host", ps.name),
             dpdk::FlowCtrlOutcome::DisabledNoForward => {
@@ -181,9 +197,16 @@ pub fn start_ports(spec: &SwitchSpec, ids: Vec<u16>, pool: &Arc<Mempool>) -> Res
             }
             None => MacAddr(port.mac()),
         };
-        log::info!("port {} = DPDK port {id} ({}), mac {mac}, {} rx queue(s)", ps.name, port.driver(), ps.nb_rx);
+        log::info!(
+            "port {} = DPDK port {id} ({}), mac {mac}, {} rx queue(s), PFC frames on tx queue {}",
+            ps.name,
+            port.driver(),
+            ps.nb_rx,
+            if ctl_queue { 1 } else { 0 }
+        );
         out.macs.push(mac);
         out.rxqs.push(rq.into_iter().map(Some).collect());
+        out.ctl_txqs.push(if ctl_queue { tq.pop() } else { None });
         out.txqs.push(tq.pop());
         out.ports.push(port.with_name(&ps.name));
     }
@@ -256,6 +279,7 @@ pub fn shared_state(
                 tx_enable: AtomicBool::new(ps.tx_enable),
                 link_up: AtomicBool::new(true),
                 real_link: spec.config.ports[i].has_real_link(),
+                control_txq: ports.ctl_txqs[i].is_some(),
                 latency: PortLatency::new(tsc_hz),
                 pfcwd: pfc.watchdogs[i].as_ref().map(|w| w.state()),
                 pause: Default::default(),
@@ -311,7 +335,8 @@ pub fn workers(
             }
             for &p in &ws.tx {
                 if let Some(tq) = ports.txqs[p].take() {
-                    let tx = TxPort::new(p, tq, shared, spec, pfc.watchdogs[p].take(), tsc_hz, now);
+                    let tx = TxPort::new(p, tq, shared, spec, pfc.watchdogs[p].take(), tsc_hz, now)
+                        .with_control_queue(ports.ctl_txqs[p].take());
                     w.own_tx(tx);
                 }
             }

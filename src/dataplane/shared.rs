@@ -45,6 +45,8 @@ pub struct PortRt {
     pub link_up: AtomicBool,
     /// A physical or kernel link whose reported speed is real (not a vdev's nominal one).
     pub real_link: bool,
+    /// PFC frames leave on TX queue 1 (`control_tx_queue`).
+    pub control_txq: bool,
     pub latency: latency::PortLatency,
     /// PFC watchdog state of this port's priorities (None = watchdog off).
     pub pfcwd: Option<Arc<crate::pfcwd::PfcwdPortState>>,

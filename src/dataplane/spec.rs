@@ -20,6 +20,11 @@ pub struct PortSpec {
     /// kernel-backed ports (net_tap, net_af_packet, net_af_xdp): the kernel hands over
     /// unpadded frames, padding is what a NIC's MAC does on the wire.
     pub pad_short_frames: bool,
+    /// Put PFC frames on TX queue 1: `Some(true)` required, `Some(false)` never, None
+    /// (`auto`) where the device has a second TX queue and both feed one wire (PCI).
+    pub control_txq: Option<bool>,
+    /// A PCI device (not a vdev).
+    pub is_pci: bool,
 }
 
 impl PortSpec {
@@ -104,6 +109,12 @@ impl SwitchSpec {
                     mac: p.mac,
                     pad_short_frames: matches!(&p.device, crate::config::PortDevice::Vdev { driver, .. }
                         if ["net_tap", "net_af_packet", "net_af_xdp"].contains(&driver.as_str())),
+                    control_txq: match p.control_tx_queue {
+                        crate::config::ControlTxQueue::On => Some(true),
+                        crate::config::ControlTxQueue::Off => Some(false),
+                        crate::config::ControlTxQueue::Auto => None,
+                    },
+                    is_pci: matches!(p.device, crate::config::PortDevice::Pci { .. }),
                 })
                 .collect(),
             workers: cfg

@@ -20,7 +20,7 @@ use crate::pfc::PauseDeadlines;
 use crate::pfcwd::{prio_mask_from_queues, Pfcwd};
 
 use super::io::IoMsg;
-use crate::sched::{Scheduler, Shaper};
+use crate::sched::{InflightLimit, Scheduler, Shaper};
 use crate::wred::{Rng, Verdict, WredProfile};
 
 use super::egress::Queued;
@@ -45,6 +45,14 @@ struct Meta {
 }
 
 const NO_META: Meta = Meta { charge: None, tsc: 0, len: 0, in_port: 0, tc: 0, queue: 0 };
+
+/// PFC frames on a TX queue of their own (`control_tx_queue`): they wait behind no data.
+struct ControlTx {
+    q: TxQueue,
+    pending: MbufBurst,
+    /// TSC of the MMU edge of `pending[i]` (0 = refresh).
+    edge_tsc: [u64; BURST_CAP],
+}
 
 pub struct TxPort {
     pub port: usize,
@@ -81,6 +89,10 @@ pub struct TxPort {
     wred: [Option<WredProfile>; 8],
     lossless_queues: u8,
     rng: Rng,
+    /// The data in the device's TX ring (`tx_inflight_limit`; None = as much as it takes).
+    inflight: Option<InflightLimit>,
+    /// PFC frames' own TX queue, if the port has one.
+    ctl: Option<Box<ControlTx>>,
 }
 
 impl TxPort {
@@ -120,7 +132,15 @@ impl TxPort {
             wred: plan.wred,
             lossless_queues: plan.lossless_queues,
             rng: Rng::new(spec.wred_seed.unwrap_or(now) ^ port as u64),
+            inflight: plan.tx_inflight.map(|b| InflightLimit::new(rt.speed_bps, b, tsc_hz, now)),
+            ctl: None,
         }
+    }
+
+    /// Send PFC frames on `q` (the port's second TX queue) instead of behind data.
+    pub fn with_control_queue(mut self, q: Option<TxQueue>) -> TxPort {
+        self.ctl = q.map(|q| Box::new(ControlTx { q, pending: MbufBurst::new(), edge_tsc: [0; BURST_CAP] }));
+        self
     }
 
     /// Put a packet on its TC queue; gives it back when the queue is full (the caller
@@ -198,33 +218,74 @@ impl TxPort {
     }
 
     /// Send waiting PFC frames right away (called between RX bursts, so the reaction time
-    /// does not wait for a whole loop iteration). Only when nothing else is pending:
-    /// pending data means the TX ring is full anyway.
+    /// does not wait for a whole loop iteration). On the data queue only when no data is
+    /// pending: pending data means that TX ring is full anyway.
     #[inline]
     pub fn serve_control(&mut self, shared: &Shared, worker: usize, now: u64, c: &LcoreCounters) -> usize {
-        if !self.pending.is_empty() || shared.egress[self.port].control.is_empty() {
+        let ctl_waiting = self.ctl.as_ref().is_some_and(|t| !t.pending.is_empty());
+        if shared.egress[self.port].control.is_empty() && !ctl_waiting {
+            return 0;
+        }
+        if self.ctl.is_none() && !self.pending.is_empty() {
             return 0;
         }
         if !shared.ports[self.port].link_up.load(Ordering::Relaxed) {
             self.flush_link_down(shared, worker, now, c);
             return 0;
         }
+        if self.ctl.is_some() {
+            return self.send_control(shared, c);
+        }
         self.take_control(shared);
         self.transmit(shared, worker, now, c)
     }
 
-    fn take_control(&mut self, shared: &Shared) {
+    /// PFC frames to the front of what goes to the device: onto their own TX queue and
+    /// sent at once, or onto the data queue's pending list ahead of data.
+    fn take_control(&mut self, shared: &Shared) -> usize {
+        if self.ctl.is_some() {
+            return 0;
+        }
         let eg = &shared.egress[self.port];
         while !self.pending.is_full() {
             match eg.control.pop() {
                 Some(ctl) => {
                     let i = self.pending.len();
-                    self.meta[i] = Meta { charge: None, tsc: ctl.edge_tsc, len: ctl.m.len() as u32, ..NO_META };
+                    let len = ctl.m.len() as u32;
+                    self.meta[i] = Meta { charge: None, tsc: ctl.edge_tsc, len, ..NO_META };
                     let _ = self.pending.push(ctl.m);
+                    if let Some(l) = self.inflight.as_mut() {
+                        l.sent(len + WIRE_OVERHEAD);
+                    }
                 }
                 None => break,
             }
         }
+        0
+    }
+
+    /// The control queue: take waiting PFC frames and hand them to its TX ring.
+    fn send_control(&mut self, shared: &Shared, c: &LcoreCounters) -> usize {
+        let Some(t) = self.ctl.as_mut() else { return 0 };
+        let eg = &shared.egress[self.port];
+        while !t.pending.is_full() {
+            let Some(ctl) = eg.control.pop() else { break };
+            t.edge_tsc[t.pending.len()] = ctl.edge_tsc;
+            let _ = t.pending.push(ctl.m);
+        }
+        if t.pending.is_empty() {
+            return 0;
+        }
+        let sent = t.q.tx_burst(&mut t.pending);
+        let at = rdtsc();
+        for &e in &t.edge_tsc[..sent] {
+            if e != 0 {
+                c.pfc_reaction.record(at.saturating_sub(e));
+            }
+        }
+        t.edge_tsc.copy_within(sent..sent + t.pending.len(), 0);
+        c.ports[self.port].control_tx.add(sent as u64);
+        sent
     }
 
     /// Move what may go now to the TX ring. Returns packets handed to the driver.
@@ -234,12 +295,15 @@ impl TxPort {
             return 0;
         }
         // 1. Control frames: first, always.
-        self.take_control(shared);
+        let ctl_sent = if self.ctl.is_some() { self.send_control(shared, c) } else { self.take_control(shared) };
         self.take_inbound(shared, worker, now, c);
         // 2. Data, if the port may send.
         if shared.ports[self.port].tx_enable.load(Ordering::Relaxed) {
             if let Some(s) = self.shaper.as_mut() {
                 s.refill(now);
+            }
+            if let Some(l) = self.inflight.as_mut() {
+                l.drain(now);
             }
             let paused = self.paused_queues(now);
             let mut heads_mask = 0u8;
@@ -262,11 +326,20 @@ impl TxPort {
                     break;
                 };
                 let len = self.tcq[tc].front().map_or(0, |q| q.m.len() as u32);
+                // The TX ring holds no more than tx_inflight_limit: what stays in the TC
+                // queues stays under the scheduler and behind any PFC frame.
+                if self.inflight.as_ref().is_some_and(|l| !l.admits(len + WIRE_OVERHEAD)) {
+                    self.sched.refund(tc, len);
+                    break;
+                }
                 if let Some(s) = self.shaper.as_mut() {
                     if !s.try_consume(len + WIRE_OVERHEAD) {
                         self.sched.refund(tc, len);
                         break;
                     }
+                }
+                if let Some(l) = self.inflight.as_mut() {
+                    l.sent(len + WIRE_OVERHEAD);
                 }
                 let depth = self.qbytes[tc];
                 let Some(q) = self.tcq[tc].pop_front() else { break };
@@ -294,7 +367,7 @@ impl TxPort {
             }
         }
         self.publish_depths(shared);
-        self.transmit(shared, worker, now, c)
+        ctl_sent + self.transmit(shared, worker, now, c)
     }
 
     /// WRED/ECN at dequeue on a packet taken from a queue `depth` bytes deep (itself
@@ -467,6 +540,9 @@ impl TxPort {
         }
         self.qbytes = [0; 8];
         eg.drain_control();
+        if let Some(t) = self.ctl.as_mut() {
+            t.pending.drain().for_each(drop);
+        }
         self.publish_depths(shared);
     }
 
@@ -475,6 +551,7 @@ impl TxPort {
     pub fn is_idle(&self, shared: &Shared) -> bool {
         let eg = &shared.egress[self.port];
         self.pending.is_empty()
+            && self.ctl.as_ref().is_none_or(|t| t.pending.is_empty())
             && self.tcq.iter().all(|q| q.is_empty())
             && eg.inbound.is_empty()
             && eg.control.is_empty()
@@ -503,6 +580,9 @@ impl TxPort {
                 c.ports[meta.in_port as usize].tc_dropped[meta.tc as usize].inc();
             }
             drop(m);
+        }
+        if let Some(t) = self.ctl.as_mut() {
+            t.pending.drain().for_each(drop);
         }
         let eg = &shared.egress[self.port];
         self.qbytes = [0; 8];

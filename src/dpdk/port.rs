@@ -292,6 +292,17 @@ fn libc_enotsup() -> i32 {
 
 /// Port counters by id (readable from any thread: the PMD's stats are read-only here).
 /// Link status of port `id` without waiting (`rte_eth_link_get_nowait`).
+/// The most RX and TX queues device `id` offers ((0, 0) if it cannot say).
+pub fn max_queues(id: u16) -> (u16, u16) {
+    let mut info: sys::rte_eth_dev_info = Default::default();
+    // SAFETY: out-pointer to a zeroed struct.
+    let ret = unsafe { sys::rte_eth_dev_info_get(id, &mut info) };
+    if ret != 0 {
+        return (0, 0);
+    }
+    (info.max_rx_queues, info.max_tx_queues)
+}
+
 pub fn link_of(id: u16) -> LinkStatus {
     let mut l = sys::rte_eth_link::default();
     // SAFETY: out-pointer; nowait never blocks.

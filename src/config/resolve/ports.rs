@@ -160,10 +160,38 @@ pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -
             }
             Some(r)
         }
-        None => match device {
-            PortDevice::Vdev { .. } => Some(speed_bps),
-            PortDevice::Pci { .. } => None,
+        // A nominal vdev has no wire: its shaper at `speed` stands for the line. A real
+        // link paces itself; `tx_inflight_limit` bounds what waits in its TX ring.
+        None => match &device {
+            PortDevice::Vdev { driver, .. } if !is_kernel_link(driver) => Some(speed_bps),
+            _ => None,
         },
+    };
+    let tx_inflight = match &raw.tx_inflight_limit {
+        None => TxInflight::Auto,
+        Some(Human::Str(s)) if s == "auto" => TxInflight::Auto,
+        Some(Human::Str(s)) if s == "off" => TxInflight::Off,
+        Some(Human::Int(0)) => TxInflight::Off,
+        Some(h) => {
+            let b = bytes(h, &f("tx_inflight_limit"))?;
+            let frame = u64::from(mtu) + u64::from(crate::plan::L2_OVERHEAD);
+            if b < frame {
+                return Err(FieldError::new(
+                    f("tx_inflight_limit"),
+                    format!("{b} B is less than one frame of this port ({frame} B): give at least that, \"auto\" or \"off\""),
+                ));
+            }
+            TxInflight::Bytes(b)
+        }
+    };
+    let control_tx_queue = match &raw.control_tx_queue {
+        None => ControlTxQueue::Auto,
+        Some(toml::Value::Boolean(true)) => ControlTxQueue::On,
+        Some(toml::Value::Boolean(false)) => ControlTxQueue::Off,
+        Some(toml::Value::String(s)) if s == "auto" => ControlTxQueue::Auto,
+        Some(other) => {
+            return Err(FieldError::new(f("control_tx_queue"), format!("{other} is not one of true, false, \"auto\"")))
+        }
     };
     let mac = match &raw.mac {
         Some(s) => {
@@ -219,6 +247,8 @@ pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -
         mac,
         rx_queues: 0,
         tx_lcore: u32::MAX,
+        tx_inflight,
+        control_tx_queue,
     };
     if speed_auto && !port.has_real_link() {
         return Err(FieldError::new(
