@@ -10,6 +10,17 @@ standard library only. IPv4/UDP frames with a chosen DSCP, so the switch's defau
         JSON line: delay_us from the last frame sent to the PAUSE's arrival (null if none
         came within TIMEOUT_S), and the data frames/bytes that arrived in between (what
         was queued ahead of the PAUSE on its way here).
+    host_traffic.py udp-send DST_IP PORT RATE_BPS SECONDS DSCP LEN
+        Kernel UDP socket, IP_TOS = DSCP << 2, paced at RATE_BPS (payload bits); prints
+        {"sent": n, "bytes": b}.
+    host_traffic.py udp-recv PORT SECONDS
+        Count datagrams for SECONDS after the first one (or SECONDS if none); prints
+        {"received": n, "bytes": b}.
+    host_traffic.py tcp-send DST_IP PORT SECONDS DSCP
+        Kernel TCP, IP_TOS = DSCP << 2, as fast as it goes; prints {"sent_bytes": b}.
+    host_traffic.py tcp-recv PORT TIMEOUT_S
+        Accept one connection, read to its end; prints {"bytes": b, "seconds": s,
+        "goodput_bps": g}.
 """
 import json
 import socket
@@ -115,13 +126,103 @@ def pause_probe(iface, dst, dscp, length, count, prio, timeout_s):
     }))
 
 
+def udp_send(dst, port, rate_bps, seconds, dscp, length):
+    length, rate = int(length), float(rate_bps)
+    payload = b"\0" * length
+    gap = length * 8 / rate
+    sent = 0
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, int(dscp) << 2)
+        start = time.monotonic()
+        end = start + float(seconds)
+        while True:
+            due = start + sent * gap
+            if due >= end:
+                break
+            wait = due - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            try:
+                s.sendto(struct.pack("!I", sent) + payload[4:], (dst, int(port)))
+                sent += 1
+            except OSError:
+                time.sleep(0.001)
+    print(json.dumps({"sent": sent, "bytes": sent * length}))
+
+
+def udp_recv(port, seconds):
+    n = nbytes = 0
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        s.bind(("0.0.0.0", int(port)))
+        s.settimeout(0.2)
+        end = time.monotonic() + float(seconds)
+        while time.monotonic() < end:
+            try:
+                data = s.recv(65536)
+            except socket.timeout:
+                continue
+            n += 1
+            nbytes += len(data)
+    print(json.dumps({"received": n, "bytes": nbytes}))
+
+
+def tcp_send(dst, port, seconds, dscp):
+    chunk = b"\0" * 65536
+    sent = 0
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, int(dscp) << 2)
+        s.settimeout(10)
+        for _ in range(50):
+            try:
+                s.connect((dst, int(port)))
+                break
+            except (ConnectionRefusedError, socket.timeout):
+                time.sleep(0.1)
+        end = time.monotonic() + float(seconds)
+        while time.monotonic() < end:
+            sent += s.send(chunk)
+        s.shutdown(socket.SHUT_WR)
+        s.recv(1)
+    print(json.dumps({"sent_bytes": sent}))
+
+
+def tcp_recv(port, timeout_s):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as srv:
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(("0.0.0.0", int(port)))
+        srv.listen(1)
+        srv.settimeout(float(timeout_s))
+        conn, _ = srv.accept()
+        with conn:
+            conn.settimeout(float(timeout_s))
+            total, start = 0, time.monotonic()
+            while True:
+                data = conn.recv(1 << 20)
+                if not data:
+                    break
+                total += len(data)
+            secs = time.monotonic() - start
+    print(json.dumps({"bytes": total, "seconds": round(secs, 3), "goodput_bps": int(total * 8 / secs)}))
+
+
+COMMANDS = {
+    "flood": (flood, 5),
+    "pause-probe": (pause_probe, 7),
+    "udp-send": (udp_send, 6),
+    "udp-recv": (udp_recv, 2),
+    "tcp-send": (tcp_send, 4),
+    "tcp-recv": (tcp_recv, 2),
+}
+
+
 def main():
-    if len(sys.argv) >= 7 and sys.argv[1] == "flood":
-        flood(*sys.argv[2:7])
-    elif len(sys.argv) >= 9 and sys.argv[1] == "pause-probe":
-        pause_probe(*sys.argv[2:9])
-    else:
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
         sys.exit(__doc__)
+    fn, nargs = COMMANDS[sys.argv[1]]
+    if len(sys.argv) != 2 + nargs:
+        sys.exit(__doc__)
+    fn(*sys.argv[2:])
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@
 # never a Linux bridge: a bridge never forwards 01-80-C2-00-00-01, so PFC frames would not
 # pass. The root-side end has IPv6 off (no router solicitations into the switch), answers
 # no ARP (arp_ignore=8: the root namespace's own addresses must not leak to the hosts) and
-# is promiscuous (the PMD asks for it too).
+# is promiscuous (the PMD asks for it too). Needs iproute2 and ethtool.
 set -euo pipefail
 
 P="${PFCSW_HOSTS_PREFIX:-pfc}"
@@ -47,6 +47,10 @@ case "$cmd" in
             ip -n "$ns" link set lo up
             ip -n "$ns" addr replace "198.18.0.${i}/24" dev "$b"
             ip -n "$ns" link set "$b" up
+            # Checksums computed by the host, as a NIC puts them on the wire: a veth
+            # otherwise leaves them to an offload that never happens once af_packet
+            # has taken the frame, and the receiving host drops the UDP/TCP segments.
+            ip netns exec "$ns" ethtool -K "$b" tx off >/dev/null
             echo "host $i: namespace $ns, $b 198.18.0.$i/24; switch port: net_af_packet,iface=$a"
         done
         ;;

@@ -25,9 +25,11 @@ pub fn toml_files(dir: &str) -> Vec<PathBuf> {
     v
 }
 
-/// The shipped configurations.
+/// The shipped configurations (with the fabric's, `dpdk-config/fabric/`).
 pub fn shipped_configs() -> Vec<PathBuf> {
-    toml_files("dpdk-config")
+    let mut v = toml_files("dpdk-config");
+    v.extend(toml_files("dpdk-config/fabric"));
+    v
 }
 
 /// The broken configurations with what their error must contain.

@@ -1,0 +1,65 @@
+//! The leaf-spine fabric on one machine (`scripts/fabric.sh`, issue 15): three pfcswitch
+//! processes (2 leaves, 1 spine, memif between them), kernel hosts h1, h2, h3 in network
+//! namespaces on af_packet veths, real kernel sockets.
+//!
+//! * incast with PFC: h1 and h2 at 3 Mbit/s each into h3's 5 Mbit/s port — every datagram
+//!   arrives, no switch drops the lossless class, and PAUSE goes hop by hop: leaf 2 pauses
+//!   the spine, the spine pauses leaf 1.
+//! * incast without PFC: leaf 2 drops the excess.
+//! * tcp: h1 → h3 TCP in the lossless class: goodput near the 5 Mbit/s bottleneck, no
+//!   lossless drop.
+//!
+//! Needs root; skipped otherwise.
+
+mod common;
+use common::*;
+
+use serde_json::Value;
+use std::process::Command;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn fabric(args: &[&str]) -> Value {
+    let out = Command::new("python3")
+        .arg(format!("{ROOT}/scripts/fabric.py"))
+        .args(args)
+        .env("PFCSW_BIN", BIN)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "fabric.py {args:?}: {}", show(&out));
+    eprintln!("{stdout}");
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[test]
+fn leaf_spine_incast_tcp_and_the_control_case() {
+    if !is_root() {
+        eprintln!("SKIP: needs root (namespaces, veths, EAL)");
+        return;
+    }
+    let on = fabric(&["incast", "--duration", "3"]);
+    assert_eq!(on["conserved"], true);
+    assert_eq!(on["lost"], 0, "{on}");
+    for sw in ["leaf1", "spine1", "leaf2"] {
+        assert_eq!(on["lossless_drops"][sw], 0, "{sw}: {on}");
+    }
+    // Hop by hop toward the senders: leaf2 → spine1 → leaf1.
+    assert!(on["pause_tx"]["leaf2"].as_u64().unwrap() > 0, "{on}");
+    assert!(on["pause_rx"]["spine1"].as_u64().unwrap() > 0, "{on}");
+    assert!(on["pause_tx"]["spine1"].as_u64().unwrap() > 0, "{on}");
+    assert!(on["pause_rx"]["leaf1"].as_u64().unwrap() > 0, "{on}");
+
+    let off = fabric(&["incast", "--pfc", "off", "--duration", "3"]);
+    assert!(off["lossless_drops"]["leaf2"].as_u64().unwrap() > 0, "{off}");
+    assert!(off["lost"].as_u64().unwrap() > 0, "{off}");
+    assert_eq!(off["pause_tx"]["leaf2"], 0);
+
+    let tcp = fabric(&["tcp", "--duration", "3"]);
+    for sw in ["leaf1", "spine1", "leaf2"] {
+        assert_eq!(tcp["lossless_drops"][sw], 0, "{sw}: {tcp}");
+    }
+    assert_eq!(tcp["received_bytes"], tcp["sent_bytes"]);
+    let goodput = tcp["goodput_bps"].as_u64().unwrap();
+    assert!(goodput > 1_000_000 && goodput <= 5_200_000, "goodput {goodput} b/s through a 5 Mbit/s port");
+}
