@@ -80,27 +80,43 @@ class Fabric:
         self.hosts("up", "3")
         self.hosts_up = True
         for name in SWITCHES:
-            cfg = self.config(name)
-            logf = open(os.path.join(self.work, name + ".log"), "w")
-            self.procs[name] = subprocess.Popen(
-                [BIN, "run", "--config", cfg, "--stats-json", os.path.join(self.work, name + ".json")],
-                stdout=logf, stderr=subprocess.STDOUT, env=dict(os.environ, RUST_LOG="info"))
-            self.wait_log(name, "forwarding:", 30)
-            log(f"{name}: forwarding")
+            self.start(name)
+
+    def start(self, name):
+        """Start one switch. DPDK's af_packet names its PACKET_FANOUT group after the
+        process id XOR the interface index; two switches whose ids collide on different
+        interfaces fail to probe ("could not set PACKET_FANOUT"): start again (new pid)."""
+        cfg = self.config(name)
+        for attempt in range(5):
+            with open(os.path.join(self.work, name + ".log"), "w") as logf:
+                self.procs[name] = subprocess.Popen(
+                    [BIN, "run", "--config", cfg, "--stats-json", os.path.join(self.work, name + ".json")],
+                    stdout=logf, stderr=subprocess.STDOUT, env=dict(os.environ, RUST_LOG="info"))
+            ok, text = self.wait_log(name, "forwarding:", 30)
+            if ok:
+                log(f"{name}: forwarding")
+                return
+            self.procs[name].wait()
+            if "PACKET_FANOUT" not in text:
+                break
+            log(f"{name}: af_packet fanout group id taken by another switch, starting again")
+        raise SystemExit(f"{name} did not start ('forwarding:' not logged):\n{text[-2000:]}")
 
     def wait_log(self, name, text, timeout):
         path = os.path.join(self.work, name + ".log")
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             with open(path) as f:
-                if text in f.read():
-                    return
+                content = f.read()
+            if text in content:
+                return True, content
             if self.procs[name].poll() is not None:
                 break
             time.sleep(0.1)
+        if self.procs[name].poll() is None:
+            self.procs[name].kill()
         with open(path) as f:
-            tail = f.read()[-2000:]
-        raise SystemExit(f"{name} did not start ({text!r} not logged):\n{tail}")
+            return False, f.read()
 
     def ping_all(self):
         """Every pair, both ways; the first pings also teach the fabric the hosts' MACs."""
