@@ -10,6 +10,13 @@ SCENARIO:
           the senders' leaf and no switch drops lossless traffic; with --pfc off leaf 2
           drops it.
   tcp     h1 -> h3 TCP (DSCP 3) through the fabric: goodput and lossless drops.
+  deadlock  Two switches A, B joined by two memif links (loop-a/loop-b.toml), h1 on A,
+          h2 on B. h1 sends one burst of lossless frames to a MAC nobody has: flooded
+          round the loop until every link direction is paused with packets queued and
+          nothing moves (a cyclic buffer dependency). Then h1 -> h2 lossless UDP shows
+          whether the fabric still carries the class. --watchdog on adds `[pfcwd] action
+          = "drop"` (the storm is detected and the loop drained); --flood-lossless off
+          sets `flood_lossless = false` (the burst is dropped, no loop forms).
 
 Topology (dpdk-config/fabric/*.toml; each switch its own `pfcswitch run`, no hugepages):
 
@@ -36,7 +43,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("PFCSW_BIN") or os.path.join(ROOT, "target", "release", "pfcswitch")
 TRAFFIC = os.path.join(ROOT, "scripts", "host_traffic.py")
 PREFIX = "fab"
-SWITCHES = ["leaf1", "spine1", "leaf2"]  # servers of each memif link start first
+# Servers of each memif link start first.
+TOPOLOGIES = {"leaf-spine": ["leaf1", "spine1", "leaf2"], "loop": ["loop-a", "loop-b"]}
 SOCKETS = "/run/pfcswitch-fabric"
 HOSTS = {"h1": "198.18.0.1", "h2": "198.18.0.2", "h3": "198.18.0.3"}
 LOSSLESS_TC = 3
@@ -46,15 +54,28 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+def log_time(text, needle):
+    """Wall-clock time (epoch s) of the first log line containing `needle`: env_logger's
+    `[2026-11-25T20:52:15.771Z ...` prefix. The switch's timeline starts just before it."""
+    import datetime
+    line = next(l for l in text.splitlines() if needle in l)
+    stamp = line[1:line.index(" ")].rstrip("Z")
+    return datetime.datetime.fromisoformat(stamp).replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
 def host_cmd(host, *args):
     return ["ip", "netns", "exec", PREFIX + host, "python3", TRAFFIC, *args]
 
 
 class Fabric:
-    def __init__(self, work, pfc):
+    def __init__(self, work, pfc, switches, nhosts, extra_toml="", timeline=False):
         self.work, self.pfc = work, pfc
+        self.switches, self.nhosts = switches, nhosts
+        self.extra_toml, self.timeline = extra_toml, timeline
         self.procs = {}
         self.hosts_up = False
+        self.loop = "loop-a" in switches
+        self.started, self.marks = {}, []
 
     def hosts(self, action, *extra):
         env = dict(os.environ, PFCSW_HOSTS_PREFIX=PREFIX)
@@ -68,6 +89,9 @@ class Fabric:
             text = f.read()
         if self.pfc == "off":
             text = text.replace("pfc_enable = [3]", "pfc_enable = []")
+        if getattr(self, "flood_lossless", "on") == "off":
+            text = text.replace("[switch]\n", "[switch]\nflood_lossless = false\n", 1)
+        text += self.extra_toml
         path = os.path.join(self.work, name + ".toml")
         with open(path, "w") as f:
             f.write(text)
@@ -77,24 +101,56 @@ class Fabric:
         if os.path.exists(SOCKETS):
             raise SystemExit(f"{SOCKETS} exists: another fabric is running (or remove it)")
         os.makedirs(SOCKETS)
-        self.hosts("up", "3")
+        self.hosts("up", str(self.nhosts))
         self.hosts_up = True
-        for name in SWITCHES:
+        if self.loop:
+            self.quiet_hosts()
+        for name in self.switches:
             self.start(name)
+        if self.loop:
+            self.learn_hosts()
+
+    def quiet_hosts(self):
+        """A looped L2 fabric circulates every flooded frame for ever (nothing like STP
+        here): the hosts send no broadcast or multicast (static neighbours, no IPv6) and,
+        before talking, one frame to themselves, which teaches their own switch where
+        they are and is dropped there (`same_port`) instead of flooded."""
+        macs = {}
+        for i in range(1, self.nhosts + 1):
+            ns, dev = f"{PREFIX}h{i}", f"{PREFIX}v{i}b"
+            for key in ("all", "default", dev):
+                subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{key}.disable_ipv6=1"],
+                               check=True)
+            macs[i] = subprocess.run(["ip", "netns", "exec", ns, "cat", f"/sys/class/net/{dev}/address"],
+                                     capture_output=True, text=True, check=True).stdout.strip()
+        self.macs = macs
+        for i in macs:
+            for j in macs:
+                if i != j:
+                    subprocess.run(["ip", "-n", f"{PREFIX}h{i}", "neigh", "replace", f"198.18.0.{j}", "lladdr",
+                                    macs[j], "dev", f"{PREFIX}v{i}b", "nud", "permanent"], check=True)
+
+    def learn_hosts(self):
+        for i, mac in self.macs.items():
+            run_json(host_cmd(f"h{i}", "burst", f"{PREFIX}v{i}b", mac, mac, "0", "64", "1"), 30)
+        time.sleep(0.2)
 
     def start(self, name):
         """Start one switch. DPDK's af_packet names its PACKET_FANOUT group after the
         process id XOR the interface index; two switches whose ids collide on different
         interfaces fail to probe ("could not set PACKET_FANOUT"): start again (new pid)."""
         cfg = self.config(name)
+        cmd = [BIN, "run", "--config", cfg, "--stats-json", os.path.join(self.work, name + ".json")]
+        if self.timeline:
+            cmd += ["--timeline", os.path.join(self.work, name + ".csv"), "--timeline-interval-us", "5000"]
         for attempt in range(5):
             with open(os.path.join(self.work, name + ".log"), "w") as logf:
                 self.procs[name] = subprocess.Popen(
-                    [BIN, "run", "--config", cfg, "--stats-json", os.path.join(self.work, name + ".json")],
-                    stdout=logf, stderr=subprocess.STDOUT, env=dict(os.environ, RUST_LOG="info"))
+                    cmd, stdout=logf, stderr=subprocess.STDOUT, env=dict(os.environ, RUST_LOG="info"))
             ok, text = self.wait_log(name, "forwarding:", 30)
             if ok:
                 log(f"{name}: forwarding")
+                self.started[name] = log_time(text, "forwarding:")
                 return
             self.procs[name].wait()
             if "PACKET_FANOUT" not in text:
@@ -120,8 +176,9 @@ class Fabric:
 
     def ping_all(self):
         """Every pair, both ways; the first pings also teach the fabric the hosts' MACs."""
-        for a in HOSTS:
-            for b, ip in HOSTS.items():
+        hosts = dict(list(HOSTS.items())[:self.nhosts])
+        for a in hosts:
+            for b, ip in hosts.items():
                 if a == b:
                     continue
                 for attempt in range(5):
@@ -132,7 +189,7 @@ class Fabric:
                     time.sleep(1)
                 else:
                     raise SystemExit(f"{a} cannot ping {b} ({ip}):\n{r.stdout}{r.stderr}")
-        log("ping: every pair of h1, h2, h3 reaches the other")
+        log(f"ping: every pair of {', '.join(hosts)} reaches the other")
 
     def stop_switches(self):
         for p in self.procs.values():
@@ -152,12 +209,20 @@ class Fabric:
             self.hosts("down")
             self.hosts_up = False
         shutil.rmtree(SOCKETS, ignore_errors=True)
-        for name in SWITCHES:
+        for name in self.switches:
             shutil.rmtree(f"/var/run/dpdk/fab-{name}", ignore_errors=True)
+
+    def show(self, name, *what):
+        """`pfcswitch show --json` of a running switch."""
+        r = subprocess.run([BIN, "show", "--prefix", f"fab-{name}", "--json", *what],
+                           capture_output=True, text=True, timeout=20)
+        if r.returncode != 0:
+            raise SystemExit(f"show {what} on {name}: {r.stderr.strip()}")
+        return json.loads(r.stdout)
 
     def stats(self):
         out = {}
-        for name in SWITCHES:
+        for name in self.switches:
             with open(os.path.join(self.work, name + ".json")) as f:
                 out[name] = json.load(f)
         return out
@@ -231,17 +296,86 @@ def tcp(fab, duration):
             "conserved": all(r["conserved"] for r in rows.values())}
 
 
+LINKS = ["Ethernet8", "Ethernet12"]
+
+
+def link_state(fab):
+    """Per switch and link port: queue 3 sent and queued, PG 3 OFF (over telemetry)."""
+    out = {}
+    for name in fab.switches:
+        q = fab.show(name, "queue", "counters")
+        pg = fab.show(name, "priority-group", "watermark", "shared")
+        out[name] = {p: {"tx": q[p]["UC3_packets"], "depth": q[p]["UC3_depth"], "off": pg[p]["PG3_off"]}
+                     for p in LINKS}
+    return out
+
+
+def deadlock(fab, duration):
+    # 1. One burst of lossless frames to a MAC nobody has, from a MAC no host has.
+    fab.marks.append((time.time(), "burst to an unknown MAC"))
+    sent = run_json(host_cmd("h1", "burst", PREFIX + "v1b", "02:00:00:00:0f:0f", "02:00:00:00:0e:0e",
+                             "3", "1000", "400"), 30)
+    time.sleep(1.0)
+    # 2. Watch the links: a deadlock is every link direction OFF with packets queued and
+    # nothing sent between two looks `duration` apart.
+    first = link_state(fab)
+    fab.marks.append((time.time(), "h1 -> h2 lossless UDP"))
+    recv = subprocess.Popen(host_cmd("h2", "udp-recv", "5001", str(duration + 2)), stdout=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    udp = run_json(host_cmd("h1", "udp-send", HOSTS["h2"], "5001", "1000000", str(duration), "3", "1000"),
+                   duration + 30)
+    second = link_state(fab)
+    got = json.loads(recv.communicate(timeout=duration + 30)[0])
+    fab.stop_switches()
+    stats = fab.stats()
+    rows = summarize(stats)
+    stalled = all(first[n][p]["off"] and first[n][p]["depth"] > 0 and second[n][p]["off"]
+                  and second[n][p]["depth"] > 0 and second[n][p]["tx"] == first[n][p]["tx"]
+                  for n in fab.switches for p in LINKS)
+    storms = {n: sum(p["pfcwd"].get(f"prio{LOSSLESS_TC}_storms_detected", 0) for p in j["ports"])
+              for n, j in stats.items()}
+    print(f"deadlock, watchdog {fab.watchdog}, flood_lossless {fab.flood_lossless}: h1 sent {sent['sent']} "
+          f"lossless frames to an unknown MAC; then h1 -> h2 lossless UDP: {udp['sent']} sent, "
+          f"{got['received']} received")
+    print(f"{'switch':<8} {'link':<11} {'PG3 OFF':>8} {'queued':>7} {'sent in between':>16}")
+    for n in fab.switches:
+        for p in LINKS:
+            a, b = first[n][p], second[n][p]
+            print(f"{n:<8} {p:<11} {str(bool(a['off'])) + '->' + str(bool(b['off'])):>8} "
+                  f"{a['depth']:>3}->{b['depth']:<3} {b['tx'] - a['tx']:>16}")
+    print_table(rows)
+    return {"scenario": "deadlock", "watchdog": fab.watchdog, "flood_lossless": fab.flood_lossless,
+            "burst": sent["sent"], "deadlocked": stalled, "watched_s": duration,
+            "links": {n: {p: {"off": [bool(first[n][p]["off"]), bool(second[n][p]["off"])],
+                              "queued": [first[n][p]["depth"], second[n][p]["depth"]],
+                              "sent_between": second[n][p]["tx"] - first[n][p]["tx"]} for p in LINKS}
+                      for n in fab.switches},
+            "udp_sent": udp["sent"], "udp_received": got["received"], "storms": storms,
+            **{k: {n: r[k] for n, r in rows.items()} for k in ("pause_tx", "pause_rx", "lossless_drops")},
+            "conserved": all(r["conserved"] for r in rows.values())}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("scenario", choices=["incast", "tcp"])
+    ap.add_argument("scenario", choices=["incast", "tcp", "deadlock"])
     ap.add_argument("--pfc", choices=["on", "off"], default="on")
+    ap.add_argument("--watchdog", choices=["on", "off"], default="off", help="deadlock: [pfcwd] action = drop")
+    ap.add_argument("--flood-lossless", choices=["on", "off"], default="on", help="deadlock: [switch] flood_lossless")
+    ap.add_argument("--plot", metavar="OUT.png", help="deadlock: plot each switch's link PGs and queues over time")
     ap.add_argument("--duration", type=float, default=10)
     ap.add_argument("--keep", action="store_true", help="keep the run directory (configs, logs, JSON)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("fabric.sh needs root (namespaces, veths, DPDK EAL)")
     work = tempfile.mkdtemp(prefix="pfcsw-fabric-")
-    fab = Fabric(work, a.pfc)
+    extra = ""
+    if a.scenario == "deadlock":
+        if a.watchdog == "on":
+            extra += "\n[pfcwd]\naction = \"drop\"\ndetection_time = 200\nrestoration_time = 200\npoll_interval = 10\n"
+        fab = Fabric(work, a.pfc, TOPOLOGIES["loop"], 2, extra, timeline=bool(a.plot))
+    else:
+        fab = Fabric(work, a.pfc, TOPOLOGIES["leaf-spine"], 3)
+    fab.watchdog, fab.flood_lossless = a.watchdog, a.flood_lossless
 
     def on_signal(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
@@ -250,7 +384,16 @@ def main():
     try:
         fab.up()
         fab.ping_all()
-        result = {"incast": incast, "tcp": tcp}[a.scenario](fab, a.duration)
+        result = {"incast": incast, "tcp": tcp, "deadlock": deadlock}[a.scenario](fab, a.duration)
+        if a.plot:
+            t0 = min(fab.started.values())
+            plot = [sys.executable, os.path.join(ROOT, "scripts", "plot_timeline.py"), "--fabric", a.plot]
+            plot += [f"{n}={os.path.join(work, n + '.csv')}@{fab.started[n] - t0:.3f}" for n in fab.switches]
+            for t, label in fab.marks:
+                plot += ["--mark", f"{t - t0:.3f}={label}"]
+            plot += ["--title", f"PFC deadlock: two switches, two links; watchdog {a.watchdog}, "
+                                f"flood_lossless {a.flood_lossless}"]
+            subprocess.run(plot, check=True)
     except KeyboardInterrupt:
         log("interrupted: tearing down")
     finally:

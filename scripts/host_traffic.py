@@ -5,6 +5,9 @@ standard library only. IPv4/UDP frames with a chosen DSCP, so the switch's defau
 
     host_traffic.py flood IFACE DST_MAC DSCP LEN SECONDS
         Send as fast as the socket takes for SECONDS; prints {"sent": n}.
+    host_traffic.py burst IFACE SRC_MAC DST_MAC DSCP LEN COUNT
+        Send COUNT frames at once from a given source MAC (e.g. to an address no switch
+        knows: flooded); prints {"sent": n}.
     host_traffic.py pause-probe IFACE DST_MAC DSCP LEN COUNT PRIORITY TIMEOUT_S
         Send COUNT frames, then wait for a PFC frame that pauses PRIORITY. Prints one
         JSON line: delay_us from the last frame sent to the PAUSE's arrival (null if none
@@ -72,6 +75,15 @@ def flood(iface, dst, dscp, length, seconds):
                 except OSError:
                     time.sleep(0.0001)
     print(json.dumps({"sent": sent}))
+
+
+def burst(iface, src, dst, dscp, length, count):
+    frames = [ipv4_frame(mac_bytes(dst), mac_bytes(src), int(dscp), int(length), i) for i in range(int(count))]
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as s:
+        s.bind((iface, 0))
+        for f in frames:
+            s.send(f)
+    print(json.dumps({"sent": len(frames)}))
 
 
 def pauses(frame, prio):
@@ -209,6 +221,7 @@ def tcp_recv(port, timeout_s):
 COMMANDS = {
     "flood": (flood, 5),
     "pause-probe": (pause_probe, 7),
+    "burst": (burst, 6),
     "udp-send": (udp_send, 6),
     "udp-recv": (udp_recv, 2),
     "tcp-send": (tcp_send, 4),

@@ -4,6 +4,7 @@
     scripts/plot_timeline.py FILE.csv OUT.png [--title TEXT]
     scripts/plot_timeline.py --demo [OUT.png] [--csv DEMO.csv]
     scripts/plot_timeline.py --gen-demo-csv DEMO.csv
+    scripts/plot_timeline.py --fabric OUT.png NAME=FILE.csv[@OFFSET_S] ... [--mark T_S=LABEL] [--title TEXT]
 
 The CSV has two kinds of rows (column `series`): `pg` rows per lossless ingress
 (port, PG) and `queue` rows per egress (port, queue) depth. Panels share the time axis:
@@ -15,6 +16,11 @@ The CSV has two kinds of rows (column `series`): `pg` rows per lossless ingress
   * at the bottom: the depth in packets of every egress (port, queue) that held packets
     (an incast builds at the egress port, not at the paused ingress PG's port), with
     the intervals where any PG shown is OFF shaded.
+
+--fabric plots several switches' timelines on one time axis (each shifted by its OFFSET_S,
+the time its switch started after the first): one lane per (switch, port, PG) that was
+ever OFF, shaded while OFF, and the egress queue depths below; --mark draws a labelled
+vertical line (scripts/fabric.sh deadlock marks the burst that starts the loop).
 
 --demo writes a synthetic incast (two senders into one 100G port: shared occupancy ramps,
 crosses T, PAUSE, headroom absorbs the in-flight bytes, drain, RESUME) and plots it.
@@ -317,6 +323,64 @@ def write_demo_csv(path):
         w.writerows(demo_rows())
 
 
+def plot_fabric(named, out_png, title=None, marks=()):
+    """named: [(switch, series, offset_s)]."""
+    plt, _ = _import_matplotlib()
+    fig, (lanes, depth) = plt.subplots(2, 1, sharex=True, figsize=(11, 6.5), gridspec_kw={"height_ratios": [1, 1.2]})
+    labels = []
+    for name, series, off_s in named:
+        for (kind, port, index), s in sorted(series.items()):
+            t = [off_s + v / 1e6 for v in s["t_us"]]
+            if kind == "pg" and any(s["off"]):
+                y = len(labels)
+                runs = [(a, b - a) for a, b in _off_intervals(t, s["off"])]
+                lanes.broken_barh(runs, (y - 0.35, 0.7), color="#d62728", alpha=0.8)
+                labels.append(f"{name} {port} PG{index}")
+            elif kind == "queue" and any(s["depth_pkts"]):
+                depth.step(t, s["depth_pkts"], where="post", label=f"{name} {port} q{index}")
+    lanes.set_yticks(range(len(labels)))
+    lanes.set_yticklabels(labels)
+    lanes.set_ylim(-0.6, max(len(labels), 1) - 0.4)
+    lanes.set_title("PFC asserted (PG OFF: PAUSE sent upstream)", fontsize=10, loc="left", pad=28)
+    depth.set_ylabel("egress queue depth (packets)")
+    depth.set_xlabel("time (s)")
+    if depth.lines:
+        depth.legend(fontsize=8, loc="upper left", ncol=2)
+    for axis in (lanes, depth):
+        for t, label in marks:
+            axis.axvline(t, color="k", ls="--", lw=1)
+        axis.grid(alpha=0.3)
+    for i, (t, label) in enumerate(marks):
+        lanes.annotate(label, (t, 1.0), xycoords=("data", "axes fraction"), xytext=(3, 4 + 11 * i),
+                       textcoords="offset points", fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=110)
+
+
+def fabric_main(args, title):
+    if not args:
+        sys.stderr.write(f"usage: {PROG} --fabric OUT.png NAME=FILE.csv[@OFFSET_S] ... [--mark T_S=LABEL]\n")
+        return 2
+    out, named, marks = args[0], [], []
+    rest = args[1:]
+    while rest:
+        a = rest.pop(0)
+        if a == "--mark" and rest:
+            t, _, label = rest.pop(0).partition("=")
+            marks.append((float(t), label))
+            continue
+        name, sep, spec = a.partition("=")
+        if not sep:
+            raise InputError(f"{a!r}: expected NAME=FILE.csv[@OFFSET_S]")
+        path, _, off = spec.partition("@")
+        named.append((name, read_timeline(path), float(off or 0)))
+    plot_fabric(named, out, title, marks)
+    print(f"{PROG}: {len(named)} switch timeline(s), wrote {out}")
+    return 0
+
+
 def main(argv):
     args = list(argv)
     title = None
@@ -331,6 +395,8 @@ def main(argv):
         print(__doc__.strip())
         return 0
     try:
+        if args and args[0] == "--fabric":
+            return fabric_main(args[1:], title)
         if args and args[0] == "--gen-demo-csv":
             if len(args) != 2:
                 sys.stderr.write(f"usage: {PROG} --gen-demo-csv DEMO.csv\n")

@@ -63,3 +63,37 @@ fn leaf_spine_incast_tcp_and_the_control_case() {
     let goodput = tcp["goodput_bps"].as_u64().unwrap();
     assert!(goodput > 1_000_000 && goodput <= 5_200_000, "goodput {goodput} b/s through a 5 Mbit/s port");
 }
+
+/// Two switches, two parallel links: one lossless burst to an unknown MAC loops until
+/// every link direction is paused with packets queued and nothing moves (and the lossless
+/// class no longer crosses); the watchdog (`action = "drop"`) breaks it and h1 → h2 flows;
+/// `flood_lossless = false` never lets it form.
+#[test]
+fn pfc_deadlock_in_a_loop_and_what_breaks_it() {
+    if !is_root() {
+        eprintln!("SKIP: needs root (namespaces, veths, EAL)");
+        return;
+    }
+    let stuck = fabric(&["deadlock", "--duration", "2"]);
+    assert_eq!(stuck["deadlocked"], true, "{stuck}");
+    assert_eq!(stuck["udp_received"], 0, "{stuck}");
+    assert_eq!(stuck["conserved"], true);
+    for sw in ["loop-a", "loop-b"] {
+        for link in ["Ethernet8", "Ethernet12"] {
+            let l = &stuck["links"][sw][link];
+            assert_eq!(l["sent_between"], 0, "{sw} {link}: {l}");
+            assert!(l["queued"][1].as_u64().unwrap() > 0, "{sw} {link}: {l}");
+        }
+    }
+
+    let wd = fabric(&["deadlock", "--duration", "2", "--watchdog", "on"]);
+    assert_eq!(wd["deadlocked"], false, "{wd}");
+    let storms: u64 = ["loop-a", "loop-b"].iter().map(|s| wd["storms"][s].as_u64().unwrap()).sum();
+    assert!(storms >= 1, "{wd}");
+    assert_eq!(wd["udp_received"], wd["udp_sent"], "{wd}");
+
+    let no_flood = fabric(&["deadlock", "--duration", "2", "--flood-lossless", "off"]);
+    assert_eq!(no_flood["deadlocked"], false, "{no_flood}");
+    assert_eq!(no_flood["pause_tx"]["loop-b"], 0, "{no_flood}");
+    assert_eq!(no_flood["udp_received"], no_flood["udp_sent"], "{no_flood}");
+}
