@@ -67,6 +67,16 @@ def host_cmd(host, *args):
     return ["ip", "netns", "exec", PREFIX + host, "python3", TRAFFIC, *args]
 
 
+CHILDREN = []
+
+
+def spawn(cmd):
+    """A host's traffic process, killed at teardown if still running (Ctrl-C)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    CHILDREN.append(p)
+    return p
+
+
 class Fabric:
     def __init__(self, work, pfc, switches, nhosts, extra_toml="", timeline=False):
         self.work, self.pfc = work, pfc
@@ -204,6 +214,9 @@ class Fabric:
                 p.wait()
 
     def down(self):
+        for p in CHILDREN:
+            if p.poll() is None:
+                p.kill()
         self.stop_switches()
         if self.hosts_up:
             self.hosts("down")
@@ -262,10 +275,10 @@ def run_json(cmd, timeout):
 def incast(fab, duration):
     # The 1 Mbit/s excess drains after the senders stop: wait for it (plus slack).
     listen = duration + duration / 5 + 4
-    recv = subprocess.Popen(host_cmd("h3", "udp-recv", "5001", str(listen)), stdout=subprocess.PIPE, text=True)
+    recv = spawn(host_cmd("h3", "udp-recv", "5001", str(listen)))
     time.sleep(0.5)
-    senders = [subprocess.Popen(host_cmd(h, "udp-send", HOSTS["h3"], "5001", "3000000", str(duration), "3", "1000"),
-                                stdout=subprocess.PIPE, text=True) for h in ("h1", "h2")]
+    senders = [spawn(host_cmd(h, "udp-send", HOSTS["h3"], "5001", "3000000", str(duration), "3", "1000"))
+               for h in ("h1", "h2")]
     sent = [json.loads(s.communicate(timeout=duration + 30)[0]) for s in senders]
     got = json.loads(recv.communicate(timeout=listen + 30)[0])
     fab.stop_switches()
@@ -281,7 +294,7 @@ def incast(fab, duration):
 
 
 def tcp(fab, duration):
-    recv = subprocess.Popen(host_cmd("h3", "tcp-recv", "5201", str(duration + 20)), stdout=subprocess.PIPE, text=True)
+    recv = spawn(host_cmd("h3", "tcp-recv", "5201", str(duration + 20)))
     time.sleep(0.5)
     sent = run_json(host_cmd("h1", "tcp-send", HOSTS["h3"], "5201", str(duration), "3"), duration + 60)
     got = json.loads(recv.communicate(timeout=duration + 30)[0])
@@ -320,7 +333,7 @@ def deadlock(fab, duration):
     # nothing sent between two looks `duration` apart.
     first = link_state(fab)
     fab.marks.append((time.time(), "h1 -> h2 lossless UDP"))
-    recv = subprocess.Popen(host_cmd("h2", "udp-recv", "5001", str(duration + 2)), stdout=subprocess.PIPE, text=True)
+    recv = spawn(host_cmd("h2", "udp-recv", "5001", str(duration + 2)))
     time.sleep(0.3)
     udp = run_json(host_cmd("h1", "udp-send", HOSTS["h2"], "5001", "1000000", str(duration), "3", "1000"),
                    duration + 30)
@@ -379,7 +392,9 @@ def main():
 
     def on_signal(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
+    # Explicitly: a shell starting this in the background leaves SIGINT ignored.
     signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     result = None
     try:
         fab.up()

@@ -147,7 +147,7 @@ def udp_send(dst, port, rate_bps, seconds, dscp, length):
         s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, int(dscp) << 2)
         start = time.monotonic()
         end = start + float(seconds)
-        while True:
+        while time.monotonic() < end:
             due = start + sent * gap
             if due >= end:
                 break
