@@ -49,6 +49,11 @@ pub struct Control {
     /// Per port: its DPDK port id (None: link not watched), and whether its link was
     /// ever seen up.
     links: Vec<(Option<u16>, bool)>,
+    /// Per port: PGs whose MMU state differed from their PFC state, with no worker note,
+    /// at the last reconcile pass. Acted on only when still so at the next pass: the
+    /// worker whose admission flips a PG OFF claims its slot a few ns later, and a look
+    /// in between would send a second PAUSE beside the worker's.
+    suspect: Vec<u8>,
 }
 
 impl Control {
@@ -60,6 +65,7 @@ impl Control {
             shared,
             pfc_tx,
             pending: vec![PendingPgs::default(); n],
+            suspect: vec![0; n],
             retry_at: vec![0; n],
             next_reconcile: 0,
             reconcile_every: tsc_hz / 10_000, // 100 µs
@@ -259,8 +265,14 @@ impl Control {
                 let tx_off = self.pfc_tx[port].off_mask() & prios != 0;
                 // A worker holds or is queueing this PG's PAUSE: its note will settle it.
                 let claimed = rt.pause[pg as usize].is_held();
+                let bit = 1u8 << pg;
                 if !claimed && shared.mmu.is_off(port as u16, pg) != tx_off {
-                    self.pending[port].mark(pg, None, 0);
+                    if self.suspect[port] & bit != 0 {
+                        self.pending[port].mark(pg, None, 0);
+                    }
+                    self.suspect[port] |= bit;
+                } else {
+                    self.suspect[port] &= !bit;
                 }
             }
         }
