@@ -96,6 +96,26 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Per lossless (port, PG): the packet that sends PAUSE, the Xon point when draining
+    /// and the first drop for a burst of equal frames into a stalled egress, from the MMU
+    /// the switch would run (every other PG idle).
+    Thresholds {
+        /// Configuration file (TOML)
+        #[arg(long, short)]
+        config: PathBuf,
+        /// Only this port
+        #[arg(long)]
+        port: Option<String>,
+        /// Only this PG
+        #[arg(long)]
+        pg: Option<u8>,
+        /// Frame length in bytes, as received (without FCS)
+        #[arg(long, default_value_t = 1000)]
+        frame_size: u32,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Load, validate and plan a configuration; on error print one line and give exit 2.
@@ -125,6 +145,27 @@ fn main() -> ExitCode {
                 }
                 println!("{}: ok", file.display());
                 ExitCode::SUCCESS
+            }
+            Err(code) => code,
+        },
+        Cmd::Thresholds { config, port, pg, frame_size, json } => match load(&config) {
+            Ok((cfg, plan)) => {
+                let names: Vec<String> = cfg.ports.iter().map(|p| p.name.clone()).collect();
+                match pfcswitch::thresholds::compute(&plan, &names, frame_size, port.as_deref(), pg) {
+                    Ok(rows) if json => {
+                        let v: Vec<_> = rows.iter().map(|r| r.to_json()).collect();
+                        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+                        ExitCode::SUCCESS
+                    }
+                    Ok(rows) => {
+                        print!("{}", pfcswitch::thresholds::render(&rows, "static (per-PG headroom)"));
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => {
+                        eprintln!("{e}");
+                        ExitCode::from(2)
+                    }
+                }
             }
             Err(code) => code,
         },

@@ -277,3 +277,52 @@ fn pause_refreshed_while_control_lcore_naps() {
     assert!(running.len() as u64 > refreshes, "{} PAUSE frames, {refreshes} of them worker refreshes", running.len());
     eprintln!("{} PAUSE frames, {refreshes} refreshed by the worker", o.pfc.len());
 }
+
+/// `pfcswitch thresholds` reads the same boundaries off the MMU the switch runs: the
+/// packet that sends PAUSE and the first drop (1-based) are the independent model's, which
+/// the runs above check against a running switch; every lossless (port, PG) is listed; a
+/// port that does not exist is one line and exit 2.
+#[test]
+fn thresholds_command_agrees_with_the_model() {
+    let (pause_at, drop_at) = boundaries();
+    let d = TestDir::new("thr");
+    let cfg = config(&d).one_worker().write(&d.join("t.toml"));
+    let cfg = cfg.to_str().unwrap();
+    let out = run_switch(&[
+        "thresholds",
+        "--config",
+        cfg,
+        "--port",
+        "Ethernet0",
+        "--pg",
+        "3",
+        "--frame-size",
+        "1000",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", show(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &rows[0];
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(r["pause_at"], pause_at as u64 + 1, "{r}");
+    assert_eq!(r["first_drop"], drop_at as u64 + 1, "{r}");
+    assert_eq!(r["drop_reason"], "lossless_headroom_full", "{r}");
+    assert_eq!(r["egress"], "Ethernet4");
+    let xon = r["xon_after_drained"].as_u64().expect("a RESUME while draining");
+    assert!(xon >= 1 && xon <= drop_at as u64, "{r}");
+    assert!(r["xon_occupancy_bytes"].as_u64().unwrap() < r["pause_occupancy_bytes"].as_u64().unwrap(), "{r}");
+
+    let all = run_switch(&["thresholds", "--config", cfg]);
+    let text = String::from_utf8_lossy(&all.stdout);
+    assert!(all.status.success() && text.contains("PAUSE at packet"), "{}", show(&all));
+    for (p, pg) in [("Ethernet0", 3), ("Ethernet0", 4), ("Ethernet4", 3), ("Ethernet4", 4)] {
+        assert!(
+            text.lines().any(|l| l.starts_with(p) && l.split_whitespace().nth(1) == Some(&pg.to_string())),
+            "{text}"
+        );
+    }
+    let bad = run_switch(&["thresholds", "--config", cfg, "--port", "Ethernet9"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.trim().lines().count() == 1 && err.contains("Ethernet9"), "{err}");
+}
