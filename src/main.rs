@@ -158,7 +158,13 @@ fn main() -> ExitCode {
                         ExitCode::SUCCESS
                     }
                     Ok(rows) => {
-                        print!("{}", pfcswitch::thresholds::render(&rows, "static (per-PG headroom)"));
+                        let policy = match plan.mmu.headroom_policy {
+                            pfcswitch::mmu::HeadroomPolicy::SharedPool { size } => {
+                                format!("shared_pool, a {size}-byte pool every PG draws on, each up to its xoff")
+                            }
+                            _ => "static, each PG its own xoff".to_string(),
+                        };
+                        print!("{}", pfcswitch::thresholds::render(&rows, &policy));
                         ExitCode::SUCCESS
                     }
                     Err(e) => {

@@ -367,11 +367,18 @@ pub fn render(view: View, v: &Value) -> String {
             format!("{title}\n{}", table(&h, &rows))
         }
         View::BufferPool => {
-            let h: Vec<String> =
-                ["Pool", "Size", "Occupancy", "Shared watermark", "Headroom watermark", "Threshold (T)"]
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect();
+            let h: Vec<String> = [
+                "Pool",
+                "Size",
+                "Occupancy",
+                "Shared watermark",
+                "Headroom watermark",
+                "Headroom pool (xoff)",
+                "Threshold (T)",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
             let rows: Vec<Vec<String>> = ps
                 .iter()
                 .map(|(p, o)| {
@@ -381,6 +388,7 @@ pub fn render(view: View, v: &Value) -> String {
                         get(o, "occupancy"),
                         get(o, "shared_watermark"),
                         get(o, "headroom_watermark"),
+                        get(o, "xoff"),
                         get(o, "threshold"),
                     ]
                 })

@@ -21,6 +21,8 @@ struct Params {
     lossy_shared: u64,
     cell: u32,
     order: ReleaseOrder,
+    /// None: static headroom; Some(d): a shared headroom pool of Σ xoff / d.
+    hp_div: Option<u64>,
 }
 
 fn params() -> impl Strategy<Value = Params> {
@@ -31,20 +33,24 @@ fn params() -> impl Strategy<Value = Params> {
         (0u64..3000, (-2i8..=2).prop_map(Threshold::Dynamic), 0u64..80_000),
         prop_oneof![Just(1u32), Just(256u32)],
         prop_oneof![Just(ReleaseOrder::HeadroomFirst), Just(ReleaseOrder::AsCharged)],
+        prop_oneof![Just(None), Just(Some(1u64)), Just(Some(2u64)), Just(Some(4u64))],
     )
         .prop_map(
-            |((private, xoff, xon, xon_offset), th, shared, (q_private, q_th, lossy_shared), cell, order)| Params {
-                private,
-                xoff,
-                xon,
-                xon_offset,
-                th,
-                shared,
-                q_private,
-                q_th,
-                lossy_shared,
-                cell,
-                order,
+            |((private, xoff, xon, xon_offset), th, shared, (q_private, q_th, lossy_shared), cell, order, hp_div)| {
+                Params {
+                    private,
+                    xoff,
+                    xon,
+                    xon_offset,
+                    th,
+                    shared,
+                    q_private,
+                    q_th,
+                    lossy_shared,
+                    cell,
+                    order,
+                    hp_div,
+                }
             },
         )
 }
@@ -52,12 +58,19 @@ fn params() -> impl Strategy<Value = Params> {
 fn config(p: &Params) -> MmuConfig {
     let pg = PgProfile { size: p.private, xoff: p.xoff, xon: p.xon, xon_offset: p.xon_offset, threshold: p.th };
     let q = QueueProfile { size: p.q_private, threshold: p.q_th };
-    let lossless_reserved = u64::from(PORTS) * 2 * (p.private + p.xoff);
+    let headroom = match p.hp_div {
+        None => u64::from(PORTS) * 2 * p.xoff,
+        Some(d) => u64::from(PORTS) * 2 * p.xoff / d,
+    };
+    let lossless_reserved = u64::from(PORTS) * 2 * p.private + headroom;
     let lossy_reserved = u64::from(PORTS) * 8 * p.q_private;
     let mut c =
         MmuConfig::uniform(PORTS, LOSSLESS, pg, q, lossless_reserved + p.shared, lossy_reserved + p.lossy_shared);
     c.cell_size = p.cell;
     c.release_order = p.order;
+    if p.hp_div.is_some() {
+        c.headroom_policy = HeadroomPolicy::SharedPool { size: headroom };
+    }
     c
 }
 
@@ -186,7 +199,12 @@ proptest! {
                         Verdict::Drop(r) => {
                             if is_ll {
                                 prop_assert_eq!(r, DropReason::LosslessHeadroomFull);
-                                prop_assert!(before.h + b > p.xoff, "dropped with headroom left");
+                                // The PG's own headroom is full, or the shared headroom pool is.
+                                let pool_full = p.hp_div.is_some_and(|d| {
+                                    let used: u64 = model.pgs.iter().map(|g| g.h).sum();
+                                    used + b > u64::from(PORTS) * 2 * p.xoff / d
+                                });
+                                prop_assert!(before.h + b > p.xoff || pool_full, "dropped with headroom left");
                             } else {
                                 prop_assert!(matches!(r, DropReason::LossyDt | DropReason::LossyPoolFull));
                             }
@@ -375,6 +393,7 @@ fn bulk_path_is_taken() {
         lossy_shared: 100_000,
         cell: 1,
         order: ReleaseOrder::HeadroomFirst,
+        hp_div: None,
     };
     let m = Mmu::new(config(&p)).unwrap();
     // 15 × 64 fit the private 1000, the 16th does not; the next go to shared (T ≈ 100 000).

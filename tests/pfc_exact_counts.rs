@@ -124,22 +124,22 @@ struct Outcome {
 /// Run the switch on `n` lossless frames; if `enable_tx_after` is set, SIGUSR1 after
 /// that long (TX on), then stop.
 fn run(n: usize, enable_tx_after: Option<Duration>) -> Outcome {
-    run_with(n, enable_tx_after, &[], |c| c)
+    run_with(n, enable_tx_after, &[], config)
 }
 
 /// [`run`], with `before` injected ahead of the lossless frames and the configuration
-/// passed through `edit`.
+/// `base` builds.
 fn run_with(
     n: usize,
     enable_tx_after: Option<Duration>,
     before: &[Vec<u8>],
-    edit: impl Fn(SwitchConfig) -> SwitchConfig,
+    base: impl Fn(&TestDir) -> SwitchConfig,
 ) -> Outcome {
     let d = TestDir::new("exact");
     let frames: Vec<_> = before.iter().cloned().chain((0..n).map(|i| lossless_frame(i as u16))).collect();
     write_pcap(&d.join("in0.pcap"), &frames);
     write_pcap(&d.join("in1.pcap"), &[]);
-    let cfg = edit(config(&d)).write(&d.join("exact.toml"));
+    let cfg = base(&d).write(&d.join("exact.toml"));
     let json = d.join("stats.json");
     let mut child = Command::new(BIN)
         .args(["run", "--config", cfg.to_str().unwrap(), "--stats-json", json.to_str().unwrap()])
@@ -262,8 +262,8 @@ fn exactly_one_resume_when_tx_drains() {
 fn pause_refreshed_while_control_lcore_naps() {
     let (pause_at, drop_at) = boundaries();
     let filler: Vec<_> = (0..100_000).map(|_| pfc_frame(mac(0xaa), 0, [0; 8])).collect();
-    let o = run_with((pause_at + drop_at) / 2, None, &filler, |c| {
-        c.edit_port("Ethernet0", |p| p.speed("400G")).lcores_set("control_nap", "\"10ms\"").one_worker()
+    let o = run_with((pause_at + drop_at) / 2, None, &filler, |d| {
+        config(d).edit_port("Ethernet0", |p| p.speed("400G")).lcores_set("control_nap", "\"10ms\"").one_worker()
     });
     assert_eq!(lossless_drops(&o), 0);
     let running = while_running(&o);
@@ -325,4 +325,50 @@ fn thresholds_command_agrees_with_the_model() {
     assert_eq!(bad.status.code(), Some(2));
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.trim().lines().count() == 1 && err.contains("Ethernet9"), "{err}");
+}
+
+/// [`config`] with SAI's shared headroom pool: 6000 bytes for the four lossless PGs, less
+/// than one PG's own 10000 — an over-subscribed pool a single PG can exhaust.
+fn shared_pool_config(d: &TestDir) -> SwitchConfig {
+    let buffer = pcap_pair_buffer(&EXACT_PROFILE)
+        .replacen("total_size = 200000\n", "total_size = 200000\nheadroom_policy = \"shared_pool\"\n", 1)
+        .replacen("type = \"ingress\"\n", "type = \"ingress\"\nxoff = 6000\n", 1);
+    pcap_pair(d, "100M").toml(&buffer)
+}
+
+/// `headroom_policy = "shared_pool"` on a running switch: the PAUSE and the first drop
+/// land exactly where `pfcswitch thresholds` says, and the drop comes from the pool (6
+/// packets of headroom), not the PG's 10000-byte cap (10 packets).
+#[test]
+fn shared_headroom_pool_pauses_and_drops_where_thresholds_says() {
+    let d = TestDir::new("thr_pool");
+    let cfg = shared_pool_config(&d).one_worker().write(&d.join("t.toml"));
+    let out = run_switch(&[
+        "thresholds",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--port",
+        "Ethernet0",
+        "--pg",
+        "3",
+        "--frame-size",
+        "1000",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", show(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (pause_at, first_drop) =
+        (rows[0]["pause_at"].as_u64().unwrap() as usize, rows[0]["first_drop"].as_u64().unwrap() as usize);
+    assert_eq!(first_drop - pause_at, 6, "headroom from the 6000-byte pool: {rows}");
+
+    let o = run_with(pause_at - 1, None, &[], shared_pool_config);
+    assert!(o.pfc.is_empty(), "PAUSE before packet #{pause_at}: {:?}", o.pfc);
+    let o = run_with(pause_at, None, &[], shared_pool_config);
+    assert!(!while_running(&o).is_empty(), "no PAUSE at packet #{pause_at}");
+    let o = run_with(first_drop - 1, None, &[], shared_pool_config);
+    assert_eq!(lossless_drops(&o), 0, "dropped before packet #{first_drop}");
+    let o = run_with(first_drop, None, &[], shared_pool_config);
+    assert_eq!(lossless_drops(&o), 1, "expected exactly one drop at packet #{first_drop}");
+    assert_eq!(o.json["buffer_pool"]["ingress_lossless_pool"]["xoff"], 6000);
+    assert_eq!(o.json["buffer_pool"]["ingress_lossless_pool"]["headroom_watermark"], 6000);
 }

@@ -86,11 +86,16 @@
 //! [buffer]                      # optional (defaults below)
 //! total_size = "12MiB"          # default 12MiB
 //! cell_size = 256               # 0/absent = count bytes; else 32..=16384
-//! headroom_policy = "static"    # only "static" today ("shared" is refused)
+//! headroom_policy = "static"    # "static" (default): each lossless PG owns its xoff;
+//!                               # "shared_pool": one headroom pool (the ingress pool's
+//!                               # `xoff`, or Σ PG xoff / over_subscribe_ratio), each PG
+//!                               # capped by its xoff; "dsh" is refused (not implemented)
+//! over_subscribe_ratio = 2      # shared_pool without a pool xoff (SONiC's formula)
 //! [buffer.pool.ingress_lossless_pool]   # BUFFER_POOL; sizes add up to ≤ total_size
 //! size = "8MiB"
 //! type = "ingress"              # "ingress" | "egress"
 //! mode = "dynamic"              # "dynamic" (default) | "static"
+//! xoff = "1MiB"                 # shared_pool only: the shared headroom pool, inside size
 //! [buffer.profile.pg_lossless_profile]  # BUFFER_PROFILE
 //! pool = "ingress_lossless_pool"
 //! size = 4096                   # private (reserved) bytes, default 0, ≤ pool size

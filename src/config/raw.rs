@@ -167,7 +167,9 @@ pub(crate) struct RawWorker {
 #[serde(rename_all = "lowercase")]
 pub(crate) enum RawHeadroomPolicy {
     Static,
-    Shared,
+    #[serde(rename = "shared_pool")]
+    SharedPool,
+    Dsh,
 }
 
 #[derive(Debug, Deserialize)]
@@ -176,6 +178,7 @@ pub(crate) struct RawBuffer {
     pub total_size: Option<Human>,
     pub cell_size: Option<i64>,
     pub headroom_policy: Option<RawHeadroomPolicy>,
+    pub over_subscribe_ratio: Option<i64>,
     pub pool: Option<Table>,
     pub profile: Option<Table>,
     pub pg: Option<Table>,
@@ -203,6 +206,7 @@ pub(crate) struct RawPool {
     #[serde(rename = "type")]
     pub kind: RawPoolType,
     pub mode: Option<RawPoolMode>,
+    pub xoff: Option<Human>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -620,3 +620,39 @@ fn tx_inflight_limit_and_control_tx_queue() {
     assert_err(&set("tx_inflight_limit = 100"), "port[0].tx_inflight_limit", "less than one frame");
     assert_err(&set("control_tx_queue = \"yes\""), "port[0].control_tx_queue", "not one of");
 }
+
+#[test]
+fn shared_headroom_pool() {
+    let with = |extra_buffer: &str, pool_extra: &str| {
+        let b = BUF
+            .replace("cell_size = 256\n", &format!("cell_size = 256\n{extra_buffer}"))
+            .replace("mode = \"dynamic\"\n", &format!("mode = \"dynamic\"\n{pool_extra}"));
+        format!("{MIN}\n{b}")
+    };
+    let c = from_str(&with("headroom_policy = \"shared_pool\"\n", "xoff = \"64KiB\"\n"), "t.toml").unwrap();
+    assert_eq!(c.buffer.headroom_policy, HeadroomPolicy::SharedPool { xoff: Some(65536), over_subscribe_ratio: None });
+    let plan = crate::plan::plan(&c, c.switch.sw_response_ns).unwrap();
+    assert_eq!(plan.mmu.headroom_policy, crate::mmu::HeadroomPolicy::SharedPool { size: 65536 });
+    // Sized from Σ xoff / ratio: Ethernet0 PGs 3 and 4, 38000 each → 76000 / 2.
+    let c = from_str(&with("headroom_policy = \"shared_pool\"\nover_subscribe_ratio = 2\n", ""), "t.toml").unwrap();
+    let plan = crate::plan::plan(&c, c.switch.sw_response_ns).unwrap();
+    assert_eq!(plan.mmu.headroom_policy, crate::mmu::HeadroomPolicy::SharedPool { size: 38000 });
+    assert_err(
+        &with("headroom_policy = \"shared_pool\"\n", ""),
+        "buffer.headroom_policy",
+        "needs the ingress lossless pool's xoff",
+    );
+    assert_err(
+        &with("", "xoff = \"64KiB\"\n"),
+        "buffer.pool.ingress_lossless_pool.xoff",
+        "headroom_policy = \"shared_pool\"",
+    );
+    assert_err(&with("over_subscribe_ratio = 2\n", ""), "buffer.over_subscribe_ratio", "only applies");
+    assert_err(&with("headroom_policy = \"shared\"\n", ""), "buffer.headroom_policy", "unknown variant");
+    assert_err(&with("headroom_policy = \"dsh\"\n", ""), "buffer.headroom_policy", "not implemented");
+    assert_err(
+        &with("headroom_policy = \"shared_pool\"\n", "xoff = \"9MiB\"\n"),
+        "buffer.pool.ingress_lossless_pool.xoff",
+        "more than the pool's size",
+    );
+}

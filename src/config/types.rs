@@ -251,6 +251,11 @@ pub enum ControlIdle {
 pub enum HeadroomPolicy {
     /// Independent static headroom per (port, PG) (the classic SONiC model).
     Static,
+    /// One shared headroom pool inside the ingress lossless pool (SAI
+    /// `SAI_BUFFER_POOL_ATTR_XOFF_SIZE`): its size is the pool's `xoff`, or Σ(PG xoff) /
+    /// `over_subscribe_ratio`; a profile's `xoff` caps what one PG may take.
+    #[serde(rename = "shared_pool")]
+    SharedPool { xoff: Option<u64>, over_subscribe_ratio: Option<u32> },
 }
 
 /// Pool direction (SONiC `BUFFER_POOL|type`).
@@ -277,6 +282,9 @@ pub struct PoolConfig {
     pub size: u64,
     pub kind: PoolType,
     pub mode: PoolMode,
+    /// Ingress lossless pool: the shared headroom pool inside it (`headroom_policy =
+    /// "shared_pool"`).
+    pub xoff: Option<u64>,
 }
 
 /// Shared-buffer threshold of a profile.

@@ -382,6 +382,7 @@ pub(super) fn build(
             "ingress_lossless_pool": {
                 "size": ps.lossless.size, "shared_size": ps.lossless.shared_size,
                 "shared_watermark": ps.lossless.shared_watermark, "headroom_watermark": ps.lossless.headroom_watermark,
+                "xoff": ps.lossless.headroom_pool_size,
             },
             "egress_lossy_pool": {
                 "size": ps.lossy.size, "shared_size": ps.lossy.shared_size, "shared_watermark": ps.lossy.shared_watermark,

@@ -152,6 +152,7 @@ impl Views {
                 "headroom_used": s.lossless.headroom_used,
                 "shared_watermark": s.lossless.shared_watermark,
                 "headroom_watermark": s.lossless.headroom_watermark,
+                "xoff": s.lossless.headroom_pool_size,
                 "threshold": self.shared.mmu.threshold(),
             },
             "egress_lossy_pool": {

@@ -77,11 +77,16 @@ pub enum HeadroomPolicy {
     /// Each lossless (port, PG) owns its `xoff` bytes, carved out of the lossless pool.
     #[default]
     Static,
+    /// SAI/SONiC shared headroom pool (`SAI_BUFFER_POOL_ATTR_XOFF_SIZE`, CONFIG_DB
+    /// `BUFFER_POOL|ingress_lossless_pool.xoff`): one pool of `size` bytes, counted inside
+    /// the lossless pool, holds every PG's headroom; a PG's `xoff` only caps what it may
+    /// take from it. The pool may be smaller than Σ xoff (over-subscribed): all PGs rarely
+    /// need their headroom at once.
+    SharedPool { size: u64 },
     /// Not implemented yet (rejected by validation): DSH (Shan et al., ICDCS'23) —
-    /// headroom becomes a shared pool of `pool_size` bytes plus `insurance` bytes per PG;
-    /// the pause decision moves to the port level at Nq·T(t). Same `admit`/`release`
-    /// interface, same `Charge` (segment `Headroom` then means the shared headroom pool).
-    Shared { pool_size: u64, insurance: u64 },
+    /// headroom merged into the shared segment with `insurance` bytes per port; the pause
+    /// decision moves to the port level at Nq·T(t).
+    Dsh { insurance: u64 },
 }
 
 /// Which segment a release returns lossless bytes to.
@@ -108,7 +113,7 @@ pub struct MmuConfig {
     pub lossless_pool_size: u64,
     /// Egress lossy pool: Σ queue private + shared.
     pub lossy_pool_size: u64,
-    /// Headroom policy (only `Static` for now).
+    /// Headroom policy.
     pub headroom_policy: HeadroomPolicy,
     /// Release order for lossless bytes.
     pub release_order: ReleaseOrder,
@@ -137,13 +142,28 @@ impl MmuConfig {
         }
     }
 
-    /// Σ (private + headroom) over lossless PGs: the part of the lossless pool that is
-    /// not shared.
+    /// The part of the lossless pool that is not shared: Σ private over lossless PGs,
+    /// plus Σ headroom (static) or the shared headroom pool.
     pub fn lossless_reserved(&self) -> u64 {
+        let pgs = || {
+            self.ports
+                .iter()
+                .flat_map(|p| p.pgs.iter().enumerate().filter(move |(i, _)| p.lossless_pgs & (1 << i) != 0))
+        };
+        let private = pgs().fold(0u64, |a, (_, g)| a.saturating_add(g.size));
+        let headroom = match self.headroom_policy {
+            HeadroomPolicy::SharedPool { size } => size,
+            _ => self.headroom_sum(),
+        };
+        private.saturating_add(headroom)
+    }
+
+    /// Σ xoff over lossless PGs: the headroom a static policy reserves.
+    pub fn headroom_sum(&self) -> u64 {
         self.ports
             .iter()
             .flat_map(|p| p.pgs.iter().enumerate().filter(move |(i, _)| p.lossless_pgs & (1 << i) != 0))
-            .fold(0u64, |a, (_, g)| a.saturating_add(g.size).saturating_add(g.xoff))
+            .fold(0u64, |a, (_, g)| a.saturating_add(g.xoff))
     }
 
     /// The most packets the buffer can hold at once: both pools filled with frames of
@@ -168,8 +188,8 @@ impl MmuConfig {
         if self.cell_size == 0 {
             return Err(MmuError::ZeroCellSize);
         }
-        if let HeadroomPolicy::Shared { .. } = self.headroom_policy {
-            return Err(MmuError::Unsupported("shared headroom (DSH) is not implemented yet"));
+        if let HeadroomPolicy::Dsh { .. } = self.headroom_policy {
+            return Err(MmuError::Unsupported("dynamic shared headroom (DSH) is not implemented yet"));
         }
         let pools = self.lossless_pool_size.saturating_add(self.lossy_pool_size);
         if pools > self.total_size {

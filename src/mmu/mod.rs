@@ -115,6 +115,8 @@ pub struct Mmu {
     cell_mask: Option<u64>,
     bs_lossless: u64,
     bs_lossy: u64,
+    /// The shared headroom pool's size (`HeadroomPolicy::SharedPool`), else None.
+    hp_cap: Option<u64>,
     num_ports: u16,
     pg_limits: Box<[PgLimits]>,
     q_limits: Box<[QueueProfile]>,
@@ -150,6 +152,10 @@ impl Mmu {
             cell_mask: cell.is_power_of_two().then(|| cell - 1),
             bs_lossless,
             bs_lossy,
+            hp_cap: match cfg.headroom_policy {
+                HeadroomPolicy::SharedPool { size } => Some(size),
+                _ => None,
+            },
             num_ports: n as u16,
             pg_limits: pg_limits.into_boxed_slice(),
             q_limits: q_limits.into_boxed_slice(),
@@ -369,9 +375,16 @@ impl Mmu {
             return Ok((Segment::Shared, s >= t));
         }
         if try_add_upto(&st.headroom, b, lim.headroom) {
-            let h = st.headroom.load(Relaxed);
-            raise(&st.headroom_wm, h);
-            let ph = pool.headroom.fetch_add(b, Relaxed) + b;
+            // A shared headroom pool is a second cap: the PG's `xoff` and the pool's size.
+            let ph = match self.hp_cap {
+                None => pool.headroom.fetch_add(b, Relaxed) + b,
+                Some(cap) if try_add_upto(&pool.headroom, b, cap) => pool.headroom.load(Relaxed),
+                Some(_) => {
+                    st.headroom.fetch_sub(b, Relaxed);
+                    return Err(DropReason::LosslessHeadroomFull);
+                }
+            };
+            raise(&st.headroom_wm, st.headroom.load(Relaxed));
             raise(&pool.headroom_wm, ph);
             return Ok((Segment::Headroom, true));
         }
@@ -547,6 +560,7 @@ impl Mmu {
                 headroom_used: l.headroom.load(Relaxed),
                 shared_watermark: l.shared_wm.load(Relaxed),
                 headroom_watermark: l.headroom_wm.load(Relaxed),
+                headroom_pool_size: self.hp_cap.unwrap_or(0),
             },
             lossy: LossyPoolStats {
                 size: self.cfg.lossy_pool_size,

@@ -188,7 +188,7 @@ fn config_validation() {
     c.ports[1].pgs[2].threshold = Threshold::Dynamic(8);
     assert_eq!(Mmu::new(c).err(), Some(MmuError::DynamicThOutOfRange { port: 1, index: 2, value: 8 }));
     let mut c = ok.clone();
-    c.headroom_policy = HeadroomPolicy::Shared { pool_size: 1, insurance: 1 };
+    c.headroom_policy = HeadroomPolicy::Dsh { insurance: 1 };
     assert!(matches!(Mmu::new(c), Err(MmuError::Unsupported(_))));
     let mut c = ok.clone();
     c.cell_size = 0;
@@ -274,4 +274,64 @@ fn max_packets_counts_minimum_frames_in_whole_cells() {
     assert_eq!(c.max_packets(60), 24, "a 60-byte frame is charged one 256-byte cell");
     c.cell_size = 32;
     assert_eq!(c.max_packets(60), 94, "two cells of 32");
+}
+
+/// SAI shared headroom pool, sonic-mgmt `HdrmPoolSizeTest` style: every PG filled to its
+/// Xoff point, then into headroom; the pool (smaller than Σ xoff) runs out before the
+/// PGs' own caps, and the next packet drops. Bs grows by what the pool saves.
+#[test]
+fn shared_headroom_pool_caps_the_sum_and_each_pg() {
+    let mut c = cfg(ReleaseOrder::HeadroomFirst);
+    // 2 PGs × η 3000 = 6000 of headroom; a pool of 4000 (over-subscription 1.5).
+    c.headroom_policy = HeadroomPolicy::SharedPool { size: 4000 };
+    let m = Mmu::new(c).unwrap();
+    // Bs = 18000 − 2·1000 − 4000 = 12000 (static: 10000).
+    assert_eq!(m.pool_stats().lossless.shared_size, 12_000);
+    assert_eq!(m.pool_stats().lossless.headroom_pool_size, 4000);
+    // Port 0 alone: private 10, shared until T = 12000 − s ⇔ s < 6000: 60 packets, then
+    // headroom up to its own cap 3000 (30 packets; the pool has room), then a drop.
+    let mut charges = Vec::new();
+    let mut first_hr = None;
+    for i in 0..101 {
+        let v = m.admit(0, 3, 1, 3, B, true);
+        if v.charge().is_some_and(|c| c.segment() == Segment::Headroom) && first_hr.is_none() {
+            first_hr = Some(i);
+        }
+        if i < 100 {
+            charges.extend(v.charge());
+        } else {
+            assert_eq!(v, Verdict::Drop(DropReason::LosslessHeadroomFull), "PG cap");
+        }
+    }
+    assert_eq!(first_hr, Some(70));
+    assert_eq!(m.pg_occupancy(0, 3).headroom, 3000);
+    // Port 1: the pool has 1000 left, less than its PG's 3000: 10 packets, then a drop.
+    let mut admitted_hr = 0;
+    loop {
+        let v = m.admit(1, 3, 0, 3, B, true);
+        match v {
+            Verdict::Admit { charge, .. } => {
+                if charge.segment() == Segment::Headroom {
+                    admitted_hr += 1;
+                }
+                charges.push(charge);
+            }
+            Verdict::Drop(r) => {
+                assert_eq!(r, DropReason::LosslessHeadroomFull);
+                break;
+            }
+        }
+    }
+    assert_eq!(admitted_hr, 10, "the pool, not the PG, ran out");
+    assert_eq!(m.pool_stats().lossless.headroom_used, 4000);
+    assert_eq!(m.pool_stats().lossless.headroom_watermark, 4000);
+    for c in charges {
+        m.release(c);
+    }
+    let s = m.pool_stats().lossless;
+    assert_eq!((s.private_used, s.shared_used, s.headroom_used), (0, 0, 0));
+    // Validation counts the pool, not Σ xoff.
+    let mut c = cfg(ReleaseOrder::HeadroomFirst);
+    c.headroom_policy = HeadroomPolicy::SharedPool { size: 16_001 };
+    assert!(matches!(Mmu::new(c), Err(MmuError::ReservedExceedsPool { .. })));
 }

@@ -228,6 +228,8 @@ pub struct LosslessPoolStats {
     pub shared_watermark: u64,
     /// High-water mark of `headroom_used`.
     pub headroom_watermark: u64,
+    /// The shared headroom pool's size (`xoff`); 0 with per-PG (static) headroom.
+    pub headroom_pool_size: u64,
 }
 
 /// Lossy egress pool.

@@ -17,8 +17,15 @@ pub(super) fn generated_buffer(
             size: ingress,
             kind: PoolType::Ingress,
             mode: PoolMode::Dynamic,
+            xoff: None,
         },
-        PoolConfig { name: "egress_lossy_pool".into(), size: egress, kind: PoolType::Egress, mode: PoolMode::Dynamic },
+        PoolConfig {
+            name: "egress_lossy_pool".into(),
+            size: egress,
+            kind: PoolType::Egress,
+            mode: PoolMode::Dynamic,
+            xoff: None,
+        },
     ];
     let profiles = vec![
         ProfileConfig {
@@ -97,16 +104,35 @@ pub(super) fn resolve_buffer(
         Some(0) | None => 0,
         Some(c) => in_range(c, 32, 16384, "buffer.cell_size")? as u32,
     };
-    let headroom_policy = match raw.headroom_policy {
-        Some(RawHeadroomPolicy::Shared) => {
+    let over_subscribe_ratio = match raw.over_subscribe_ratio {
+        Some(r) => Some(in_range(r, 1, 1000, "buffer.over_subscribe_ratio")? as u32),
+        None => None,
+    };
+    let mut headroom_policy = match raw.headroom_policy {
+        Some(RawHeadroomPolicy::Dsh) => {
             return Err(FieldError::new(
                 "buffer.headroom_policy",
-                "\"shared\" is not implemented by this build; use \"static\" (the default)",
+                "\"dsh\" is not implemented by this build; use \"static\" (the default) or \"shared_pool\"",
             ))
         }
-        _ => HeadroomPolicy::Static,
+        Some(RawHeadroomPolicy::SharedPool) => HeadroomPolicy::SharedPool { xoff: None, over_subscribe_ratio },
+        _ => {
+            if over_subscribe_ratio.is_some() {
+                return Err(FieldError::new(
+                    "buffer.over_subscribe_ratio",
+                    "only applies to headroom_policy = \"shared_pool\"",
+                ));
+            }
+            HeadroomPolicy::Static
+        }
     };
     if raw.pool.is_none() && raw.profile.is_none() && raw.pg.is_none() && raw.queue.is_none() {
+        if matches!(headroom_policy, HeadroomPolicy::SharedPool { over_subscribe_ratio: None, .. }) {
+            return Err(FieldError::new(
+                "buffer.headroom_policy",
+                "\"shared_pool\" with the generated pools needs [buffer] over_subscribe_ratio (pool xoff = Σ PG xoff / ratio)",
+            ));
+        }
         return Ok(generated_buffer(total_size, cell_size, headroom_policy, ports, qos));
     }
 
@@ -122,6 +148,40 @@ pub(super) fn resolve_buffer(
             return Err(FieldError::new(join(&path, "size"), "must be greater than zero"));
         }
         sum += size;
+        let xoff = match &rp.xoff {
+            None => None,
+            Some(h) => {
+                let x = bytes(h, &join(&path, "xoff"))?;
+                if rp.kind != RawPoolType::Ingress {
+                    return Err(FieldError::new(
+                        join(&path, "xoff"),
+                        "a shared headroom pool lives in an ingress pool",
+                    ));
+                }
+                match &mut headroom_policy {
+                    HeadroomPolicy::SharedPool { xoff: slot @ None, .. } => *slot = Some(x),
+                    HeadroomPolicy::SharedPool { .. } => {
+                        return Err(FieldError::new(
+                            join(&path, "xoff"),
+                            "only one ingress pool may hold the headroom pool",
+                        ))
+                    }
+                    HeadroomPolicy::Static => {
+                        return Err(FieldError::new(
+                            join(&path, "xoff"),
+                            "a shared headroom pool needs [buffer] headroom_policy = \"shared_pool\"",
+                        ))
+                    }
+                }
+                if x > size {
+                    return Err(FieldError::new(
+                        join(&path, "xoff"),
+                        format!("{} is more than the pool's size {}", fmt_bytes(x), fmt_bytes(size)),
+                    ));
+                }
+                Some(x)
+            }
+        };
         pools.push(PoolConfig {
             name: name.clone(),
             size,
@@ -133,12 +193,19 @@ pub(super) fn resolve_buffer(
                 Some(RawPoolMode::Static) => PoolMode::Static,
                 _ => PoolMode::Dynamic,
             },
+            xoff,
         });
     }
     if sum > total_size {
         return Err(FieldError::new(
             "buffer.pool",
             format!("pool sizes add up to {}, more than buffer.total_size {}", fmt_bytes(sum), fmt_bytes(total_size)),
+        ));
+    }
+    if matches!(headroom_policy, HeadroomPolicy::SharedPool { xoff: None, over_subscribe_ratio: None }) {
+        return Err(FieldError::new(
+            "buffer.headroom_policy",
+            "\"shared_pool\" needs the ingress lossless pool's xoff (the headroom pool's size) or [buffer] over_subscribe_ratio",
         ));
     }
     let pool_names = || {
