@@ -206,26 +206,22 @@ pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
             lossless_queues,
         });
     }
-    let headroom_sum: u64 = ports
-        .iter()
-        .flat_map(|p: &PortPlan| (0..8).filter(move |g| p.lossless_pgs & (1 << g) != 0).map(move |g| p.headroom[g]))
-        .sum();
-    let headroom_policy = match b.headroom_policy {
-        config::HeadroomPolicy::Static => mmu::HeadroomPolicy::Static,
-        config::HeadroomPolicy::SharedPool { xoff: Some(size), .. } => mmu::HeadroomPolicy::SharedPool { size },
-        // SONiC's sizing: the pool holds Σ(xoff of the lossless PGs) / over_subscribe_ratio.
-        config::HeadroomPolicy::SharedPool { xoff: None, over_subscribe_ratio } => mmu::HeadroomPolicy::SharedPool {
-            size: headroom_sum.div_ceil(u64::from(over_subscribe_ratio.unwrap_or(1).max(1))),
-        },
-    };
-    let mmu_cfg = MmuConfig {
+    let mut mmu_cfg = MmuConfig {
         total_size: b.total_size,
         cell_size: b.cell_size.max(1),
         lossless_pool_size,
         lossy_pool_size,
-        headroom_policy,
+        headroom_policy: mmu::HeadroomPolicy::Static,
         release_order: mmu::ReleaseOrder::HeadroomFirst,
         ports: mmu_ports,
+    };
+    mmu_cfg.headroom_policy = match b.headroom_policy {
+        config::HeadroomPolicy::Static => mmu::HeadroomPolicy::Static,
+        config::HeadroomPolicy::SharedPool { xoff: Some(size), .. } => mmu::HeadroomPolicy::SharedPool { size },
+        // SONiC's sizing: the pool holds Σ(xoff of the lossless PGs) / over_subscribe_ratio.
+        config::HeadroomPolicy::SharedPool { xoff: None, over_subscribe_ratio } => mmu::HeadroomPolicy::SharedPool {
+            size: mmu_cfg.headroom_sum().div_ceil(u64::from(over_subscribe_ratio.unwrap_or(1).max(1))),
+        },
     };
     let shared = match mmu_cfg.validate() {
         Ok((shared, _)) => shared,

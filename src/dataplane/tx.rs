@@ -240,12 +240,9 @@ impl TxPort {
         self.transmit(shared, worker, now, c)
     }
 
-    /// PFC frames to the front of what goes to the device: onto their own TX queue and
-    /// sent at once, or onto the data queue's pending list ahead of data.
-    fn take_control(&mut self, shared: &Shared) -> usize {
-        if self.ctl.is_some() {
-            return 0;
-        }
+    /// PFC frames onto the data queue's pending list, ahead of data (ports without a
+    /// control queue; see [`TxPort::send_control`]).
+    fn take_control(&mut self, shared: &Shared) {
         let eg = &shared.egress[self.port];
         while !self.pending.is_full() {
             match eg.control.pop() {
@@ -261,7 +258,6 @@ impl TxPort {
                 None => break,
             }
         }
-        0
     }
 
     /// The control queue: take waiting PFC frames and hand them to its TX ring.
@@ -295,7 +291,12 @@ impl TxPort {
             return 0;
         }
         // 1. Control frames: first, always.
-        let ctl_sent = if self.ctl.is_some() { self.send_control(shared, c) } else { self.take_control(shared) };
+        let ctl_sent = if self.ctl.is_some() {
+            self.send_control(shared, c)
+        } else {
+            self.take_control(shared);
+            0
+        };
         self.take_inbound(shared, worker, now, c);
         // 2. Data, if the port may send.
         if shared.ports[self.port].tx_enable.load(Ordering::Relaxed) {
@@ -326,20 +327,21 @@ impl TxPort {
                     break;
                 };
                 let len = self.tcq[tc].front().map_or(0, |q| q.m.len() as u32);
+                let wire = len + WIRE_OVERHEAD;
                 // The TX ring holds no more than tx_inflight_limit: what stays in the TC
                 // queues stays under the scheduler and behind any PFC frame.
-                if self.inflight.as_ref().is_some_and(|l| !l.admits(len + WIRE_OVERHEAD)) {
+                if self.inflight.as_ref().is_some_and(|l| !l.admits(wire)) {
                     self.sched.refund(tc, len);
                     break;
                 }
                 if let Some(s) = self.shaper.as_mut() {
-                    if !s.try_consume(len + WIRE_OVERHEAD) {
+                    if !s.try_consume(wire) {
                         self.sched.refund(tc, len);
                         break;
                     }
                 }
                 if let Some(l) = self.inflight.as_mut() {
-                    l.sent(len + WIRE_OVERHEAD);
+                    l.sent(wire);
                 }
                 let depth = self.qbytes[tc];
                 let Some(q) = self.tcq[tc].pop_front() else { break };

@@ -386,15 +386,11 @@ impl Worker {
             // port), or a flood with copies.
             let single = match out {
                 None if lossless && !self.flood_lossless && !parsed.dst.is_multicast() => {
-                    pc.tc_rx[class.tc as usize].inc();
-                    pc.drop(DropReason::LosslessUnknownUnicast);
-                    pc.tc_dropped[class.tc as usize].inc();
+                    count_forwarding_drop(pc, class.tc, DropReason::LosslessUnknownUnicast);
                     continue;
                 }
                 Some(p) if p == ip => {
-                    pc.tc_rx[class.tc as usize].inc();
-                    pc.drop(DropReason::SamePort);
-                    pc.tc_dropped[class.tc as usize].inc();
+                    count_forwarding_drop(pc, class.tc, DropReason::SamePort);
                     continue;
                 }
                 Some(p) => Some(p),
@@ -606,6 +602,15 @@ fn copy_mbuf(shared: &Shared, m: &Mbuf) -> Option<Mbuf> {
     let dst = copy.append(src.len() as u16)?;
     dst.copy_from_slice(src);
     Some(copy)
+}
+
+/// A classified packet the forwarding decision drops (no egress): received and dropped in
+/// its TC's balance on the ingress port, under `why`.
+#[inline]
+fn count_forwarding_drop(pc: &PortCounters, tc: u8, why: DropReason) {
+    pc.tc_rx[tc as usize & 7].inc();
+    pc.drop(why);
+    pc.tc_dropped[tc as usize & 7].inc();
 }
 
 /// `n` packets of (ingress port, TC) for egress `queue` of `out`, dropped before the MMU

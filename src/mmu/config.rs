@@ -145,12 +145,7 @@ impl MmuConfig {
     /// The part of the lossless pool that is not shared: Σ private over lossless PGs,
     /// plus Σ headroom (static) or the shared headroom pool.
     pub fn lossless_reserved(&self) -> u64 {
-        let pgs = || {
-            self.ports
-                .iter()
-                .flat_map(|p| p.pgs.iter().enumerate().filter(move |(i, _)| p.lossless_pgs & (1 << i) != 0))
-        };
-        let private = pgs().fold(0u64, |a, (_, g)| a.saturating_add(g.size));
+        let private = self.lossless_profiles().fold(0u64, |a, g| a.saturating_add(g.size));
         let headroom = match self.headroom_policy {
             HeadroomPolicy::SharedPool { size } => size,
             _ => self.headroom_sum(),
@@ -160,10 +155,14 @@ impl MmuConfig {
 
     /// Σ xoff over lossless PGs: the headroom a static policy reserves.
     pub fn headroom_sum(&self) -> u64 {
+        self.lossless_profiles().fold(0u64, |a, g| a.saturating_add(g.xoff))
+    }
+
+    /// The profiles of the lossless PGs (profiles of lossy PGs are ignored).
+    fn lossless_profiles(&self) -> impl Iterator<Item = &PgProfile> {
         self.ports
             .iter()
-            .flat_map(|p| p.pgs.iter().enumerate().filter(move |(i, _)| p.lossless_pgs & (1 << i) != 0))
-            .fold(0u64, |a, (_, g)| a.saturating_add(g.xoff))
+            .flat_map(|p| p.pgs.iter().enumerate().filter(move |(i, _)| p.lossless_pgs & (1 << i) != 0).map(|(_, g)| g))
     }
 
     /// The most packets the buffer can hold at once: both pools filled with frames of
