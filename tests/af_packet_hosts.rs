@@ -12,30 +12,6 @@ use std::time::Duration;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// `scripts/hosts.sh down` for this prefix when dropped (also on a failed assertion).
-struct Hosts(String);
-
-impl Hosts {
-    fn up(prefix: &str) -> Hosts {
-        let out = Command::new("bash")
-            .args([&format!("{ROOT}/scripts/hosts.sh"), "up", "2"])
-            .env("PFCSW_HOSTS_PREFIX", prefix)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "hosts.sh up: {}", show(&out));
-        Hosts(prefix.to_string())
-    }
-}
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .args([&format!("{ROOT}/scripts/hosts.sh"), "down"])
-            .env("PFCSW_HOSTS_PREFIX", &self.0)
-            .output();
-    }
-}
-
 #[test]
 fn hosts_ping_through_the_switch_and_a_host_pfc_frame_pauses_its_priority() {
     if !is_root() {
@@ -44,7 +20,7 @@ fn hosts_ping_through_the_switch_and_a_host_pfc_frame_pauses_its_priority() {
     }
     let d = TestDir::new("afp");
     let p = format!("t{}", std::process::id() % 100_000);
-    let hosts = Hosts::up(&p);
+    let hosts = Hosts::up(&p, 2);
     let cfg = SwitchConfig::new(&d.prefix(), "0@0,1@1")
         .port(Port::new("Ethernet0", &format!("net_af_packet0,iface={p}v1a")).speed("10G"))
         .port(Port::new("Ethernet4", &format!("net_af_packet1,iface={p}v2a")).speed("10G"))

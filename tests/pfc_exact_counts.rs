@@ -278,6 +278,25 @@ fn pause_refreshed_while_control_lcore_naps() {
     eprintln!("{} PAUSE frames, {refreshes} refreshed by the worker", o.pfc.len());
 }
 
+/// `pfcswitch thresholds --json` for Ethernet0's PG 3 and [`FRAME`]-byte frames.
+fn thresholds_json(cfg: &std::path::Path) -> serde_json::Value {
+    let frame = FRAME.to_string();
+    let out = run_switch(&[
+        "thresholds",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--port",
+        "Ethernet0",
+        "--pg",
+        "3",
+        "--frame-size",
+        &frame,
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", show(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// `pfcswitch thresholds` reads the same boundaries off the MMU the switch runs: the
 /// packet that sends PAUSE and the first drop (1-based) are the independent model's, which
 /// the runs above check against a running switch; every lossless (port, PG) is listed; a
@@ -287,21 +306,8 @@ fn thresholds_command_agrees_with_the_model() {
     let (pause_at, drop_at) = boundaries();
     let d = TestDir::new("thr");
     let cfg = config(&d).one_worker().write(&d.join("t.toml"));
+    let rows = thresholds_json(&cfg);
     let cfg = cfg.to_str().unwrap();
-    let out = run_switch(&[
-        "thresholds",
-        "--config",
-        cfg,
-        "--port",
-        "Ethernet0",
-        "--pg",
-        "3",
-        "--frame-size",
-        "1000",
-        "--json",
-    ]);
-    assert!(out.status.success(), "{}", show(&out));
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = &rows[0];
     assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
     assert_eq!(r["pause_at"], pause_at as u64 + 1, "{r}");
@@ -343,20 +349,7 @@ fn shared_pool_config(d: &TestDir) -> SwitchConfig {
 fn shared_headroom_pool_pauses_and_drops_where_thresholds_says() {
     let d = TestDir::new("thr_pool");
     let cfg = shared_pool_config(&d).one_worker().write(&d.join("t.toml"));
-    let out = run_switch(&[
-        "thresholds",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--port",
-        "Ethernet0",
-        "--pg",
-        "3",
-        "--frame-size",
-        "1000",
-        "--json",
-    ]);
-    assert!(out.status.success(), "{}", show(&out));
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = thresholds_json(&cfg);
     let (pause_at, first_drop) =
         (rows[0]["pause_at"].as_u64().unwrap() as usize, rows[0]["first_drop"].as_u64().unwrap() as usize);
     assert_eq!(first_drop - pause_at, 6, "headroom from the 6000-byte pool: {rows}");

@@ -15,40 +15,16 @@ fn admitted_packets_always_have_a_place_to_wait() {
     let frames: Vec<Vec<u8>> = (0..FRAMES).map(|i| vlan_frame(mac(0xbb), mac(0xaa), 3, 1, 0x33, i, 64)).collect();
     write_pcap(&d.join("in0.pcap"), &frames);
     write_pcap(&d.join("in1.pcap"), &[]);
-    let buffer = r#"[switch]
-mbuf_count = 90000
-
-[buffer]
-total_size = "17MiB"
-[buffer.pool.ingress_lossless_pool]
-size = "16MiB"
-type = "ingress"
-[buffer.pool.egress_lossy_pool]
-size = "1MiB"
-type = "egress"
-[buffer.profile.pg_lossless]
-pool = "ingress_lossless_pool"
-size = 0
-xoff = 100000
-dynamic_th = 7
-[buffer.profile.q_lossy]
-pool = "egress_lossy_pool"
-size = 0
-dynamic_th = 0
-[buffer.pg]
-"Ethernet0|3-4" = "pg_lossless"
-"Ethernet4|3-4" = "pg_lossless"
-[buffer.queue]
-"Ethernet0|0-2" = "q_lossy"
-"Ethernet4|0-2" = "q_lossy"
-"Ethernet0|5-7" = "q_lossy"
-"Ethernet4|5-7" = "q_lossy""#;
+    // α = 128 in a 16 MiB lossless pool: the MMU admits all 70 000 frames.
+    let pg = LosslessProfile { pool: 16 << 20, size: 0, xoff: 100_000, xon: 2000, xon_offset: 3000, dynamic_th: 7 };
+    let buffer =
+        format!("[switch]\nmbuf_count = 90000\n\n{}", lossless_buffer(&pg, 1 << 20, &["Ethernet0", "Ethernet4"]));
     // Ethernet4 does not transmit (pcap_pair): everything stays queued there.
     let cfg = pcap_pair(&d, "10G")
         .memory_mb(768)
         .edit_port("Ethernet0", |p| p.set("trust", "\"pcp\""))
         .edit_port("Ethernet4", |p| p.set("trust", "\"pcp\""))
-        .toml(buffer)
+        .toml(&buffer)
         .write(&d.join("t.toml"));
     let j = run_for(&d, &cfg, "3");
     let (e0, e4) = (port(&j, "Ethernet0"), port(&j, "Ethernet4"));

@@ -71,47 +71,11 @@ fn pfc_frames_go_on_their_own_tx_queue() {
     assert!(in_data >= 2, "without a control queue PFC frames share the data queue: {in_data}");
 }
 
-/// `scripts/hosts.sh down` for this prefix when dropped.
-struct Hosts(String);
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .args([&format!("{ROOT}/scripts/hosts.sh"), "down"])
-            .env("PFCSW_HOSTS_PREFIX", &self.0)
-            .output();
-    }
-}
-
-/// A lossless PG that reaches Xoff after ~40 frames of 1000 B (φ 4000, α = 1/4 of ~184 KB
-/// shared) and has 100 KB of headroom; lossy queues in their own pool.
-const SLOW_LINK_BUFFER: &str = r#"[buffer]
-total_size = 800000
-[buffer.pool.ingress_lossless_pool]
-size = 600000
-type = "ingress"
-[buffer.pool.egress_lossy_pool]
-size = 200000
-type = "egress"
-[buffer.profile.pg_lossless]
-pool = "ingress_lossless_pool"
-size = 4000
-xoff = 100000
-dynamic_th = -2
-[buffer.profile.q_lossy]
-pool = "egress_lossy_pool"
-size = 0
-dynamic_th = 0
-[buffer.pg]
-"Ethernet0|3-4" = "pg_lossless"
-"Ethernet4|3-4" = "pg_lossless"
-[buffer.queue]
-"Ethernet0|0-2" = "q_lossy"
-"Ethernet4|0-2" = "q_lossy"
-"Ethernet8|0-2" = "q_lossy"
-"Ethernet0|5-7" = "q_lossy"
-"Ethernet4|5-7" = "q_lossy"
-"Ethernet8|5-7" = "q_lossy""#;
+/// A lossless PG that reaches Xoff after ~40 frames of 1000 B (φ 4000, α = 1/4 of 184 KB
+/// shared: the pool less 6 PGs × (φ + η)) and has 100 KB of headroom; lossy queues in
+/// their own 200 KB pool.
+const SLOW_LINK_PG: LosslessProfile =
+    LosslessProfile { pool: 808_000, size: 4000, xoff: 100_000, xon: 2000, xon_offset: 3000, dynamic_th: -2 };
 
 /// One run behind the slow qdisc: (PAUSE delay µs or None, data bytes ahead of it at the
 /// host, largest qdisc backlog seen, the port's limit from the stats JSON).
@@ -133,7 +97,7 @@ fn run_slow_link(p: &str, limit: &str) -> (Option<f64>, u64, u64, serde_json::Va
                 .speed("10G")
                 .set("tx_enable", "false"),
         )
-        .toml(SLOW_LINK_BUFFER)
+        .toml(&lossless_buffer(&SLOW_LINK_PG, 200_000, &["Ethernet0", "Ethernet4", "Ethernet8"]))
         .one_worker()
         .write(&d.join("t.toml"));
     let json = d.join("stats.json");
@@ -201,13 +165,7 @@ fn a_slow_deep_ring_holds_only_tx_inflight_limit_ahead_of_a_pause() {
         return;
     }
     let p = format!("r{}", std::process::id() % 100_000);
-    let up = Command::new("bash")
-        .args([&format!("{ROOT}/scripts/hosts.sh"), "up", "2"])
-        .env("PFCSW_HOSTS_PREFIX", &p)
-        .output()
-        .unwrap();
-    assert!(up.status.success(), "hosts.sh up: {}", show(&up));
-    let _hosts = Hosts(p.clone());
+    let _hosts = Hosts::up(&p, 2);
     // The slow wire: 100 Mbit/s, 2 MB of queue below the switch.
     let tc = sh(&format!("tc qdisc replace dev {p}v2a root tbf rate 100mbit burst 16kb limit 2mb"));
     assert!(tc.status.success(), "tc: {}", show(&tc));

@@ -259,6 +259,32 @@ pub fn is_root() -> bool {
     sh("id -u").stdout.starts_with(b"0")
 }
 
+/// `n` kernel hosts in network namespaces (`scripts/hosts.sh up n` with prefix `prefix`:
+/// namespaces `<prefix>h<i>`, root-side veths `<prefix>v<i>a`), removed with
+/// `scripts/hosts.sh down` when dropped (also on a failed assertion).
+pub struct Hosts(String);
+
+impl Hosts {
+    pub fn up(prefix: &str, n: u32) -> Hosts {
+        let out = Command::new("bash")
+            .args([&format!("{}/scripts/hosts.sh", env!("CARGO_MANIFEST_DIR")), "up", &n.to_string()])
+            .env("PFCSW_HOSTS_PREFIX", prefix)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "hosts.sh up: {}", show(&out));
+        Hosts(prefix.to_string())
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .args([&format!("{}/scripts/hosts.sh", env!("CARGO_MANIFEST_DIR")), "down"])
+            .env("PFCSW_HOSTS_PREFIX", &self.0)
+            .output();
+    }
+}
+
 /// The real binary running in the background: stderr collected by a thread, which also
 /// reports the "forwarding:" log line (ports started, lcores launched).
 pub struct RunningSwitch {
@@ -575,17 +601,19 @@ pub struct LosslessProfile {
 pub const EXACT_PROFILE: LosslessProfile =
     LosslessProfile { pool: 120_000, size: 4000, xoff: 10000, xon: 2000, xon_offset: 3000, dynamic_th: 0 };
 
-/// [`pcap_pair`]'s buffer: 200000 bytes; PGs 3-4 of both ports share one lossless
-/// profile in `ingress_lossless_pool`, every other queue is lossy (80000-byte pool).
-pub fn pcap_pair_buffer(p: &LosslessProfile) -> String {
-    format!(
+/// A buffer of two pools: the lossless one of `p.pool` bytes holding profile
+/// `pg_lossless` (`p`) on PGs 3-4 of every port in `ports`, and a lossy one of `lossy_pool`
+/// bytes holding `q_lossy` (no private, α = 1) on their queues 0-2 and 5-7; the total is
+/// their sum.
+pub fn lossless_buffer(p: &LosslessProfile, lossy_pool: u64, ports: &[&str]) -> String {
+    let mut s = format!(
         r#"[buffer]
-total_size = 200000
+total_size = {}
 [buffer.pool.ingress_lossless_pool]
 size = {}
 type = "ingress"
 [buffer.pool.egress_lossy_pool]
-size = 80000
+size = {lossy_pool}
 type = "egress"
 [buffer.profile.pg_lossless]
 pool = "ingress_lossless_pool"
@@ -599,15 +627,30 @@ pool = "egress_lossy_pool"
 size = 0
 dynamic_th = 0
 [buffer.pg]
-"Ethernet0|3-4" = "pg_lossless"
-"Ethernet4|3-4" = "pg_lossless"
-[buffer.queue]
-"Ethernet0|0-2" = "q_lossy"
-"Ethernet4|0-2" = "q_lossy"
-"Ethernet0|5-7" = "q_lossy"
-"Ethernet4|5-7" = "q_lossy""#,
-        p.pool, p.size, p.xoff, p.xon, p.xon_offset, p.dynamic_th
-    )
+"#,
+        p.pool + lossy_pool,
+        p.pool,
+        p.size,
+        p.xoff,
+        p.xon,
+        p.xon_offset,
+        p.dynamic_th
+    );
+    for port in ports {
+        s.push_str(&format!("\"{port}|3-4\" = \"pg_lossless\"\n"));
+    }
+    s.push_str("[buffer.queue]\n");
+    for port in ports {
+        s.push_str(&format!("\"{port}|0-2\" = \"q_lossy\"\n\"{port}|5-7\" = \"q_lossy\"\n"));
+    }
+    s
+}
+
+/// [`pcap_pair`]'s buffer: 200000 bytes with `p.pool` = 120000 ([`EXACT_PROFILE`]); PGs
+/// 3-4 of both ports share one lossless profile in `ingress_lossless_pool`, every other
+/// queue is lossy (80000-byte pool).
+pub fn pcap_pair_buffer(p: &LosslessProfile) -> String {
+    lossless_buffer(p, 80_000, &["Ethernet0", "Ethernet4"])
 }
 
 /// The switch of the PFC receive tests: Ethernet0 (10M, shaped to 1M) receives what the
