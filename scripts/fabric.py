@@ -84,6 +84,7 @@ class Fabric:
         self.extra_toml, self.timeline = extra_toml, timeline
         self.procs = {}
         self.hosts_up = False
+        self.made_sockets = False
         self.loop = "loop-a" in switches
         self.started, self.marks = {}, []
 
@@ -111,6 +112,7 @@ class Fabric:
         if os.path.exists(SOCKETS):
             raise SystemExit(f"{SOCKETS} exists: another fabric is running (or remove it)")
         os.makedirs(SOCKETS)
+        self.made_sockets = True
         self.hosts("up", str(self.nhosts))
         self.hosts_up = True
         if self.loop:
@@ -221,8 +223,10 @@ class Fabric:
         if self.hosts_up:
             self.hosts("down")
             self.hosts_up = False
-        shutil.rmtree(SOCKETS, ignore_errors=True)
-        for name in self.switches:
+        # Only what this run made: a run refused because another fabric is up leaves it be.
+        if self.made_sockets:
+            shutil.rmtree(SOCKETS, ignore_errors=True)
+        for name in self.procs:
             shutil.rmtree(f"/var/run/dpdk/fab-{name}", ignore_errors=True)
 
     def show(self, name, *what):
@@ -258,6 +262,14 @@ def summarize(stats):
     return rows
 
 
+def by_switch(rows, *extra):
+    """The JSON line's per-switch part: {"pause_tx": {switch: n}, "pause_rx", "lossless_drops",
+    *extra, "conserved": every switch balanced}."""
+    out = {k: {n: r[k] for n, r in rows.items()} for k in ("pause_tx", "pause_rx", "lossless_drops", *extra)}
+    out["conserved"] = all(r["conserved"] for r in rows.values())
+    return out
+
+
 def print_table(rows):
     print(f"{'switch':<8} {'PAUSE tx':>9} {'PAUSE rx':>9} {'lossless drops':>15} {'lossy drops':>12} {'conserved':>10}")
     for name, r in rows.items():
@@ -289,8 +301,7 @@ def incast(fab, duration):
     print_table(rows)
     return {"scenario": "incast", "pfc": fab.pfc, "duration_s": duration, "sent": total,
             "received": got["received"], "lost": total - got["received"],
-            **{k: {n: r[k] for n, r in rows.items()} for k in ("pause_tx", "pause_rx", "lossless_drops", "lossy_drops")},
-            "conserved": all(r["conserved"] for r in rows.values())}
+            **by_switch(rows, "lossy_drops")}
 
 
 def tcp(fab, duration):
@@ -305,8 +316,7 @@ def tcp(fab, duration):
     print_table(rows)
     return {"scenario": "tcp", "pfc": fab.pfc, "duration_s": duration, "sent_bytes": sent["sent_bytes"],
             "received_bytes": got["bytes"], "goodput_bps": got["goodput_bps"],
-            **{k: {n: r[k] for n, r in rows.items()} for k in ("pause_tx", "pause_rx", "lossless_drops")},
-            "conserved": all(r["conserved"] for r in rows.values())}
+            **by_switch(rows)}
 
 
 LINKS = ["Ethernet8", "Ethernet12"]
@@ -364,8 +374,7 @@ def deadlock(fab, duration):
                               "sent_between": second[n][p]["tx"] - first[n][p]["tx"]} for p in LINKS}
                       for n in fab.switches},
             "udp_sent": udp["sent"], "udp_received": got["received"], "storms": storms,
-            **{k: {n: r[k] for n, r in rows.items()} for k in ("pause_tx", "pause_rx", "lossless_drops")},
-            "conserved": all(r["conserved"] for r in rows.values())}
+            **by_switch(rows)}
 
 
 def main():

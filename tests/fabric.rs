@@ -19,7 +19,12 @@ use std::process::Command;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
+/// One fabric at a time: they share namespace, veth and socket names (`fab…`), and cargo
+/// runs a file's tests on parallel threads.
+static ONE_FABRIC: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn fabric(args: &[&str]) -> Value {
+    let _one = ONE_FABRIC.lock().unwrap_or_else(|e| e.into_inner());
     let out = Command::new("python3")
         .arg(format!("{ROOT}/scripts/fabric.py"))
         .args(args)
