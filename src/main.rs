@@ -162,6 +162,10 @@ fn main() -> ExitCode {
                             pfcswitch::mmu::HeadroomPolicy::SharedPool { size } => {
                                 format!("shared_pool, a {size}-byte pool every PG draws on, each up to its xoff")
                             }
+                            pfcswitch::mmu::HeadroomPolicy::Dsh => {
+                                "dsh: queue PAUSE at T − xoff, port PAUSE at Nq·T, one insurance xoff per port"
+                                    .to_string()
+                            }
                             _ => "static, each PG its own xoff".to_string(),
                         };
                         print!("{}", pfcswitch::thresholds::render(&rows, &policy));

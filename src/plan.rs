@@ -217,6 +217,7 @@ pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
     };
     mmu_cfg.headroom_policy = match b.headroom_policy {
         config::HeadroomPolicy::Static => mmu::HeadroomPolicy::Static,
+        config::HeadroomPolicy::Dsh => mmu::HeadroomPolicy::Dsh,
         config::HeadroomPolicy::SharedPool { xoff: Some(size), .. } => mmu::HeadroomPolicy::SharedPool { size },
         // SONiC's sizing: the pool holds Σ(xoff of the lossless PGs) / over_subscribe_ratio.
         config::HeadroomPolicy::SharedPool { xoff: None, over_subscribe_ratio } => mmu::HeadroomPolicy::SharedPool {
@@ -239,24 +240,31 @@ pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
     Ok(Plan { mmu: mmu_cfg, ports, warnings })
 }
 
-/// Where an ingress PG pauses when it is the only congested one: φ + T with
-/// T = α·(Bs − T), i.e. α·Bs/(1 + α) under Dynamic Threshold (a static limit: itself).
-pub fn single_pg_xoff_point(pg: &PgProfile, shared: u64) -> u64 {
-    let t = match pg.threshold {
+/// Where an ingress PG pauses when it is the only congested one: φ + s with s = T =
+/// α·(Bs − s), i.e. α·Bs/(1 + α) under Dynamic Threshold (a static limit: itself); with
+/// DSH (`dsh`) the queue-level Xoff point s = T − η, i.e. (α·Bs − η)/(1 + α).
+pub fn single_pg_xoff_point(pg: &PgProfile, shared: u64, dsh: bool) -> u64 {
+    let eta = if dsh { pg.xoff } else { 0 };
+    let s = match pg.threshold {
         mmu::Threshold::Dynamic(a) if a >= 0 => {
             let alpha = 1u64 << (a as u32 & 7);
-            shared.saturating_mul(alpha) / (alpha + 1)
+            shared.saturating_mul(alpha).saturating_sub(eta) / (alpha + 1)
         }
-        mmu::Threshold::Dynamic(a) => shared / ((1u64 << (a.unsigned_abs() as u32 & 15)) + 1),
-        mmu::Threshold::Static(s) => s.min(shared),
+        mmu::Threshold::Dynamic(a) => {
+            let d = 1u64 << (a.unsigned_abs() as u32 & 15);
+            // s = (Bs − s)/d − η ⇔ s = (Bs − d·η)/(d + 1)
+            shared.saturating_sub(d.saturating_mul(eta)) / (d + 1)
+        }
+        mmu::Threshold::Static(s) => s.min(shared).saturating_sub(eta),
     };
-    pg.size.saturating_add(t)
+    pg.size.saturating_add(s)
 }
 
 /// The classic ECN misconfiguration on a lossless queue: a Kmin/Kmax above the depth at
 /// which its ingress PG already pauses (one congested sender), so marking starts (or
 /// reaches Pmax) only after PFC has stopped the sender. One warning per queue.
 fn ecn_check(cfg: &Config, ports: &[PortPlan], mmu_cfg: &MmuConfig, shared: u64, warnings: &mut Vec<String>) {
+    let dsh = mmu_cfg.headroom_policy == mmu::HeadroomPolicy::Dsh;
     for (pi, pp) in ports.iter().enumerate() {
         for q in 0..8u8 {
             let Some(w) = pp.wred[q as usize] else { continue };
@@ -268,7 +276,7 @@ fn ecn_check(cfg: &Config, ports: &[PortPlan], mmu_cfg: &MmuConfig, shared: u64,
                 .filter(|&prio| pp.pfc_mask & (1 << prio) != 0 && pp.priority_queue[prio] == q)
                 .map(|prio| pp.qos.tc_to_pg[prio] as usize & 7)
                 .filter(|&pg| mmu_cfg.ports[pi].lossless_pgs & (1 << pg) != 0)
-                .map(|pg| (pg, single_pg_xoff_point(&mmu_cfg.ports[pi].pgs[pg], shared)))
+                .map(|pg| (pg, single_pg_xoff_point(&mmu_cfg.ports[pi].pgs[pg], shared, dsh)))
                 .min_by_key(|&(_, x)| x);
             let Some((pg, xoff)) = xoff else { continue };
             let port = &cfg.ports[pi].name;
@@ -400,7 +408,7 @@ total_size = "256KiB"
         let c = cfg(&wred(1000, 2000));
         let p = plan(&c, 10_000).unwrap();
         let shared = p.mmu.validate().unwrap().0;
-        let xoff = single_pg_xoff_point(&p.mmu.ports[0].pgs[3], shared);
+        let xoff = single_pg_xoff_point(&p.mmu.ports[0].pgs[3], shared, false);
         assert!(xoff > 2000);
         let p = plan(&cfg(&wred(1000, xoff + 1)), 10_000).unwrap();
         assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);

@@ -30,6 +30,9 @@ pub struct PgThresholds {
     /// after it.
     pub pause_at: Option<u64>,
     pub pause_bytes: u64,
+    /// DSH: the packet whose admission sends the port-level PAUSE (every lossless PG of
+    /// the port); after it, arrivals go to the port's insurance headroom.
+    pub port_pause_at: Option<u64>,
     /// 1-based index of the first packet dropped, and why.
     pub first_drop: Option<u64>,
     pub drop_reason: Option<&'static str>,
@@ -44,6 +47,7 @@ impl PgThresholds {
         json!({
             "port": self.port, "pg": self.pg, "tc": self.tc, "queue": self.queue, "egress": self.egress,
             "frame_bytes": self.frame, "pause_at": self.pause_at, "pause_occupancy_bytes": self.pause_bytes,
+            "port_pause_at": self.port_pause_at,
             "first_drop": self.first_drop, "drop_reason": self.drop_reason,
             "xon_after_drained": self.xon_after, "xon_occupancy_bytes": self.xon_bytes,
         })
@@ -111,6 +115,7 @@ fn one(
         frame,
         pause_at: None,
         pause_bytes: 0,
+        port_pause_at: None,
         first_drop: None,
         drop_reason: None,
         xon_after: None,
@@ -123,9 +128,12 @@ fn one(
         match mmu.admit(p, pg, e, queue, frame, true) {
             Verdict::Admit { charge, edge } => {
                 charges.push(charge);
-                if t.pause_at.is_none() && edge.is_some_and(|x| x.kind == EdgeKind::Pause) {
+                if t.pause_at.is_none() && edge.is_some_and(|x| x.kind == EdgeKind::Pause && x.pgs & (1 << pg) != 0) {
                     t.pause_at = Some(k);
                     t.pause_bytes = mmu.pg_occupancy(p, pg).total;
+                }
+                if t.port_pause_at.is_none() && mmu.is_port_off(p) {
+                    t.port_pause_at = Some(k);
                 }
             }
             Verdict::Drop(r) => {
@@ -136,7 +144,8 @@ fn one(
         }
     }
     for (j, c) in charges.into_iter().enumerate() {
-        if mmu.release(c).is_some_and(|x| x.kind == EdgeKind::Resume) {
+        // (A DSH port-level RESUME may leave this PG OFF at queue level.)
+        if mmu.release(c).is_some_and(|x| x.kind == EdgeKind::Resume && x.pgs & (1 << pg) != 0) {
             t.xon_after = Some(j as u64 + 1);
             t.xon_bytes = mmu.pg_occupancy(p, pg).total;
             break;
@@ -152,21 +161,22 @@ pub fn render(rows: &[PgThresholds], policy: &str) -> String {
         "{frame}-byte frames from one ingress into a stalled egress, every other PG idle (headroom: {policy}):\n"
     );
     s.push_str(&format!(
-        "{:<12} {:>2} {:>2} {:<12} {:>24} {:>30} {:>12}\n",
+        "{:<12} {:>2} {:>2} {:<12} {:>34} {:>30} {:>12}\n",
         "Port", "PG", "TC", "egress", "PAUSE at packet", "RESUME after draining", "first drop"
     ));
     let opt = |v: Option<u64>| v.map_or("-".to_string(), |n| format!("#{n}"));
     for r in rows {
-        let pause = match r.pause_at {
-            Some(n) => format!("#{n} ({} B)", r.pause_bytes),
-            None => "-".into(),
+        let pause = match (r.pause_at, r.port_pause_at) {
+            (Some(n), Some(pp)) => format!("#{n} ({} B), port #{pp}", r.pause_bytes),
+            (Some(n), None) => format!("#{n} ({} B)", r.pause_bytes),
+            _ => "-".into(),
         };
         let xon = match r.xon_after {
             Some(n) => format!("{n} packets ({} B left)", r.xon_bytes),
             None => "-".into(),
         };
         s.push_str(&format!(
-            "{:<12} {:>2} {:>2} {:<12} {:>24} {:>30} {:>12}\n",
+            "{:<12} {:>2} {:>2} {:<12} {:>34} {:>30} {:>12}\n",
             r.port,
             r.pg,
             r.tc,

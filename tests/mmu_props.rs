@@ -21,8 +21,17 @@ struct Params {
     lossy_shared: u64,
     cell: u32,
     order: ReleaseOrder,
-    /// None: static headroom; Some(d): a shared headroom pool of Σ xoff / d.
-    hp_div: Option<u64>,
+    mode: Mode,
+}
+
+/// Headroom mode under test.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mode {
+    Static,
+    /// A shared headroom pool of Σ xoff / d.
+    Pool(u64),
+    /// DSH: one insurance xoff per port.
+    Dsh,
 }
 
 fn params() -> impl Strategy<Value = Params> {
@@ -33,10 +42,10 @@ fn params() -> impl Strategy<Value = Params> {
         (0u64..3000, (-2i8..=2).prop_map(Threshold::Dynamic), 0u64..80_000),
         prop_oneof![Just(1u32), Just(256u32)],
         prop_oneof![Just(ReleaseOrder::HeadroomFirst), Just(ReleaseOrder::AsCharged)],
-        prop_oneof![Just(None), Just(Some(1u64)), Just(Some(2u64)), Just(Some(4u64))],
+        prop_oneof![Just(Mode::Static), Just(Mode::Pool(1)), Just(Mode::Pool(2)), Just(Mode::Pool(4)), Just(Mode::Dsh)],
     )
         .prop_map(
-            |((private, xoff, xon, xon_offset), th, shared, (q_private, q_th, lossy_shared), cell, order, hp_div)| {
+            |((private, xoff, xon, xon_offset), th, shared, (q_private, q_th, lossy_shared), cell, order, mode)| {
                 Params {
                     private,
                     xoff,
@@ -49,7 +58,7 @@ fn params() -> impl Strategy<Value = Params> {
                     lossy_shared,
                     cell,
                     order,
-                    hp_div,
+                    mode,
                 }
             },
         )
@@ -58,9 +67,10 @@ fn params() -> impl Strategy<Value = Params> {
 fn config(p: &Params) -> MmuConfig {
     let pg = PgProfile { size: p.private, xoff: p.xoff, xon: p.xon, xon_offset: p.xon_offset, threshold: p.th };
     let q = QueueProfile { size: p.q_private, threshold: p.q_th };
-    let headroom = match p.hp_div {
-        None => u64::from(PORTS) * 2 * p.xoff,
-        Some(d) => u64::from(PORTS) * 2 * p.xoff / d,
+    let headroom = match p.mode {
+        Mode::Static => u64::from(PORTS) * 2 * p.xoff,
+        Mode::Pool(d) => u64::from(PORTS) * 2 * p.xoff / d,
+        Mode::Dsh => u64::from(PORTS) * p.xoff,
     };
     let lossless_reserved = u64::from(PORTS) * 2 * p.private + headroom;
     let lossy_reserved = u64::from(PORTS) * 8 * p.q_private;
@@ -68,9 +78,11 @@ fn config(p: &Params) -> MmuConfig {
         MmuConfig::uniform(PORTS, LOSSLESS, pg, q, lossless_reserved + p.shared, lossy_reserved + p.lossy_shared);
     c.cell_size = p.cell;
     c.release_order = p.order;
-    if p.hp_div.is_some() {
-        c.headroom_policy = HeadroomPolicy::SharedPool { size: headroom };
-    }
+    c.headroom_policy = match p.mode {
+        Mode::Static => HeadroomPolicy::Static,
+        Mode::Pool(_) => HeadroomPolicy::SharedPool { size: headroom },
+        Mode::Dsh => HeadroomPolicy::Dsh,
+    };
     c
 }
 
@@ -117,6 +129,9 @@ fn ix(port: u16, i: u8) -> usize {
     usize::from(port) * 8 + usize::from(i)
 }
 
+/// Lossless PGs of a port in the configs here.
+const NQ: u64 = LOSSLESS.count_ones() as u64;
+
 impl Model {
     fn check(&self, m: &Mmu, p: &Params) -> Result<(), TestCaseError> {
         let (mut sp, mut ss, mut sh, mut qp, mut qs) = (0, 0, 0, 0, 0);
@@ -136,6 +151,13 @@ impl Model {
                 sh += g.h;
                 qp += q.private;
                 qs += q.shared;
+            }
+        }
+        if p.mode == Mode::Dsh {
+            for port in 0..PORTS {
+                let (s, h) = (0..8u8).map(|i| self.pgs[ix(port, i)]).fold((0, 0), |(s, h), g| (s + g.s, h + g.h));
+                prop_assert_eq!(m.port_occupancy(port), (s, h), "port {} sums", port);
+                prop_assert!(h <= p.xoff, "insurance over η");
             }
         }
         let st = m.pool_stats();
@@ -159,11 +181,14 @@ proptest! {
         let mut model = Model { pgs: vec![PgModel::default(); 8 * usize::from(PORTS)], qs: vec![QModel::default(); 8 * usize::from(PORTS)] };
         let mut held: Vec<Charge> = Vec::new();
         let edge = |model: &mut Model, e: Option<Edge>| -> Result<(), TestCaseError> {
-            if let Some(e) = e {
-                let g = &mut model.pgs[ix(e.port, e.pg)];
-                match e.kind {
-                    EdgeKind::Pause => { prop_assert!(!g.off, "PAUSE while OFF"); g.off = true; }
-                    EdgeKind::Resume => { prop_assert!(g.off, "RESUME while ON"); g.off = false; }
+            for e in e {
+                prop_assert!(e.pgs != 0 && e.pgs & !LOSSLESS == 0, "edge names only lossless PGs: {:?}", e);
+                for pg in e.pg_iter() {
+                    let g = &mut model.pgs[ix(e.port, pg)];
+                    match e.kind {
+                        EdgeKind::Pause => { prop_assert!(!g.off, "PAUSE while OFF"); g.off = true; }
+                        EdgeKind::Resume => { prop_assert!(g.off, "RESUME while ON"); g.off = false; }
+                    }
                 }
             }
             Ok(())
@@ -174,6 +199,9 @@ proptest! {
                     let b = u64::from(len).div_ceil(u64::from(p.cell)) * u64::from(p.cell);
                     let before = model.pgs[ix(in_port, pg)];
                     let t = m.pg_threshold(in_port, pg);
+                    let port_s: u64 = (0..8u8).map(|i| model.pgs[ix(in_port, i)].s).sum();
+                    let port_h: u64 = (0..8u8).map(|i| model.pgs[ix(in_port, i)].h).sum();
+                    let port_off = m.is_port_off(in_port);
                     let v = m.admit(in_port, pg, out_port, queue, len, lossless);
                     let is_ll = lossless && LOSSLESS & (1 << pg) != 0;
                     match v {
@@ -184,7 +212,15 @@ proptest! {
                             let q = &mut model.qs[ix(out_port, queue)];
                             match charge.segment() {
                                 Segment::Private => { prop_assert!(before.p + b <= p.private); g.p += b; }
-                                Segment::Shared => { prop_assert!(before.p + b > p.private && before.s < t); g.s += b; }
+                                Segment::Shared => {
+                                    prop_assert!(before.p + b > p.private);
+                                    if p.mode == Mode::Dsh {
+                                        prop_assert!(!port_off && port_s < NQ * t, "DSH shared past the port's point");
+                                    } else {
+                                        prop_assert!(before.s < t);
+                                    }
+                                    g.s += b;
+                                }
                                 Segment::Headroom => { prop_assert!(before.p + b > p.private); g.h += b; }
                                 Segment::LossyPrivate => q.private += b,
                                 Segment::LossyShared => q.shared += b,
@@ -193,18 +229,24 @@ proptest! {
                             edge(&mut model, e)?;
                             if charge.segment() == Segment::Headroom {
                                 prop_assert!(m.is_off(in_port, pg), "headroom charged to an ON PG");
+                                if p.mode == Mode::Dsh {
+                                    prop_assert!(m.is_port_off(in_port), "insurance charged to an ON port");
+                                }
                             }
                             held.push(charge);
                         }
                         Verdict::Drop(r) => {
                             if is_ll {
                                 prop_assert_eq!(r, DropReason::LosslessHeadroomFull);
-                                // The PG's own headroom is full, or the shared headroom pool is.
-                                let pool_full = p.hp_div.is_some_and(|d| {
-                                    let used: u64 = model.pgs.iter().map(|g| g.h).sum();
-                                    used + b > u64::from(PORTS) * 2 * p.xoff / d
-                                });
-                                prop_assert!(before.h + b > p.xoff || pool_full, "dropped with headroom left");
+                                // The headroom that mode promises is exhausted: the PG's own,
+                                // the shared headroom pool, or (DSH) the port's insurance.
+                                let used: u64 = model.pgs.iter().map(|g| g.h).sum();
+                                let full = match p.mode {
+                                    Mode::Static => before.h + b > p.xoff,
+                                    Mode::Pool(d) => before.h + b > p.xoff || used + b > u64::from(PORTS) * 2 * p.xoff / d,
+                                    Mode::Dsh => port_h + b > p.xoff,
+                                };
+                                prop_assert!(full, "dropped with headroom left");
                             } else {
                                 prop_assert!(matches!(r, DropReason::LossyDt | DropReason::LossyPoolFull));
                             }
@@ -393,7 +435,7 @@ fn bulk_path_is_taken() {
         lossy_shared: 100_000,
         cell: 1,
         order: ReleaseOrder::HeadroomFirst,
-        hp_div: None,
+        mode: Mode::Static,
     };
     let m = Mmu::new(config(&p)).unwrap();
     // 15 × 64 fit the private 1000, the 16th does not; the next go to shared (T ≈ 100 000).

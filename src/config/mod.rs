@@ -89,7 +89,9 @@
 //! headroom_policy = "static"    # "static" (default): each lossless PG owns its xoff;
 //!                               # "shared_pool": one headroom pool (the ingress pool's
 //!                               # `xoff`, or Σ PG xoff / over_subscribe_ratio), each PG
-//!                               # capped by its xoff; "dsh" is refused (not implemented)
+//!                               # capped by its xoff; "dsh": Dynamic and Shared
+//!                               # Headroom (queue PAUSE at T − xoff, port PAUSE at Nq·T,
+//!                               # one insurance xoff per port)
 //! over_subscribe_ratio = 2      # shared_pool without a pool xoff (SONiC's formula)
 //! [buffer.pool.ingress_lossless_pool]   # BUFFER_POOL; sizes add up to ≤ total_size
 //! size = "8MiB"

@@ -256,6 +256,11 @@ pub enum HeadroomPolicy {
     /// `over_subscribe_ratio`; a profile's `xoff` caps what one PG may take.
     #[serde(rename = "shared_pool")]
     SharedPool { xoff: Option<u64>, over_subscribe_ratio: Option<u32> },
+    /// Dynamic and Shared Headroom (Shan et al., ICDCS'23): no per-PG headroom; queue-level
+    /// PAUSE at T − xoff into the shared segment, port-level PAUSE at Nq·T into one
+    /// insurance headroom per port (its largest lossless xoff).
+    #[serde(rename = "dsh")]
+    Dsh,
 }
 
 /// Pool direction (SONiC `BUFFER_POOL|type`).

@@ -215,7 +215,9 @@ impl Control {
             for _ in 0..ring.len() {
                 let Some(msg) = ring.pop() else { break };
                 if let Some(p) = self.pending.get_mut(usize::from(msg.edge.port)) {
-                    p.mark(msg.edge.pg, Some(msg.edge.kind), msg.tsc);
+                    for pg in msg.edge.pg_iter() {
+                        p.mark(pg, Some(msg.edge.kind), msg.tsc);
+                    }
                 }
                 did = true;
             }
@@ -259,7 +261,9 @@ impl Control {
                 let pg = pgs.trailing_zeros() as u8;
                 pgs &= pgs - 1;
                 if let Some(e) = shared.mmu.check_resume(port as u16, pg) {
-                    self.pending[port].mark(pg, Some(e.kind), 0);
+                    for g in e.pg_iter() {
+                        self.pending[port].mark(g, Some(e.kind), 0);
+                    }
                 }
                 let prios = rt.plan.pg_priorities[pg as usize];
                 let tx_off = self.pfc_tx[port].off_mask() & prios != 0;

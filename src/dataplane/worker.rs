@@ -532,20 +532,28 @@ impl Worker {
                 c.ports[out].queue_drops[queue as usize].inc();
             }
             Verdict::Admit { charge, edge } => {
-                // The PAUSE of an Xoff crossing leaves from here at once (see
-                // pause_handoff); anything else goes to the control lcore.
-                let sent = edge.is_some_and(|e| {
-                    let (port, pg) = (e.port as usize, e.pg & 7);
-                    let prios = shared.ports[port].plan.pg_priorities[pg as usize];
-                    e.kind == mmu::EdgeKind::Pause
-                        && prios != 0
-                        && self.notes.pause(&shared.ports[port].pause[pg as usize], e.port, pg, now, || {
-                            shared.queue_pause(port, prios, now)
-                        })
+                // The PAUSE of an Xoff crossing leaves from here at once, one frame per
+                // PG it names (see pause_handoff); anything else (a RESUME, a PG whose
+                // hand-off failed) goes to the control lcore.
+                let rest = edge.map(|e| {
+                    if e.kind != mmu::EdgeKind::Pause {
+                        return e;
+                    }
+                    let port = e.port as usize;
+                    let mut rest = e.pgs;
+                    for pg in e.pg_iter() {
+                        let prios = shared.ports[port].plan.pg_priorities[pg as usize];
+                        if prios != 0
+                            && self.notes.pause(&shared.ports[port].pause[pg as usize], e.port, pg, now, || {
+                                shared.queue_pause(port, prios, now)
+                            })
+                        {
+                            rest &= !(1 << pg);
+                        }
+                    }
+                    mmu::Edge { pgs: rest, ..e }
                 });
-                if !sent {
-                    shared.push_edge(self.index, edge, now, c);
-                }
+                shared.push_edge(self.index, rest.filter(|e| e.pgs != 0), now, c);
                 let q = Queued { m, charge, rx_tsc: now, in_port, tc, queue };
                 enqueue(shared, &mut self.txs, &self.local_tx, self.index, q, now, c);
             }

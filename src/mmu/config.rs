@@ -83,10 +83,14 @@ pub enum HeadroomPolicy {
     /// take from it. The pool may be smaller than Σ xoff (over-subscribed): all PGs rarely
     /// need their headroom at once.
     SharedPool { size: u64 },
-    /// Not implemented yet (rejected by validation): DSH (Shan et al., ICDCS'23) —
-    /// headroom merged into the shared segment with `insurance` bytes per port; the pause
-    /// decision moves to the port level at Nq·T(t).
-    Dsh { insurance: u64 },
+    /// Dynamic and Shared Headroom (Shan et al., ICDCS'23): no per-PG headroom. A PG's
+    /// in-flight bytes after its (queue-level) PAUSE, sent at `T(t) − xoff`, land in the
+    /// shared segment; a port-level PAUSE (every lossless PG of the port) at `Nq·T(t)` of
+    /// the port's summed shared occupancy sends later arrivals to the port's insurance
+    /// headroom: one η per port ([`MmuConfig::insurance`], the largest `xoff` of its
+    /// lossless PGs), because one link carries at most one η after a PAUSE, whatever the
+    /// priorities.
+    Dsh,
 }
 
 /// Which segment a release returns lossless bytes to.
@@ -148,7 +152,8 @@ impl MmuConfig {
         let private = self.lossless_profiles().fold(0u64, |a, g| a.saturating_add(g.size));
         let headroom = match self.headroom_policy {
             HeadroomPolicy::SharedPool { size } => size,
-            _ => self.headroom_sum(),
+            HeadroomPolicy::Dsh => (0..self.ports.len()).fold(0u64, |a, p| a.saturating_add(self.insurance(p))),
+            HeadroomPolicy::Static => self.headroom_sum(),
         };
         private.saturating_add(headroom)
     }
@@ -156,6 +161,14 @@ impl MmuConfig {
     /// Σ xoff over lossless PGs: the headroom a static policy reserves.
     pub fn headroom_sum(&self) -> u64 {
         self.lossless_profiles().fold(0u64, |a, g| a.saturating_add(g.xoff))
+    }
+
+    /// DSH insurance headroom of `port`: the largest `xoff` of its lossless PGs (0 for a
+    /// port without any, or an unknown port).
+    pub fn insurance(&self, port: usize) -> u64 {
+        self.ports.get(port).map_or(0, |p| {
+            p.pgs.iter().enumerate().filter(|(i, _)| p.lossless_pgs & (1 << i) != 0).map(|(_, g)| g.xoff).max().unwrap_or(0)
+        })
     }
 
     /// The profiles of the lossless PGs (profiles of lossy PGs are ignored).
@@ -186,9 +199,6 @@ impl MmuConfig {
         }
         if self.cell_size == 0 {
             return Err(MmuError::ZeroCellSize);
-        }
-        if let HeadroomPolicy::Dsh { .. } = self.headroom_policy {
-            return Err(MmuError::Unsupported("dynamic shared headroom (DSH) is not implemented yet"));
         }
         let pools = self.lossless_pool_size.saturating_add(self.lossy_pool_size);
         if pools > self.total_size {
@@ -238,7 +248,4 @@ pub enum MmuError {
     /// `dynamic_th` outside -8..=7 (index 0..8 = PGs, 8..16 = queues).
     #[error("port {port} profile {index}: dynamic_th {value} is outside -8..=7")]
     DynamicThOutOfRange { port: usize, index: usize, value: i8 },
-    /// A feature reserved for later.
-    #[error("unsupported: {0}")]
-    Unsupported(&'static str),
 }

@@ -27,10 +27,27 @@
 //! usage counted like Broadcom's PG shared counter (private excluded). `xon_offset = 0`
 //! gives no hysteresis; set it (or `xon`) to avoid PAUSE/RESUME flapping.
 //!
+//! # Dynamic and Shared Headroom (`HeadroomPolicy::Dsh`, docs/design.md "Headroom modes")
+//! No per-PG headroom: Bs = pool − Σφ − Σ insurance, one insurance η_p per port. With
+//! `S` the port's summed shared occupancy over its Nq lossless PGs:
+//! 1. private as above;
+//! 2. while the port is ON and `S < Nq·T` (checked before the packet) and the pool has
+//!    room → shared, whether or not the PG is OFF: an OFF PG's in-flight bytes land here.
+//!    Queue-level PAUSE (this PG) when `s + b ≥ T − η`; port-level PAUSE (every lossless
+//!    PG of the port) when `S + b ≥ Nq·T`;
+//! 3. else (port OFF, or shared refused: a port-level PAUSE if not yet) → the port's
+//!    insurance headroom while `I + b ≤ η_p`;
+//! 4. else drop.
+//!
+//! A PG resumes at queue level when `s + h ≤ max(xon, T − η − xon_offset)`; the port
+//! resumes when `S + I ≤ max(Σxon, Nq·T − Σxon_offset)`. A PG is OFF (its priorities
+//! paused) while it or its port is OFF; edges report changes of that state.
+//!
 //! # Concurrency
 //! Segment limits are enforced with compare-exchange loops, T is read with relaxed
-//! loads (it may be slightly stale, as on hardware), and the PG ON/OFF state flips only
-//! through a CAS, so exactly one thread emits each edge and edges alternate.
+//! loads (it may be slightly stale, as on hardware), and a port's ON/OFF states (one bit
+//! per PG, one for the port) live in one word that flips only through a CAS, so exactly
+//! one thread emits each edge and each PG's edges alternate.
 
 mod config;
 mod types;
@@ -44,7 +61,10 @@ pub use types::{
 };
 
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+
+/// The port-level OFF bit of [`PortState::off`] (DSH); bits 0..8 are the PGs'.
+const PORT_OFF: u32 = 1 << 8;
 
 /// Adds `b` to `c` only if the result stays ≤ `max`.
 #[inline]
@@ -74,9 +94,36 @@ struct PgState {
     private: AtomicU64,
     shared: AtomicU64,
     headroom: AtomicU64,
-    off: AtomicBool,
     shared_wm: AtomicU64,
     headroom_wm: AtomicU64,
+}
+
+#[derive(Default)]
+struct PortState {
+    /// Bit n: PG n is OFF (queue level); [`PORT_OFF`]: the port is OFF (DSH).
+    off: AtomicU32,
+    /// DSH only: Σ shared bytes of the port's lossless PGs, insurance headroom in use.
+    shared: AtomicU64,
+    insurance: AtomicU64,
+}
+
+/// Immutable per-port limits.
+#[derive(Clone, Copy, Default)]
+struct PortLimits {
+    lossless: u8,
+    /// DSH: number of lossless PGs Nq, insurance η_p, Σ xon, Σ xon_offset.
+    nq: u64,
+    insurance: u64,
+    xon: u64,
+    xon_offset: u64,
+}
+
+impl PortLimits {
+    /// PGs OFF for an OFF-state word: their own bit or the port's.
+    #[inline]
+    fn off_pgs(&self, w: u32) -> u8 {
+        (w as u8) | if w & PORT_OFF != 0 { self.lossless } else { 0 }
+    }
 }
 
 #[derive(Default)]
@@ -117,9 +164,13 @@ pub struct Mmu {
     bs_lossy: u64,
     /// The shared headroom pool's size (`HeadroomPolicy::SharedPool`), else None.
     hp_cap: Option<u64>,
+    /// `HeadroomPolicy::Dsh`.
+    dsh: bool,
     num_ports: u16,
     pg_limits: Box<[PgLimits]>,
     q_limits: Box<[QueueProfile]>,
+    port_limits: Box<[PortLimits]>,
+    ports: Box<[CachePadded<PortState>]>,
     pgs: Box<[CachePadded<PgState>]>,
     queues: Box<[CachePadded<QueueState>]>,
     lossless: CachePadded<PoolState>,
@@ -133,7 +184,16 @@ impl Mmu {
         let n = cfg.ports.len();
         let mut pg_limits = Vec::with_capacity(n * 8);
         let mut q_limits = Vec::with_capacity(n * 8);
-        for p in &cfg.ports {
+        let mut port_limits = Vec::with_capacity(n);
+        for (pi, p) in cfg.ports.iter().enumerate() {
+            let ll = p.pgs.iter().enumerate().filter(|(i, _)| p.lossless_pgs & (1 << i) != 0).map(|(_, g)| g);
+            port_limits.push(PortLimits {
+                lossless: p.lossless_pgs,
+                nq: u64::from(p.lossless_pgs.count_ones()),
+                insurance: cfg.insurance(pi),
+                xon: ll.clone().map(|g| g.xon).sum(),
+                xon_offset: ll.map(|g| g.xon_offset).sum(),
+            });
             for (i, g) in p.pgs.iter().enumerate() {
                 pg_limits.push(PgLimits {
                     lossless: p.lossless_pgs & (1 << i) != 0,
@@ -156,9 +216,12 @@ impl Mmu {
                 HeadroomPolicy::SharedPool { size } => Some(size),
                 _ => None,
             },
+            dsh: cfg.headroom_policy == HeadroomPolicy::Dsh,
             num_ports: n as u16,
             pg_limits: pg_limits.into_boxed_slice(),
             q_limits: q_limits.into_boxed_slice(),
+            port_limits: port_limits.into_boxed_slice(),
+            ports: (0..n).map(|_| CachePadded::new(PortState::default())).collect(),
             pgs: (0..n * 8).map(|_| CachePadded::new(PgState::default())).collect(),
             queues: (0..n * 8).map(|_| CachePadded::new(QueueState::default())).collect(),
             lossless: CachePadded::new(PoolState::default()),
@@ -213,20 +276,21 @@ impl Mmu {
         };
         let mut charge = Charge { bytes, in_port, out_port, pg, queue, segment: Segment::Private };
         if lossless && lim.lossless {
-            let Some(st) = self.pgs.get(pi) else {
+            let (Some(st), Some(ps), Some(pl)) =
+                (self.pgs.get(pi), self.ports.get(usize::from(in_port)), self.port_limits.get(usize::from(in_port)))
+            else {
                 return Verdict::Drop(DropReason::InvalidIndex);
             };
-            match self.admit_lossless(st, lim, b) {
+            match self.admit_lossless(st, lim, ps, pl, pg, b) {
                 Ok((segment, pause)) => {
                     charge.segment = segment;
                     let tot = q.lossless.fetch_add(b, Relaxed) + b;
                     raise(&q.wm, tot + q.private.load(Relaxed) + q.shared.load(Relaxed));
-                    let edge = if pause {
-                        st.off.compare_exchange(false, true, AcqRel, Relaxed).is_ok().then_some(EdgeKind::Pause)
+                    let edge = if pause != 0 {
+                        flip(in_port, ps, pl, |w| w | pause)
                     } else {
-                        self.try_resume(st, lim)
+                        self.try_resume(in_port, pg, st, lim, ps, pl)
                     };
-                    let edge = edge.map(|kind| Edge { port: in_port, pg, kind });
                     Verdict::Admit { charge, edge }
                 }
                 Err(r) => Verdict::Drop(r),
@@ -268,8 +332,10 @@ impl Mmu {
         let q = self.queues.get(qi)?;
         if lossless && lim.lossless {
             let st = self.pgs.get(pi)?;
-            // An OFF PG checks Xon on every admission: one by one.
-            if st.off.load(Relaxed) {
+            let (ps, pl) = (self.ports.get(usize::from(in_port))?, self.port_limits.get(usize::from(in_port))?);
+            // An OFF PG (or port) checks Xon on every admission: one by one.
+            let w = ps.off.load(Relaxed);
+            if pl.off_pgs(w) & (1 << pg) != 0 {
                 return None;
             }
             let pool = &*self.lossless;
@@ -286,16 +352,26 @@ impl Mmu {
                 return Some((Segment::Private, k));
             }
             // Shared: packets that do not fit private, while the PG stays strictly below
-            // T. T shrinks as the run fills the pool: T after the prefix bounds the T each
+            // its Xoff point (T, or T − η with DSH, whose port also stays below Nq·T). T
+            // shrinks as the run fills the pool: T after the prefix bounds the T each
             // packet sees.
             let (s0, w0) = (st.shared.load(Relaxed), pool.shared.load(Relaxed));
+            let sp0 = if self.dsh { ps.shared.load(Relaxed) } else { 0 };
             let (k, sum) = self.prefix(lens, |sum, b| {
+                let t = lim.th.limit(self.bs_lossless.saturating_sub(w0 + sum + b));
                 b > room
                     && w0 + sum + b <= self.bs_lossless
-                    && s0 + sum + b < lim.th.limit(self.bs_lossless - (w0 + sum + b))
+                    && if self.dsh {
+                        s0 + sum + b < t.saturating_sub(lim.headroom) && sp0 + sum + b < t.saturating_mul(pl.nq)
+                    } else {
+                        s0 + sum + b < t
+                    }
             });
             if k == 0 || !try_add_upto(&pool.shared, sum, self.bs_lossless) {
                 return None;
+            }
+            if self.dsh {
+                ps.shared.fetch_add(sum, Relaxed);
             }
             let s = st.shared.fetch_add(sum, Relaxed) + sum;
             raise(&st.shared_wm, s);
@@ -359,34 +435,89 @@ impl Mmu {
         Charge { bytes: self.charge_bytes(len).min(u64::from(u32::MAX)) as u32, in_port, out_port, pg, queue, segment }
     }
 
-    /// Cases 1–4; returns the segment and whether the Xoff point was reached.
+    /// Cases 1–4; returns the segment and the OFF bits its Xoff points ask to set (0:
+    /// none reached).
     #[inline]
-    fn admit_lossless(&self, st: &PgState, lim: &PgLimits, b: u64) -> Result<(Segment, bool), DropReason> {
+    fn admit_lossless(
+        &self,
+        st: &PgState,
+        lim: &PgLimits,
+        ps: &PortState,
+        pl: &PortLimits,
+        pg: u8,
+        b: u64,
+    ) -> Result<(Segment, u32), DropReason> {
         let pool = &*self.lossless;
         if try_add_upto(&st.private, b, lim.private) {
             pool.private.fetch_add(b, Relaxed);
-            return Ok((Segment::Private, false));
+            return Ok((Segment::Private, 0));
         }
+        let bit = 1u32 << (pg & 7);
         let t = lim.th.limit(self.bs_lossless.saturating_sub(pool.shared.load(Relaxed)));
+        if self.dsh {
+            return self.admit_dsh(st, lim, ps, pl, bit, t, b);
+        }
         if st.shared.load(Relaxed) < t && try_add_upto(&pool.shared, b, self.bs_lossless) {
             let s = st.shared.fetch_add(b, Relaxed) + b;
             raise(&st.shared_wm, s);
             raise(&pool.shared_wm, pool.shared.load(Relaxed));
-            return Ok((Segment::Shared, s >= t));
+            return Ok((Segment::Shared, if s >= t { bit } else { 0 }));
+        }
+        // A shared headroom pool is a second cap: the pool's size and the PG's `xoff`. The
+        // pool is taken first: a release may take from the PG's counter at any time, so
+        // only the pool's (which releases follow, never lead) may be undone.
+        if self.hp_cap.is_some_and(|cap| !try_add_upto(&pool.headroom, b, cap)) {
+            return Err(DropReason::LosslessHeadroomFull);
         }
         if try_add_upto(&st.headroom, b, lim.headroom) {
-            // A shared headroom pool is a second cap: the PG's `xoff` and the pool's size.
             let ph = match self.hp_cap {
                 None => pool.headroom.fetch_add(b, Relaxed) + b,
-                Some(cap) if try_add_upto(&pool.headroom, b, cap) => pool.headroom.load(Relaxed),
-                Some(_) => {
-                    st.headroom.fetch_sub(b, Relaxed);
-                    return Err(DropReason::LosslessHeadroomFull);
-                }
+                Some(_) => pool.headroom.load(Relaxed),
             };
             raise(&st.headroom_wm, st.headroom.load(Relaxed));
             raise(&pool.headroom_wm, ph);
-            return Ok((Segment::Headroom, true));
+            return Ok((Segment::Headroom, bit));
+        }
+        if self.hp_cap.is_some() {
+            pool.headroom.fetch_sub(b, Relaxed);
+        }
+        Err(DropReason::LosslessHeadroomFull)
+    }
+
+    /// DSH cases 2–4 (module docs); `t` is the PG's T before the packet.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn admit_dsh(
+        &self,
+        st: &PgState,
+        lim: &PgLimits,
+        ps: &PortState,
+        pl: &PortLimits,
+        bit: u32,
+        t: u64,
+        b: u64,
+    ) -> Result<(Segment, u32), DropReason> {
+        let pool = &*self.lossless;
+        let port_t = t.saturating_mul(pl.nq);
+        if ps.off.load(Relaxed) & PORT_OFF == 0
+            && ps.shared.load(Relaxed) < port_t
+            && try_add_upto(&pool.shared, b, self.bs_lossless)
+        {
+            let sp = ps.shared.fetch_add(b, Relaxed) + b;
+            let s = st.shared.fetch_add(b, Relaxed) + b;
+            raise(&st.shared_wm, s);
+            raise(&pool.shared_wm, pool.shared.load(Relaxed));
+            let q = if s >= t.saturating_sub(lim.headroom) { bit } else { 0 };
+            let p = if sp >= port_t { PORT_OFF } else { 0 };
+            return Ok((Segment::Shared, q | p));
+        }
+        // The port is OFF, or shared refused the packet: that is its port-level Xoff.
+        if try_add_upto(&ps.insurance, b, pl.insurance) {
+            st.headroom.fetch_add(b, Relaxed);
+            let ph = pool.headroom.fetch_add(b, Relaxed) + b;
+            raise(&st.headroom_wm, st.headroom.load(Relaxed));
+            raise(&pool.headroom_wm, ph);
+            return Ok((Segment::Headroom, PORT_OFF));
         }
         Err(DropReason::LosslessHeadroomFull)
     }
@@ -415,24 +546,56 @@ impl Mmu {
         Ok(seg)
     }
 
-    /// The Xon threshold of a PG now: max(xon, T − xon_offset).
+    /// The Xon threshold of a PG now: max(xon, T − xon_offset), with DSH's queue-level
+    /// Xoff point T − η in place of T.
     #[inline]
     fn xon_threshold(&self, lim: &PgLimits) -> u64 {
         let t = lim.th.limit(self.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed)));
-        lim.xon.max(t.saturating_sub(lim.xon_offset))
+        let xoff = if self.dsh { t.saturating_sub(lim.headroom) } else { t };
+        lim.xon.max(xoff.saturating_sub(lim.xon_offset))
     }
 
+    /// DSH: the port's Xon threshold now, max(Σxon, Nq·T − Σxon_offset); T of its first
+    /// lossless PG (a port's lossless PGs share one profile in every shipped config).
     #[inline]
-    fn try_resume(&self, st: &PgState, lim: &PgLimits) -> Option<EdgeKind> {
-        if !st.off.load(Relaxed) {
+    fn port_xon_threshold(&self, port: u16, pl: &PortLimits) -> u64 {
+        let Some(lim) = self.idx(port, pl.lossless.trailing_zeros() as u8).and_then(|i| self.pg_limits.get(i)) else {
+            return 0;
+        };
+        let t = lim.th.limit(self.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed)));
+        pl.xon.max(t.saturating_mul(pl.nq).saturating_sub(pl.xon_offset))
+    }
+
+    /// Clears the OFF bits of (port, PG) whose Xon condition holds; the edge names the
+    /// PGs that became ON.
+    #[inline]
+    fn try_resume(
+        &self,
+        port: u16,
+        pg: u8,
+        st: &PgState,
+        lim: &PgLimits,
+        ps: &PortState,
+        pl: &PortLimits,
+    ) -> Option<Edge> {
+        let w = ps.off.load(Relaxed);
+        let bit = 1u32 << (pg & 7);
+        if w & (bit | PORT_OFF) == 0 {
             return None;
         }
-        let above_min = st.shared.load(Relaxed) + st.headroom.load(Relaxed);
-        if above_min <= self.xon_threshold(lim) && st.off.compare_exchange(true, false, AcqRel, Relaxed).is_ok() {
-            Some(EdgeKind::Resume)
-        } else {
-            None
+        let mut clear = 0;
+        if w & bit != 0 && st.shared.load(Relaxed) + st.headroom.load(Relaxed) <= self.xon_threshold(lim) {
+            clear |= bit;
         }
+        if w & PORT_OFF != 0
+            && ps.shared.load(Relaxed) + ps.insurance.load(Relaxed) <= self.port_xon_threshold(port, pl)
+        {
+            clear |= PORT_OFF;
+        }
+        if clear == 0 {
+            return None;
+        }
+        flip(port, ps, pl, |w| w & !clear)
     }
 
     /// Returns what `c` charged (the packet left or was dropped after admission); may
@@ -469,7 +632,18 @@ impl Mmu {
         }
         let st = self.pgs.get(pi)?;
         let lim = self.pg_limits.get(pi)?;
+        let (ps, pl) = (self.ports.get(usize::from(c.in_port))?, self.port_limits.get(usize::from(c.in_port))?);
         let pool = &*self.lossless;
+        // DSH keeps per-port sums of the shared and insurance bytes.
+        let port_sum = |seg: Segment, n: u64| {
+            if self.dsh {
+                match seg {
+                    Segment::Shared => ps.shared.fetch_sub(n, Relaxed),
+                    Segment::Headroom => ps.insurance.fetch_sub(n, Relaxed),
+                    _ => 0,
+                };
+            }
+        };
         match self.cfg.release_order {
             ReleaseOrder::AsCharged => {
                 let (sc, pc) = match c.segment {
@@ -479,6 +653,7 @@ impl Mmu {
                 };
                 sc.fetch_sub(b, Relaxed);
                 pc.fetch_sub(b, Relaxed);
+                port_sum(c.segment, b);
             }
             ReleaseOrder::HeadroomFirst => {
                 let mut rest = b;
@@ -486,12 +661,15 @@ impl Mmu {
                 // segment this release already looked at (the PG's segments always
                 // hold at least `rest` bytes between them).
                 for _ in 0..1024 {
-                    for (sc, pc) in
-                        [(&st.headroom, &pool.headroom), (&st.shared, &pool.shared), (&st.private, &pool.private)]
-                    {
+                    for (seg, sc, pc) in [
+                        (Segment::Headroom, &st.headroom, &pool.headroom),
+                        (Segment::Shared, &st.shared, &pool.shared),
+                        (Segment::Private, &st.private, &pool.private),
+                    ] {
                         let got = take_upto(sc, rest);
                         if got != 0 {
                             pc.fetch_sub(got, Relaxed);
+                            port_sum(seg, got);
                             rest -= got;
                         }
                         if rest == 0 {
@@ -506,7 +684,7 @@ impl Mmu {
             }
         }
         q.lossless.fetch_sub(b, Relaxed);
-        self.try_resume(st, lim).map(|kind| Edge { port: c.in_port, pg: c.pg, kind })
+        self.try_resume(c.in_port, c.pg, st, lim, ps, pl)
     }
 
     /// Re-evaluates Xon for (port, PG) without a packet event: T grows when *other* PGs
@@ -514,12 +692,30 @@ impl Mmu {
     pub fn check_resume(&self, port: u16, pg: u8) -> Option<Edge> {
         let i = self.idx(port, pg)?;
         let (st, lim) = (self.pgs.get(i)?, self.pg_limits.get(i)?);
-        self.try_resume(st, lim).map(|kind| Edge { port, pg, kind })
+        let (ps, pl) = (self.ports.get(usize::from(port))?, self.port_limits.get(usize::from(port))?);
+        self.try_resume(port, pg, st, lim, ps, pl)
     }
 
-    /// True while (port, PG) is OFF (PAUSE asserted, RESUME not yet due).
+    /// True while (port, PG) is OFF (PAUSE asserted, RESUME not yet due): the PG, or with
+    /// DSH its port, reached its Xoff point and not yet its Xon point.
     pub fn is_off(&self, port: u16, pg: u8) -> bool {
-        self.idx(port, pg).and_then(|i| self.pgs.get(i)).is_some_and(|s| s.off.load(Acquire))
+        self.idx(port, pg).is_some()
+            && self
+                .ports
+                .get(usize::from(port))
+                .zip(self.port_limits.get(usize::from(port)))
+                .is_some_and(|(s, l)| l.off_pgs(s.off.load(Acquire)) & (1 << pg) != 0)
+    }
+
+    /// True while the port as a whole is OFF (DSH port-level PAUSE).
+    pub fn is_port_off(&self, port: u16) -> bool {
+        self.ports.get(usize::from(port)).is_some_and(|s| s.off.load(Acquire) & PORT_OFF != 0)
+    }
+
+    /// DSH: the port's summed shared occupancy and its insurance headroom in use (zeros in
+    /// the other modes).
+    pub fn port_occupancy(&self, port: u16) -> (u64, u64) {
+        self.ports.get(usize::from(port)).map_or((0, 0), |s| (s.shared.load(Relaxed), s.insurance.load(Relaxed)))
     }
 
     /// Bytes held by (port, PG); zeros for an invalid index.
@@ -560,7 +756,11 @@ impl Mmu {
                 headroom_used: l.headroom.load(Relaxed),
                 shared_watermark: l.shared_wm.load(Relaxed),
                 headroom_watermark: l.headroom_wm.load(Relaxed),
-                headroom_pool_size: self.hp_cap.unwrap_or(0),
+                headroom_pool_size: match self.cfg.headroom_policy {
+                    HeadroomPolicy::SharedPool { size } => size,
+                    HeadroomPolicy::Dsh => self.port_limits.iter().map(|p| p.insurance).sum(),
+                    HeadroomPolicy::Static => 0,
+                },
             },
             lossy: LossyPoolStats {
                 size: self.cfg.lossy_pool_size,
@@ -613,6 +813,31 @@ impl Mmu {
             p.shared_wm.store(p.shared.load(Relaxed), Relaxed);
             p.headroom_wm.store(p.headroom.load(Relaxed), Relaxed);
         }
+    }
+}
+
+/// Applies `f` to the port's OFF word (CAS loop); the edge names the PGs whose state
+/// (own bit or port bit) changed, all in one direction since `f` only sets or only clears.
+#[inline]
+fn flip(port: u16, ps: &PortState, pl: &PortLimits, f: impl Fn(u32) -> u32) -> Option<Edge> {
+    let mut cur = ps.off.load(Relaxed);
+    let new = loop {
+        let new = f(cur);
+        if new == cur {
+            return None;
+        }
+        match ps.off.compare_exchange_weak(cur, new, AcqRel, Relaxed) {
+            Ok(_) => break new,
+            Err(v) => cur = v,
+        }
+    };
+    let (was, now) = (pl.off_pgs(cur), pl.off_pgs(new));
+    if now & !was != 0 {
+        Some(Edge { port, pgs: now & !was, kind: EdgeKind::Pause })
+    } else if was & !now != 0 {
+        Some(Edge { port, pgs: was & !now, kind: EdgeKind::Resume })
+    } else {
+        None
     }
 }
 

@@ -41,7 +41,7 @@ fn four_cases_at_exact_boundaries() {
             _ => None,
         };
         assert_eq!(v.charge().map(|c| c.segment()), expect_seg, "packet {i}");
-        let expect_edge = (i == 60).then_some(Edge { port: 0, pg: 3, kind: EdgeKind::Pause });
+        let expect_edge = (i == 60).then_some(Edge::one(0, 3, EdgeKind::Pause));
         assert_eq!(v.edge(), expect_edge, "packet {i}");
         if i == 90 {
             assert_eq!(v, Verdict::Drop(DropReason::LosslessHeadroomFull));
@@ -58,7 +58,7 @@ fn four_cases_at_exact_boundaries() {
     // resume when 200k ≥ 2000, k = 10 → release number 40 (index 39).
     for (i, c) in charges.iter().enumerate() {
         let e = m.release(*c);
-        let expect = (i == 39).then_some(Edge { port: 0, pg: 3, kind: EdgeKind::Resume });
+        let expect = (i == 39).then_some(Edge::one(0, 3, EdgeKind::Resume));
         assert_eq!(e, expect, "release {i}");
         if i == 29 {
             assert_eq!(m.pg_occupancy(0, 3).headroom, 0);
@@ -188,8 +188,9 @@ fn config_validation() {
     c.ports[1].pgs[2].threshold = Threshold::Dynamic(8);
     assert_eq!(Mmu::new(c).err(), Some(MmuError::DynamicThOutOfRange { port: 1, index: 2, value: 8 }));
     let mut c = ok.clone();
-    c.headroom_policy = HeadroomPolicy::Dsh { insurance: 1 };
-    assert!(matches!(Mmu::new(c), Err(MmuError::Unsupported(_))));
+    c.headroom_policy = HeadroomPolicy::Dsh;
+    c.lossless_pool_size = 5999; // 2·2·1000 private + 2 insurance of 1000
+    assert!(matches!(Mmu::new(c), Err(MmuError::ReservedExceedsPool { pool: "lossless", .. })));
     let mut c = ok.clone();
     c.cell_size = 0;
     assert_eq!(Mmu::new(c).err(), Some(MmuError::ZeroCellSize));
@@ -202,13 +203,21 @@ fn config_validation() {
 }
 
 /// Several lcores admit to the same PGs while others release: accounting must return
-/// to zero and PAUSE/RESUME edges must balance per PG.
+/// to zero and PAUSE/RESUME edges must balance per PG, in every headroom mode.
 #[test]
 fn concurrent_admit_release_conserves_and_edges_balance() {
+    for policy in [HeadroomPolicy::Static, HeadroomPolicy::SharedPool { size: 50_000 }, HeadroomPolicy::Dsh] {
+        concurrent_run(policy);
+    }
+}
+
+fn concurrent_run(policy: HeadroomPolicy) {
     use std::sync::atomic::AtomicI64;
     let pg = PgProfile { size: 2000, xoff: 40_000, xon: 1000, xon_offset: 3000, threshold: Threshold::Dynamic(-1) };
     let q = QueueProfile { size: 1000, threshold: Threshold::Dynamic(0) };
-    let m = Mmu::new(MmuConfig::uniform(2, 0b0001_1000, pg, q, 200_000, 100_000)).unwrap();
+    let mut c = MmuConfig::uniform(2, 0b0001_1000, pg, q, 200_000, 100_000);
+    c.headroom_policy = policy;
+    let m = Mmu::new(c).unwrap();
     // Net edges per (port, pg): +1 per PAUSE, −1 per RESUME.
     let net: Vec<AtomicI64> = (0..16).map(|_| AtomicI64::new(0)).collect();
     let threads = 4;
@@ -225,11 +234,13 @@ fn concurrent_admit_release_conserves_and_edges_balance() {
                 };
                 let mut held = std::collections::VecDeque::new();
                 let note = |e: Option<Edge>| {
-                    if let Some(e) = e {
+                    for e in e {
                         let d = if e.kind == EdgeKind::Pause { 1 } else { -1 };
-                        let v = net[usize::from(e.port) * 8 + usize::from(e.pg)].fetch_add(d, Relaxed) + d;
-                        // Another thread may not have recorded its opposite edge yet.
-                        assert!(v.abs() <= threads as i64 + 1, "edge imbalance {v}");
+                        for pg in e.pg_iter() {
+                            let v = net[usize::from(e.port) * 8 + usize::from(pg)].fetch_add(d, Relaxed) + d;
+                            // Another thread may not have recorded its opposite edge yet.
+                            assert!(v.abs() <= threads as i64 + 1, "edge imbalance {v}");
+                        }
                     }
                 };
                 for _ in 0..100_000 {
@@ -251,11 +262,22 @@ fn concurrent_admit_release_conserves_and_edges_balance() {
             });
         }
     });
+    // What the control lcore's reconciliation does: Xon re-checked without a packet (a
+    // thread's last Xon check may have read another's bytes not yet released).
+    for port in 0..2u16 {
+        for pg in [3u8, 4] {
+            for e in m.check_resume(port, pg) {
+                for g in e.pg_iter() {
+                    net[usize::from(port) * 8 + usize::from(g)].fetch_sub(1, Relaxed);
+                }
+            }
+        }
+    }
     for port in 0..2u16 {
         for pg in 0..8u8 {
             let n = net[usize::from(port) * 8 + usize::from(pg)].load(Relaxed);
             assert_eq!(n, m.is_off(port, pg) as i64, "port {port} pg {pg}");
-            assert!(!m.is_off(port, pg), "everything released: PG must be ON");
+            assert!(!m.is_off(port, pg), "everything released: PG must be ON ({policy:?})");
             assert_eq!(m.pg_occupancy(port, pg), PgOccupancy::default());
             assert_eq!(m.queue_occupancy(port, pg).total, 0);
         }
@@ -263,7 +285,8 @@ fn concurrent_admit_release_conserves_and_edges_balance() {
     let p = m.pool_stats();
     assert_eq!((p.lossless.private_used, p.lossless.shared_used, p.lossless.headroom_used), (0, 0, 0));
     assert_eq!((p.lossy.private_used, p.lossy.shared_used), (0, 0));
-    assert!(p.lossless.headroom_watermark > 0, "the test should exercise headroom");
+    assert!(p.lossless.headroom_watermark > 0, "the test should exercise headroom ({policy:?})");
+    assert_eq!(m.port_occupancy(0), (0, 0));
 }
 
 #[test]
@@ -334,4 +357,101 @@ fn shared_headroom_pool_caps_the_sum_and_each_pg() {
     let mut c = cfg(ReleaseOrder::HeadroomFirst);
     c.headroom_policy = HeadroomPolicy::SharedPool { size: 16_001 };
     assert!(matches!(Mmu::new(c), Err(MmuError::ReservedExceedsPool { .. })));
+}
+
+/// DSH: two ports, PGs 3 and 4 lossless (Nq = 2), φ = 1000, η = 3000, α = 1, Bs = 20000
+/// (pool 30000 − 4·1000 private − 2·3000 insurance).
+fn dsh_cfg(th: Threshold) -> MmuConfig {
+    let pg = PgProfile { size: 1000, xoff: 3000, xon: 0, xon_offset: 0, threshold: th };
+    let mut c = MmuConfig::uniform(2, 0b0001_1000, pg, QueueProfile::default(), 30_000, 0);
+    c.headroom_policy = HeadroomPolicy::Dsh;
+    c
+}
+
+/// One PG alone, packet by packet (the hand computation):
+/// private 0..=9; shared from 10, T = 20000 − s. Queue-level PAUSE when s + 100 ≥ T − η
+/// ⇔ s ≥ 8450 before → s = 8500, packet 95. Port-level PAUSE when S + 100 ≥ 2·T ⇔
+/// S ≥ 13300 before → packet 143 (still in shared), naming PG 4 (PG 3 already OFF).
+/// Insurance 144..=173 (30 · 100 = η); 174 drops. Releasing FIFO, insurance first (30);
+/// the port resumes when S ≤ 2·T: S = 13400 − 100k ≤ 2·(6600 + 100k) ⇔ k ≥ 1 → release
+/// 31 (PG 4 ON again); PG 3 at queue level when s ≤ T − η: 13300 − 100j ≤ 3700 + 100j ⇔
+/// j ≥ 48 → release 79.
+#[test]
+fn dsh_one_pg_queue_then_port_level() {
+    let m = Mmu::new(dsh_cfg(Threshold::Dynamic(0))).unwrap();
+    assert_eq!(m.pool_stats().lossless.shared_size, 20_000);
+    assert_eq!(m.pool_stats().lossless.headroom_pool_size, 6000);
+    let mut charges = Vec::new();
+    for i in 0..175 {
+        let v = m.admit(0, 3, 1, 3, B, true);
+        let seg = match i {
+            0..=9 => Some(Segment::Private),
+            10..=143 => Some(Segment::Shared),
+            144..=173 => Some(Segment::Headroom),
+            _ => None,
+        };
+        assert_eq!(v.charge().map(|c| c.segment()), seg, "packet {i}");
+        let edge = match i {
+            95 => Some(Edge::one(0, 3, EdgeKind::Pause)),
+            143 => Some(Edge::one(0, 4, EdgeKind::Pause)),
+            _ => None,
+        };
+        assert_eq!(v.edge(), edge, "packet {i}");
+        assert_eq!(m.is_off(0, 3), i >= 95, "packet {i}");
+        assert_eq!((m.is_off(0, 4), m.is_port_off(0)), (i >= 143, i >= 143), "packet {i}");
+        charges.extend(v.charge());
+    }
+    assert_eq!(m.admit(0, 3, 1, 3, B, true), Verdict::Drop(DropReason::LosslessHeadroomFull));
+    assert_eq!(m.port_occupancy(0), (13_400, 3000));
+    assert!(!m.is_off(1, 3), "the other port is untouched");
+    for (i, c) in charges.iter().enumerate() {
+        let e = m.release(*c);
+        let expect = match i {
+            30 => Some(Edge::one(0, 4, EdgeKind::Resume)),
+            78 => Some(Edge::one(0, 3, EdgeKind::Resume)),
+            _ => None,
+        };
+        assert_eq!(e, expect, "release {i}");
+    }
+    assert_eq!(m.port_occupancy(0), (0, 0));
+    assert_eq!(m.pool_stats().lossless.shared_used + m.pool_stats().lossless.headroom_used, 0);
+}
+
+/// DSH: the shared segment is full (port 1 filled it; static T = 15000 so that no PG of
+/// port 0 is near its queue-level point), so port 0's next packet meets its port-level
+/// Xoff: one PAUSE naming both lossless PGs, and the insurance headroom takes the port's
+/// in-flight bytes (η) whichever PG they belong to. The first release resumes both.
+#[test]
+fn dsh_port_level_pause_names_every_lossless_pg() {
+    let m = Mmu::new(dsh_cfg(Threshold::Static(15_000))).unwrap();
+    let mut port0 = Vec::new();
+    for pg in [3u8, 4] {
+        for _ in 0..10 {
+            port0.extend(m.admit(0, pg, 1, pg, B, true).charge());
+        }
+    }
+    // Port 1, PG 3: 10 private, then shared up to Bs (queue PAUSE at s ≥ 15000 − 3000),
+    // then the full pool sends it to its insurance with a port-level PAUSE of PG 4.
+    let mut edges = Vec::new();
+    for _ in 0..211 {
+        edges.extend(m.admit(1, 3, 0, 3, B, true).edge());
+    }
+    assert_eq!(edges, [Edge::one(1, 3, EdgeKind::Pause), Edge::one(1, 4, EdgeKind::Pause)]);
+    assert_eq!(m.pool_stats().lossless.shared_used, 20_000);
+    assert!(!m.is_off(0, 3) && !m.is_off(0, 4));
+    let v = m.admit(0, 3, 1, 3, B, true);
+    assert_eq!(v.edge(), Some(Edge { port: 0, pgs: 0b0001_1000, kind: EdgeKind::Pause }));
+    assert_eq!(v.charge().map(|c| c.segment()), Some(Segment::Headroom));
+    port0.extend(v.charge());
+    // Both PGs at once: 29 more packets fill the insurance exactly, without a drop.
+    for i in 0..29 {
+        let v = m.admit(0, [4u8, 3][i % 2], 1, 3, B, true);
+        assert_eq!((v.charge().map(|c| c.segment()), v.edge()), (Some(Segment::Headroom), None), "packet {i}");
+        port0.extend(v.charge());
+    }
+    assert_eq!(m.port_occupancy(0), (0, 3000));
+    assert_eq!(m.admit(0, 4, 1, 4, B, true), Verdict::Drop(DropReason::LosslessHeadroomFull));
+    let last = port0.pop().unwrap();
+    assert_eq!(m.release(last), Some(Edge { port: 0, pgs: 0b0001_1000, kind: EdgeKind::Resume }));
+    assert!(!m.is_off(0, 3) && !m.is_off(0, 4) && !m.is_port_off(0));
 }

@@ -8,7 +8,8 @@ pub enum Segment {
     Private,
     /// Lossless pool shared segment (Dynamic Threshold).
     Shared,
-    /// Lossless PG headroom (only while the PG is OFF).
+    /// Lossless PG headroom (only while the PG is OFF); with DSH, the port's insurance
+    /// headroom (only while the port is OFF).
     Headroom,
     /// Lossy egress queue private.
     LossyPrivate,
@@ -94,15 +95,39 @@ pub enum EdgeKind {
     Resume,
 }
 
-/// A PG state change; the caller decides what to send.
+/// A change of PG states on one port, all in one direction; the caller decides what to
+/// send. One PG, except a DSH port-level PAUSE or RESUME, which names every lossless PG
+/// of the port whose state it changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Edge {
     /// Ingress port.
     pub port: u16,
-    /// Priority group.
-    pub pg: u8,
+    /// The PGs that changed: bit n = PG n.
+    pub pgs: u8,
     /// Direction.
     pub kind: EdgeKind,
+}
+
+impl Edge {
+    /// An edge of one PG.
+    pub const fn one(port: u16, pg: u8, kind: EdgeKind) -> Edge {
+        Edge { port, pgs: 1 << (pg & 7), kind }
+    }
+
+    /// The PG, when the edge names exactly one.
+    pub const fn single_pg(&self) -> Option<u8> {
+        if self.pgs.count_ones() == 1 {
+            Some(self.pgs.trailing_zeros() as u8)
+        } else {
+            None
+        }
+    }
+
+    /// The PGs it names, lowest first.
+    pub fn pg_iter(&self) -> impl Iterator<Item = u8> {
+        let m = self.pgs;
+        (0..8u8).filter(move |g| m & (1 << g) != 0)
+    }
 }
 
 /// Why a packet was not admitted. `as_str` names are stable counter keys.
@@ -228,7 +253,8 @@ pub struct LosslessPoolStats {
     pub shared_watermark: u64,
     /// High-water mark of `headroom_used`.
     pub headroom_watermark: u64,
-    /// The shared headroom pool's size (`xoff`); 0 with per-PG (static) headroom.
+    /// The shared headroom pool's size (`xoff`, `shared_pool`), or Σ insurance headroom
+    /// over the ports (`dsh`); 0 with per-PG (static) headroom.
     pub headroom_pool_size: u64,
 }
 

@@ -109,21 +109,19 @@ pub(super) fn resolve_buffer(
         None => None,
     };
     let mut headroom_policy = match raw.headroom_policy {
-        Some(RawHeadroomPolicy::Dsh) => {
-            return Err(FieldError::new(
-                "buffer.headroom_policy",
-                "\"dsh\" is not implemented by this build; use \"static\" (the default) or \"shared_pool\"",
-            ))
-        }
         Some(RawHeadroomPolicy::SharedPool) => HeadroomPolicy::SharedPool { xoff: None, over_subscribe_ratio },
-        _ => {
+        other => {
             if over_subscribe_ratio.is_some() {
                 return Err(FieldError::new(
                     "buffer.over_subscribe_ratio",
                     "only applies to headroom_policy = \"shared_pool\"",
                 ));
             }
-            HeadroomPolicy::Static
+            if other == Some(RawHeadroomPolicy::Dsh) {
+                HeadroomPolicy::Dsh
+            } else {
+                HeadroomPolicy::Static
+            }
         }
     };
     if raw.pool.is_none() && raw.profile.is_none() && raw.pg.is_none() && raw.queue.is_none() {
@@ -166,7 +164,7 @@ pub(super) fn resolve_buffer(
                             "only one ingress pool may hold the headroom pool",
                         ))
                     }
-                    HeadroomPolicy::Static => {
+                    HeadroomPolicy::Static | HeadroomPolicy::Dsh => {
                         return Err(FieldError::new(
                             join(&path, "xoff"),
                             "a shared headroom pool needs [buffer] headroom_policy = \"shared_pool\"",
