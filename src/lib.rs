@@ -29,3 +29,5 @@ pub mod dataplane;
 #[cfg(feature = "dpdk")]
 #[allow(unsafe_code)]
 pub mod dpdk;
+#[cfg(feature = "dpdk")]
+pub mod probe;

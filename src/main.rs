@@ -96,6 +96,27 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Check `thresholds` on a running switch: per lossless (port, PG), start the switch
+    /// with this configuration on net_pcap vdevs (stalled egress), send bursts, and compare
+    /// the PAUSE, Xon and first-drop packets with what `thresholds` computes. Exit 1 on a
+    /// mismatch, 2 if the probe cannot run.
+    Probe {
+        /// Configuration file (TOML)
+        #[arg(long, short)]
+        config: PathBuf,
+        /// Probe another headroom mode than the file's: static | shared_pool | dsh
+        #[arg(long)]
+        headroom_policy: Option<String>,
+        /// Only this port
+        #[arg(long)]
+        port: Option<String>,
+        /// Only this PG
+        #[arg(long)]
+        pg: Option<u8>,
+        /// Frame length in bytes, as received (without FCS)
+        #[arg(long, default_value_t = 1000)]
+        frame_size: u32,
+    },
     /// Per lossless (port, PG): the packet that sends PAUSE, the Xon point when draining
     /// and the first drop for a burst of equal frames into a stalled egress, from the MMU
     /// the switch would run (every other PG idle).
@@ -179,6 +200,30 @@ fn main() -> ExitCode {
             }
             Err(code) => code,
         },
+        Cmd::Probe { config, headroom_policy, port, pg, frame_size } => {
+            let bin = match std::env::current_exe() {
+                Ok(b) => b,
+                Err(e) => {
+                    eprintln!("probe: cannot find this binary: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let opts = pfcswitch::probe::Options { config, policy: headroom_policy, frame: frame_size, port, pg, bin };
+            match pfcswitch::probe::probe(&opts) {
+                Ok((policy, rows)) => {
+                    print!("{}", pfcswitch::probe::render(&policy, frame_size, &rows));
+                    if rows.iter().all(|r| r.ok()) {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(1)
+                    }
+                }
+                Err(e) => {
+                    eprintln!("probe: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Cmd::Ecn { config } => match load(&config) {
             Ok((cfg, plan)) => {
                 print!("{}", pfcswitch::show::render_ecn(&cfg));

@@ -46,20 +46,7 @@ fn params() -> impl Strategy<Value = Params> {
     )
         .prop_map(
             |((private, xoff, xon, xon_offset), th, shared, (q_private, q_th, lossy_shared), cell, order, mode)| {
-                Params {
-                    private,
-                    xoff,
-                    xon,
-                    xon_offset,
-                    th,
-                    shared,
-                    q_private,
-                    q_th,
-                    lossy_shared,
-                    cell,
-                    order,
-                    mode,
-                }
+                Params { private, xoff, xon, xon_offset, th, shared, q_private, q_th, lossy_shared, cell, order, mode }
             },
         )
 }
@@ -181,7 +168,7 @@ proptest! {
         let mut model = Model { pgs: vec![PgModel::default(); 8 * usize::from(PORTS)], qs: vec![QModel::default(); 8 * usize::from(PORTS)] };
         let mut held: Vec<Charge> = Vec::new();
         let edge = |model: &mut Model, e: Option<Edge>| -> Result<(), TestCaseError> {
-            for e in e {
+            if let Some(e) = e {
                 prop_assert!(e.pgs != 0 && e.pgs & !LOSSLESS == 0, "edge names only lossless PGs: {:?}", e);
                 for pg in e.pg_iter() {
                     let g = &mut model.pgs[ix(e.port, pg)];

@@ -181,8 +181,8 @@ fn run_with(
     };
     // Every PFC frame on the wire is counted, and only those (whichever lcore sent it).
     let e0 = port(&o.json, "Ethernet0");
-    let pauses = o.pfc.iter().filter(|&&(_, q)| q != 0).count() as u64;
-    let resumes = o.pfc.iter().filter(|&&(_, q)| q == 0).count() as u64;
+    let pauses = o.pfc.iter().filter(|&&(ce, q)| ce & 0x08 != 0 && q != 0).count() as u64;
+    let resumes = o.pfc.iter().filter(|&&(ce, q)| ce & 0x08 != 0 && q == 0).count() as u64;
     assert_eq!(e0["pfc"]["tx_pause"][3].as_u64().unwrap(), pauses, "PAUSE frames counted vs captured");
     assert_eq!(e0["pfc"]["tx_resume"][3].as_u64().unwrap(), resumes, "RESUME frames counted vs captured");
     o
@@ -364,4 +364,54 @@ fn shared_headroom_pool_pauses_and_drops_where_thresholds_says() {
     assert_eq!(lossless_drops(&o), 1, "expected exactly one drop at packet #{first_drop}");
     assert_eq!(o.json["buffer_pool"]["ingress_lossless_pool"]["xoff"], 6000);
     assert_eq!(o.json["buffer_pool"]["ingress_lossless_pool"]["headroom_watermark"], 6000);
+}
+
+/// [`config`] with Dynamic and Shared Headroom: no per-PG headroom, one insurance xoff
+/// (10000 bytes) per port.
+fn dsh_config(d: &TestDir) -> SwitchConfig {
+    let buffer = pcap_pair_buffer(&EXACT_PROFILE).replacen(
+        "total_size = 200000\n",
+        "total_size = 200000\nheadroom_policy = \"dsh\"\n",
+        1,
+    );
+    pcap_pair(d, "100M").toml(&buffer)
+}
+
+/// `headroom_policy = "dsh"` on a running switch, PG 3 alone: the queue-level PAUSE
+/// (priority 3) at the packet `thresholds` names, then the port-level PAUSE, which also
+/// pauses priority 4 though PG 4 received nothing; the port's insurance headroom takes
+/// the packets after it without a drop, up to the first drop `thresholds` names. With TX
+/// enabled the port and the PG resume: a RESUME for priority 4 and one for priority 3.
+#[test]
+fn dsh_pauses_the_whole_port_and_insurance_absorbs() {
+    let d = TestDir::new("thr_dsh");
+    let cfg = dsh_config(&d).one_worker().write(&d.join("t.toml"));
+    let rows = thresholds_json(&cfg);
+    let at = |k: &str| rows[0][k].as_u64().unwrap_or_else(|| panic!("{k}: {rows}")) as usize;
+    let (pause_at, port_pause_at, first_drop) = (at("pause_at"), at("port_pause_at"), at("first_drop"));
+    assert!(pause_at < port_pause_at && port_pause_at < first_drop, "{rows}");
+    // The insurance (one xoff) takes the packets after the port-level point (that packet
+    // too when shared refused it rather than crossed with it).
+    assert!((first_drop - port_pause_at).abs_diff(XOFF as usize / FRAME) <= 1, "insurance = one xoff: {rows}");
+
+    // Just before the port-level point: only priority 3 is paused.
+    let o = run_with(port_pause_at - 1, None, &[], dsh_config);
+    let ce: u16 = o.pfc.iter().fold(0, |m, &(c, _)| m | c);
+    assert_eq!(ce, 0x0008, "only priority 3 before the port-level PAUSE: {:?}", o.pfc);
+    // At it: priority 4 too (its own frame, full quanta).
+    let o = run_with(port_pause_at, None, &[], dsh_config);
+    let ce: u16 = o.pfc.iter().fold(0, |m, &(c, _)| m | c);
+    assert_eq!(ce, 0x0018, "priorities 3 and 4 after the port-level PAUSE: {:?}", o.pfc);
+    assert_eq!(port(&o.json, "Ethernet0")["pfc"]["tx_on2off"][4], 1);
+    // Insurance: no drop up to first_drop − 1, then exactly one.
+    let o = run_with(first_drop - 1, Some(Duration::from_millis(300)), &[], dsh_config);
+    assert_eq!(lossless_drops(&o), 0, "dropped inside the insurance headroom");
+    assert_eq!(o.out1, first_drop - 1, "all packets leave once TX is enabled");
+    let e0 = port(&o.json, "Ethernet0");
+    assert_eq!((e0["pfc"]["tx_resume"][3].as_u64(), e0["pfc"]["tx_resume"][4].as_u64()), (Some(1), Some(1)));
+    let o = run_with(first_drop, None, &[], dsh_config);
+    assert_eq!(lossless_drops(&o), 1, "expected exactly one drop at packet #{first_drop}");
+    let pool = &o.json["buffer_pool"]["ingress_lossless_pool"];
+    assert_eq!(pool["xoff"], 2 * XOFF, "Σ insurance over the two ports: {pool}");
+    assert_eq!(pool["headroom_watermark"], XOFF, "the insurance was full at the drop: {pool}");
 }

@@ -652,8 +652,16 @@ fn shared_headroom_pool() {
     let c = from_str(&with("headroom_policy = \"dsh\"\n", ""), "t.toml").unwrap();
     let plan = crate::plan::plan(&c, c.switch.sw_response_ns).unwrap();
     assert_eq!(plan.mmu.headroom_policy, crate::mmu::HeadroomPolicy::Dsh);
-    assert_err(&with("headroom_policy = \"dsh\"\n", "xoff = \"64KiB\"\n"), "buffer.pool.ingress_lossless_pool.xoff", "shared_pool");
-    assert_err(&with("headroom_policy = \"dsh\"\nover_subscribe_ratio = 2\n", ""), "buffer.over_subscribe_ratio", "only applies");
+    assert_err(
+        &with("headroom_policy = \"dsh\"\n", "xoff = \"64KiB\"\n"),
+        "buffer.pool.ingress_lossless_pool.xoff",
+        "shared_pool",
+    );
+    assert_err(
+        &with("headroom_policy = \"dsh\"\nover_subscribe_ratio = 2\n", ""),
+        "buffer.over_subscribe_ratio",
+        "only applies",
+    );
     assert_err(
         &with("headroom_policy = \"shared_pool\"\n", "xoff = \"9MiB\"\n"),
         "buffer.pool.ingress_lossless_pool.xoff",

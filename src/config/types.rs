@@ -59,6 +59,9 @@ pub struct SwitchConfig {
     pub mbuf_count: u32,
     /// True when `mbuf_count` was computed from the buffer and ring configuration.
     pub mbuf_count_computed: bool,
+    /// The fewest mbufs that fill the RX/TX rings, bursts and lcore caches: an explicit
+    /// `mbuf_count` below it is refused.
+    pub mbuf_floor: u64,
     /// This switch's PFC reaction delay in ns, the software-response term of the
     /// headroom calculator (`[switch] sw_response`, default
     /// [`crate::headroom::DEFAULT_SW_RESPONSE_NS`]).
@@ -261,6 +264,17 @@ pub enum HeadroomPolicy {
     /// insurance headroom per port (its largest lossless xoff).
     #[serde(rename = "dsh")]
     Dsh,
+}
+
+impl HeadroomPolicy {
+    /// The `headroom_policy` value.
+    pub fn name(&self) -> &'static str {
+        match self {
+            HeadroomPolicy::Static => "static",
+            HeadroomPolicy::SharedPool { .. } => "shared_pool",
+            HeadroomPolicy::Dsh => "dsh",
+        }
+    }
 }
 
 /// Pool direction (SONiC `BUFFER_POOL|type`).

@@ -2,7 +2,7 @@
 //! and start the ports, build the state every lcore shares, and give each worker its
 //! queues. Nothing here runs once forwarding has started.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
 use crossbeam_queue::ArrayQueue;
@@ -277,6 +277,7 @@ pub fn shared_state(
                 rx_pause: rx.deadlines(),
                 pfc_rx_counters: rx.counters(),
                 tx_enable: AtomicBool::new(ps.tx_enable),
+                tx_credit: AtomicU64::new(0),
                 link_up: AtomicBool::new(true),
                 real_link: spec.config.ports[i].has_real_link(),
                 control_txq: ports.ctl_txqs[i].is_some(),

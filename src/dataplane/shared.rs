@@ -2,7 +2,7 @@
 //! counters, the MMU, and the edge rings to the control lcore; and the two things every
 //! lcore does with it after admission (hand an MMU edge over, drop an admitted packet).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
 use crossbeam_queue::ArrayQueue;
@@ -40,6 +40,9 @@ pub struct PortRt {
     pub pfc_rx_counters: Arc<PfcRxCounters>,
     /// Data transmission allowed (test knob `tx_enable`; SIGUSR1 turns it on).
     pub tx_enable: AtomicBool,
+    /// While `tx_enable` is false: data packets that may still leave, one by one
+    /// (`/pfcswitch/tx_release`, what `pfcswitch probe` drains with).
+    pub tx_credit: AtomicU64,
     /// Link up, as the control lcore last saw it (true until it has seen the link up and
     /// then down: a link that is not up yet at start is not a lost link).
     pub link_up: AtomicBool,

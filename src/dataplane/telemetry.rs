@@ -1,6 +1,8 @@
 //! The `/pfcswitch/...` DPDK telemetry commands: read-only views of the live counters,
 //! watermarks and histograms, safe to run on DPDK's telemetry thread (they read atomics
-//! and the latency histograms' mutexes, never the fast path's own state).
+//! and the latency histograms' mutexes, never the fast path's own state); and one test
+//! knob, `/pfcswitch/tx_release,<port>,<n>`, which lets n more packets leave a port with
+//! `tx_enable = false` (an atomic the port's TX lcore reads).
 //!
 //! DPDK 22.11 sends at most 16 KB per reply and silently leaves out what does not fit,
 //! which a dozen ports of PFC counters already exceed. So every per-port command takes an
@@ -77,6 +79,21 @@ impl Views {
         Value::Object(
             ports.iter().map(|&i| (self.shared.ports[i].name.clone(), Value::Object(f(self, &t, i)))).collect(),
         )
+    }
+
+    /// `/pfcswitch/tx_release,<port>,<n>`: `n` (1..=1000000) more data packets may leave
+    /// `port`, which must have `tx_enable = false`.
+    pub fn tx_release(&self, params: &str) -> Result<Value, String> {
+        let usage = "parameters: <port>,<packets 1..=1000000>";
+        let (name, n) = params.split_once(',').ok_or(usage)?;
+        let n: u64 = n.trim().parse().ok().filter(|n| (1..=1_000_000).contains(n)).ok_or(usage)?;
+        let &[i] = self.select(name)?.as_slice() else { return Err(usage.to_string()) };
+        let p = &self.shared.ports[i];
+        if p.tx_enable.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(format!("{} transmits already (tx_enable): nothing to release", p.name));
+        }
+        let credit = p.tx_credit.fetch_add(n, std::sync::atomic::Ordering::Relaxed) + n;
+        Ok(json!({ "port": p.name, "released": n, "credit": credit }))
     }
 
     pub fn ports(&self) -> Value {
@@ -254,6 +271,10 @@ impl Views {
                 }
                 f(self)
             }
+            Scope::Action(f) => match f(self, params) {
+                Ok(v) => v,
+                Err(e) => return error(e),
+            },
         };
         match telemetry::check_reply(cmd, &v) {
             Ok(()) => v,
@@ -269,10 +290,12 @@ enum Scope {
     PerPort(PortView),
     /// The whole switch.
     Switch(fn(&Views) -> Value),
+    /// A command that changes something; the parameter is its own.
+    Action(fn(&Views, &str) -> Result<Value, String>),
 }
 
 /// The commands, their help, and what they answer for.
-const COMMANDS: [(&str, &str, Scope); 10] = [
+const COMMANDS: [(&str, &str, Scope); 11] = [
     (
         "/pfcswitch/ports",
         "Port names (for the per-port commands' parameter), pid and start time",
@@ -315,6 +338,11 @@ const COMMANDS: [(&str, &str, Scope); 10] = [
         Scope::PerPort(Views::conservation),
     ),
     ("/pfcswitch/fdb", "FDB entries (one table for every worker) and capacity", Scope::Switch(Views::fdb)),
+    (
+        "/pfcswitch/tx_release",
+        "Test knob: let N more data packets leave a port with tx_enable = false. Params: port,N",
+        Scope::Action(Views::tx_release),
+    ),
 ];
 
 /// Register every command. Failures are logged, not fatal (telemetry may be disabled

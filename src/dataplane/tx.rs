@@ -298,8 +298,14 @@ impl TxPort {
             0
         };
         self.take_inbound(shared, worker, now, c);
-        // 2. Data, if the port may send.
-        if shared.ports[self.port].tx_enable.load(Ordering::Relaxed) {
+        // 2. Data, if the port may send (or, disabled, has packets released to it).
+        let port = &shared.ports[self.port];
+        let budget = if port.tx_enable.load(Ordering::Relaxed) {
+            self.burst
+        } else {
+            (port.tx_credit.load(Ordering::Relaxed) as usize).min(self.burst)
+        };
+        if budget > 0 {
             if let Some(s) = self.shaper.as_mut() {
                 s.refill(now);
             }
@@ -317,7 +323,7 @@ impl TxPort {
                 heads_mask = self.watchdog(shared, worker, now, heads_mask, c);
             }
             let mut moved = 0;
-            while moved < self.burst && !self.pending.is_full() {
+            while moved < budget && !self.pending.is_full() {
                 let eligible = heads_mask & !paused;
                 if eligible == 0 {
                     break;
@@ -366,6 +372,9 @@ impl TxPort {
                     Meta { charge: Some(q.charge), tsc: q.rx_tsc, len, in_port: q.in_port, tc: q.tc, queue: q.queue };
                 let _ = self.pending.push(q.m);
                 moved += 1;
+            }
+            if !port.tx_enable.load(Ordering::Relaxed) && moved > 0 {
+                port.tx_credit.fetch_sub(moved as u64, Ordering::Relaxed);
             }
         }
         self.publish_depths(shared);

@@ -167,7 +167,13 @@ impl MmuConfig {
     /// port without any, or an unknown port).
     pub fn insurance(&self, port: usize) -> u64 {
         self.ports.get(port).map_or(0, |p| {
-            p.pgs.iter().enumerate().filter(|(i, _)| p.lossless_pgs & (1 << i) != 0).map(|(_, g)| g.xoff).max().unwrap_or(0)
+            p.pgs
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| p.lossless_pgs & (1 << i) != 0)
+                .map(|(_, g)| g.xoff)
+                .max()
+                .unwrap_or(0)
         })
     }
 

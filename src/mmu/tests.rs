@@ -234,7 +234,7 @@ fn concurrent_run(policy: HeadroomPolicy) {
                 };
                 let mut held = std::collections::VecDeque::new();
                 let note = |e: Option<Edge>| {
-                    for e in e {
+                    if let Some(e) = e {
                         let d = if e.kind == EdgeKind::Pause { 1 } else { -1 };
                         for pg in e.pg_iter() {
                             let v = net[usize::from(e.port) * 8 + usize::from(pg)].fetch_add(d, Relaxed) + d;
@@ -266,7 +266,7 @@ fn concurrent_run(policy: HeadroomPolicy) {
     // thread's last Xon check may have read another's bytes not yet released).
     for port in 0..2u16 {
         for pg in [3u8, 4] {
-            for e in m.check_resume(port, pg) {
+            if let Some(e) = m.check_resume(port, pg) {
                 for g in e.pg_iter() {
                     net[usize::from(port) * 8 + usize::from(g)].fetch_sub(1, Relaxed);
                 }

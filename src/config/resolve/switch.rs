@@ -63,6 +63,7 @@ pub(super) fn resolve_switch(sw: &RawSwitch) -> FResult<SwitchConfig> {
         tx_ring_size,
         mbuf_count: 0,
         mbuf_count_computed: true,
+        mbuf_floor: 0,
         sw_response_ns,
         flood_lossless: sw.flood_lossless.unwrap_or(true),
     })
@@ -84,6 +85,7 @@ pub(super) fn compute_mbufs(
     let cache = (lcores.workers.len() as u64 + 1) * MBUF_CACHE_SIZE as u64 * 3 / 2;
     let floor = rings + inflight + cache;
     let needed = buffered + floor;
+    switch.mbuf_floor = floor;
     match raw.mbuf_count {
         Some(n) if n > 0 => {
             let n = n as u64;
