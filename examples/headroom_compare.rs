@@ -213,12 +213,12 @@ fn simulate(m: &Mmu, n: usize, link: &Link, w: &Workload) -> Outcome {
     };
     while t < end {
         // New bursts.
-        if w.bursts > 0 && t % w.period == 0 && t / w.period < w.bursts {
+        if w.bursts > 0 && t.is_multiple_of(w.period) && t / w.period < w.bursts {
             for x in s.iter_mut() {
                 x.backlog += w.burst_frames;
             }
         }
-        if w.bg_frames > 0 && t % w.bg_period == 0 && t < end.saturating_sub(100_000) {
+        if w.bg_frames > 0 && t.is_multiple_of(w.bg_period) && t < end.saturating_sub(100_000) {
             bg_backlog += w.bg_frames;
         }
         // Senders: apply what reached them, then send one frame each if allowed.
@@ -263,7 +263,7 @@ fn simulate(m: &Mmu, n: usize, link: &Link, w: &Workload) -> Outcome {
             }
         }
         // The control lcore's reconciliation: Xon without a packet event.
-        if t % reconcile == 0 {
+        if t.is_multiple_of(reconcile.max(1)) {
             for i in 0..n {
                 if let Some(e) = m.check_resume(i as u16 + 1, PG) {
                     on_edge(&mut s, &mut o, e, t);
