@@ -20,6 +20,9 @@ pub enum View {
     Latency,
     PortCounters,
     Conservation,
+    /// SONiC's `show headroom-pool watermark`: the shared headroom pool (or DSH's
+    /// insurance headroom) and its use.
+    HeadroomPool,
 }
 
 /// The command listing the port names (and this instance's start time).
@@ -40,9 +43,10 @@ impl View {
             ["latency"] => View::Latency,
             ["counters"] | ["interfaces", "counters"] => View::PortCounters,
             ["conservation"] => View::Conservation,
+            ["headroom-pool", "watermark"] | ["headroom-pool"] => View::HeadroomPool,
             _ => {
                 return Err(format!(
-                    "unknown view '{}': expected one of: pfc counters | queue counters | queue wredcounters | priority-group watermark shared|headroom | buffer pool | pfcwd stats | latency | counters | conservation",
+                    "unknown view '{}': expected one of: pfc counters | queue counters | queue wredcounters | priority-group watermark shared|headroom | buffer pool | pfcwd stats | latency | counters | conservation | headroom-pool watermark",
                     words.join(" ")
                 ))
             }
@@ -54,7 +58,7 @@ impl View {
             View::PfcCounters => "/pfcswitch/pfc_counters",
             View::QueueCounters | View::QueueWredCounters => "/pfcswitch/queue_counters",
             View::PgWatermarkShared | View::PgWatermarkHeadroom => "/pfcswitch/pg_watermark",
-            View::BufferPool => "/pfcswitch/buffer_pool",
+            View::BufferPool | View::HeadroomPool => "/pfcswitch/buffer_pool",
             View::PfcwdStats => "/pfcswitch/pfcwd",
             View::Latency => "/pfcswitch/latency",
             View::PortCounters => "/pfcswitch/port_counters",
@@ -64,7 +68,7 @@ impl View {
 
     /// Whether the command answers per port (and takes a port name).
     pub fn per_port(self) -> bool {
-        self != View::BufferPool
+        !matches!(self, View::BufferPool | View::HeadroomPool)
     }
 
     /// Counters (cleared by snapshot) as opposed to gauges and watermarks. Conservation
@@ -392,6 +396,18 @@ pub fn render(view: View, v: &Value) -> String {
                         get(o, "threshold"),
                     ]
                 })
+                .collect();
+            table(&h, &rows)
+        }
+        View::HeadroomPool => {
+            let h: Vec<String> = ["Pool", "Headroom pool (xoff)", "Headroom used", "Headroom watermark"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            let rows: Vec<Vec<String>> = ps
+                .iter()
+                .filter(|(_, o)| o.get("headroom_watermark").is_some())
+                .map(|(p, o)| vec![p.clone(), get(o, "xoff"), get(o, "headroom_used"), get(o, "headroom_watermark")])
                 .collect();
             table(&h, &rows)
         }
