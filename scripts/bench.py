@@ -160,6 +160,71 @@ def testpmd(args, lcores, prefix, vdevs):
           ["--", "--auto-start", "--total-num-mbufs=16384", "--stats-period=1"] + args
     return Proc(cmd, stdin=True)
 
+OVS_VSWITCHD = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
+RX_NONZERO = r"Rx-pps:\s+[1-9]"
+
+class Ovs:
+    """OVS-DPDK as the memif forwarder (what a user would pick instead): its own
+    ovsdb-server and ovs-vswitchd-dpdk under WORK/<tag>, a netdev bridge whose default
+    flow is NORMAL (MAC learning), two dpdk ports that are memif servers on the
+    generator's sockets, the PMD thread on CPU 1 (pfcswitch's worker CPU), the main
+    thread on CPU 0. What it needs here: DPDK without hugepages only with --legacy-mem
+    (OVS adds --in-memory otherwise, which --no-huge refuses); options:n_rxq=2 and a
+    generator with two queue pairs, because OVS transmits on the PMD thread's own TX queue
+    (queue 1), which a one-queue memif peer does not have (every packet a tx failure)."""
+
+    def __init__(self, tag):
+        self.d = os.path.join(WORK, tag)
+        os.makedirs(self.d, exist_ok=True)
+        self.db = "unix:" + os.path.join(self.d, "db.sock")
+        self.env = dict(os.environ, OVS_RUNDIR=self.d, OVS_LOGDIR=self.d, OVS_DBDIR=self.d)
+        self.prefix = f"{tag}-{os.getpid()}"
+
+    def sh(self, *cmd, timeout=60):
+        try:
+            return subprocess.run(list(cmd), env=self.env, capture_output=True, text=True, timeout=timeout).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+
+    def vsctl(self, *a):
+        return self.sh("ovs-vsctl", f"--db={self.db}", "--timeout=30", *a)
+
+    def start(self):
+        d = self.d
+        ok = self.sh("ovsdb-tool", "create", f"{d}/conf.db", "/usr/share/openvswitch/vswitch.ovsschema") and \
+            self.sh("ovsdb-server", f"{d}/conf.db", f"--remote=p{self.db}", f"--pidfile={d}/ovsdb.pid", "--detach",
+                    f"--log-file={d}/ovsdb.log", f"--unixctl={d}/ovsdb.ctl") and \
+            self.vsctl("--no-wait", "init") and \
+            self.vsctl("--no-wait", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
+                       f"other_config:dpdk-extra=--no-huge --legacy-mem -m 1024 --no-pci --file-prefix={self.prefix}",
+                       "other_config:dpdk-lcore-mask=0x1", "other_config:pmd-cpu-mask=0x2") and \
+            self.sh(OVS_VSWITCHD, self.db, f"--pidfile={d}/vswitchd.pid", "--detach", f"--log-file={d}/vswitchd.log",
+                    f"--unixctl={d}/vswitchd.ctl") and \
+            self.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev")
+        for i, v in enumerate(GEN_VDEVS):
+            dev = v.replace("role=client", "role=server").split(",mac=")[0]
+            ok = ok and self.vsctl("add-port", "br0", f"m{i}", "--", "set", "Interface", f"m{i}", "type=dpdk",
+                                   f"options:dpdk-devargs={dev}", "options:n_rxq=2")
+        return ok
+
+    def pmd_cycles_per_packet(self):
+        try:
+            r = subprocess.run(["ovs-appctl", "-t", f"{self.d}/vswitchd.ctl", "dpif-netdev/pmd-stats-show"],
+                               env=self.env, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        m = re.search(r"avg processing cycles per packet: ([\d.]+)", r.stdout)
+        return float(m.group(1)) if m else None
+
+    def stop(self):
+        for ctl in ("vswitchd.ctl", "ovsdb.ctl"):
+            self.sh("ovs-appctl", "-t", f"{self.d}/{ctl}", "exit", timeout=30)
+        for pf in ("vswitchd.pid", "ovsdb.pid"):
+            try:
+                os.kill(int(open(os.path.join(self.d, pf)).read().strip()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+
 def loadavg():
     try:
         return float(open("/proc/loadavg").read().split()[0])
@@ -245,6 +310,10 @@ GEN_VDEVS = ["net_memif0,role=client,id=0,socket=/tmp/pfcswitch-bench-memif0.soc
              "net_memif1,role=client,id=0,socket=/tmp/pfcswitch-bench-memif1.sock,mac=02:00:00:00:01:01"]
 GEN_ARGS = ["--forward-mode=flowgen", "--eth-peer=0,02:00:00:00:01:01", "--eth-peer=1,02:00:00:00:01:00"]
 sw_memif, tp_memif, gen_offered, busy_frac, cap_est = [], [], [], [], []
+ovs_memif, ovs_cpp = [], []
+ovs_ok = os.access(OVS_VSWITCHD, os.X_OK) and shutil.which("ovsdb-server") is not None
+if not ovs_ok:
+    notes.append("OVS-DPDK: openvswitch-switch-dpdk is not installed; ovs_memif_mpps is n/a")
 memif_ok = True
 for r in range(MEMIF_RUNS):
     if not memif_ok:
@@ -300,6 +369,22 @@ for r in range(MEMIF_RUNS):
     with open(os.path.join(WORK, f"tp-memif-{r}.log"), "w") as f:
         f.write(ftext)
     tp_memif.append(steady([sum(v[1] for v in b.values()) for b in testpmd_blocks(ftext)]))
+    # OVS-DPDK in the forwarder's place: its forwarding rate is what the generator receives.
+    if ovs_ok:
+        log(f"memif run {r + 1}/{MEMIF_RUNS}: OVS-DPDK (NORMAL) + flowgen")
+        o = Ovs(f"ovs-{r}")
+        if o.start():
+            g = testpmd(GEN_ARGS + ["--rxq=2", "--txq=2"], "0@0,1@0", f"bench-gen3-{os.getpid()}-{r}", GEN_VDEVS)
+            g.wait_for(RX_NONZERO, MEMIF_S + 40, count=2 * (MEMIF_S + 2))
+            gtext = g.stop()
+            with open(os.path.join(WORK, f"gen-ovs-{r}.log"), "w") as f:
+                f.write(gtext)
+            ovs_memif.append(steady([sum(v[0] for v in b.values()) for b in testpmd_blocks(gtext)]))
+            ovs_cpp.append(o.pmd_cycles_per_packet())
+        else:
+            notes.append(f"OVS-DPDK did not start (run {r}; logs in {o.d})")
+            ovs_memif.append(None)
+        o.stop()
 cleanup_sockets()
 memif_mpps = med(sw_memif) if memif_ok else None
 tp_io_mpps = med(tp_memif) if memif_ok else None
@@ -535,6 +620,21 @@ def pair_ratio(sw, ref):
     rs = [a / b for a, b in zip(sw, ref) if a and b]
     return round(statistics.median(rs), 3) if rs else None
 
+extra["ovs_memif_runs_mpps"] = [round(x / 1e6, 3) if x else None for x in ovs_memif]
+extra["ovs_pmd_processing_cycles_per_packet"] = round(med(ovs_cpp), 1) if med(ovs_cpp) else None
+
+# The host state, told by the reference forwarders' own rates in this run: this VM family
+# has a fast and a slow memory mode (testpmd macswap ~38 vs ~23 Mpps on net_null) and a
+# bimodal memif (testpmd io ~29 vs ~13.5 Mpps); ratios are comparable within one state.
+def state(v, cut):
+    v = [x for x in v if x]
+    if not v:
+        return None
+    hi = sum(1 for x in v if x >= cut)
+    return "fast" if hi == len(v) else "slow" if hi == 0 else "mixed"
+
+extra["host_state"] = {"null": state(tp_null, 30e6), "memif": state(tp_memif, 20e6)}
+
 for key, sw, ref in (("null", sw_null, tp_null), ("memif", sw_memif, tp_memif)):
     rs = [round(a / b, 3) for a, b in zip(sw, ref) if a and b]
     extra[f"{key}_pair_ratios"] = rs
@@ -551,6 +651,8 @@ res = {
     "memif_mpps": r3(memif_mpps),
     "testpmd_io_memif_mpps": r3(tp_io_mpps),
     "memif_ratio": pair_ratio(sw_memif, tp_memif) if memif_ok else None,
+    "ovs_memif_mpps": r3(med(ovs_memif)),
+    "vs_ovs": pair_ratio(sw_memif, ovs_memif) if memif_ok else None,
     "cycles_per_packet": round(med(cpp), 1) if cpp else None,
     "instructions_per_packet": round(ipp, 1) if ipp else None,
     "latency_p50_us": None if lat["p50"] is None else round(lat["p50"], 2),
@@ -576,6 +678,9 @@ rows = [
     ("memif: pfcswitch (both dirs, Mpps)", fmt(res["memif_mpps"]), f"generator sent {fmt(extra['memif_generator_sent_mpps'])} Mpps, worker busy {fmt(extra['memif_switch_worker_busy_fraction'])}"),
     ("memif: testpmd io (Mpps)", fmt(res["testpmd_io_memif_mpps"]), "generator flowgen on CPU 0"),
     ("memif_ratio", fmt(res["memif_ratio"]), "median of per-run-pair ratios; goal >= 0.95"),
+    ("memif: OVS-DPDK NORMAL (Mpps)", fmt(res["ovs_memif_mpps"]), f"same generator (2 queue pairs), PMD on CPU 1: {fmt(extra['ovs_pmd_processing_cycles_per_packet'])} cycles/packet"),
+    ("vs_ovs", fmt(res["vs_ovs"]), "memif_mpps / ovs_memif_mpps, per-run pairs; goal >= 1.2"),
+    ("host state (null / memif)", f"{extra['host_state']['null']} / {extra['host_state']['memif']}", "from testpmd's own rates in this run (macswap >= 30 Mpps, io >= 20 Mpps: fast)"),
     ("cycles / packet (worker, TSC)", fmt(res["cycles_per_packet"]), "busy cycles / forwarded packets, null"),
     ("cycles / packet, ECN deciding", fmt(extra["ecn_cycles_per_packet"]), f"WRED/ECN on every packet (Kmin 0, Pmax 0): +{fmt(extra['ecn_cost_cycles_per_packet'])} cycles"),
     ("instructions / packet (callgrind)", fmt(res["instructions_per_packet"]), "worker thread Ir / forwarded packets"),

@@ -19,6 +19,9 @@
 #             pacer's own end-to-end latency is reported under "extra".
 #   pfc       PFC reaction p50/p99 from a single-process loop that makes a lossless PG
 #             oscillate thousands of times per second (see docs/benchmarks.md).
+#   ovs       OVS-DPDK (Debian openvswitch-switch-dpdk, installed here if missing; a netdev
+#             bridge with the NORMAL action, PMD thread on CPU 1) in pfcswitch's place on
+#             the same memif setup: ovs_memif_mpps and vs_ovs = memif_mpps / ovs_memif_mpps.
 #
 # Environment: BENCH_RUNS=N overrides the number of runs; BENCH_KEEP=1 keeps the work dir.
 set -euo pipefail
@@ -44,6 +47,16 @@ pkg-config --exists libdpdk 2>/dev/null || need_setup=1
 if [ "$need_setup" = 1 ]; then
     echo "bench: running scripts/setup.sh" >&2
     bash scripts/setup.sh >&2
+fi
+# The reference a user would pick instead: OVS-DPDK from Debian (not needed by the tests).
+if [ ! -x /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk ]; then
+    echo "bench: apt-get install openvswitch-switch-dpdk" >&2
+    if [ "$(id -u)" = 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openvswitch-switch-dpdk >&2 \
+            || echo "bench: openvswitch-switch-dpdk not installed: OVS figures will be n/a" >&2
+    else
+        echo "bench: not root: OVS figures will be n/a" >&2
+    fi
 fi
 
 # --- build --------------------------------------------------------------------------------
