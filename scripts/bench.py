@@ -428,6 +428,7 @@ def callgrind_top(path, tot, n):
     return [(fn, ir, 100.0 * ir / tot, 100.0 * max(ir, inc.get(fn, 0)) / tot) for fn, ir in top]
 
 ipp = None
+cmpp = None
 prof = []
 if QUICK:
     notes.append("instructions_per_packet: callgrind runs in full mode only (it needs ~1-2 minutes)")
@@ -436,7 +437,7 @@ elif shutil.which("valgrind"):
     cgout = os.path.join(WORK, "cg.out")
     try:
         out, j = run_switch(NULL_CFG, CG_S, "callgrind", stats_interval=0,
-                            valgrind=["valgrind", "--tool=callgrind", "--separate-threads=yes",
+                            valgrind=["valgrind", "--tool=callgrind", "--separate-threads=yes", "--cache-sim=yes",
                                       f"--callgrind-out-file={cgout}"])
         files = glob.glob(cgout + "-*")
         def total(f):
@@ -451,6 +452,18 @@ elif shutil.which("valgrind"):
                 ipp = total(worker) / tx
             extra["callgrind_worker_ir"] = total(worker)
             extra["callgrind_packets"] = tx
+            # Cache misses from callgrind's cache simulation (no hardware counters in this
+            # VM): the first-level data cache and the last level, per forwarded packet.
+            ev, sm = None, None
+            for line in open(worker):
+                if line.startswith("events:"):
+                    ev = line.split()[1:]
+                elif line.startswith("summary:") or line.startswith("totals:"):
+                    sm = [int(x) for x in line.split()[1:]]
+            if ev and sm and tx and "D1mr" in ev:
+                get = dict(zip(ev, sm)).get
+                cmpp = (get("D1mr", 0) + get("D1mw", 0)) / tx
+                extra["ll_data_misses_per_packet"] = round((get("DLmr", 0) + get("DLmw", 0)) / tx, 3)
             if not QUICK:
                 keep = os.path.join(ROOT, "target/bench-callgrind.out")
                 shutil.copy(worker, keep)
@@ -655,6 +668,7 @@ res = {
     "vs_ovs": pair_ratio(sw_memif, ovs_memif) if memif_ok else None,
     "cycles_per_packet": round(med(cpp), 1) if cpp else None,
     "instructions_per_packet": round(ipp, 1) if ipp else None,
+    "cache_misses_per_packet": round(cmpp, 2) if cmpp is not None else None,
     "latency_p50_us": None if lat["p50"] is None else round(lat["p50"], 2),
     "latency_p99_us": None if lat["p99"] is None else round(lat["p99"], 2),
     "latency_p999_us": None if lat["p999"] is None else round(lat["p999"], 2),
@@ -684,6 +698,7 @@ rows = [
     ("cycles / packet (worker, TSC)", fmt(res["cycles_per_packet"]), "busy cycles / forwarded packets, null"),
     ("cycles / packet, ECN deciding", fmt(extra["ecn_cycles_per_packet"]), f"WRED/ECN on every packet (Kmin 0, Pmax 0): +{fmt(extra['ecn_cost_cycles_per_packet'])} cycles"),
     ("instructions / packet (callgrind)", fmt(res["instructions_per_packet"]), "worker thread Ir / forwarded packets"),
+    ("D1 data misses / packet (callgrind)", fmt(res["cache_misses_per_packet"]), f"cache simulation; last level {fmt(extra.get('ll_data_misses_per_packet'))}"),
     ("latency p50 / p99 / p99.9 (us)", f"{fmt(res['latency_p50_us'])} / {fmt(res['latency_p99_us'])} / {fmt(res['latency_p999_us'])}", "switch histograms at 50% of memif_mpps; goal p99 <= 20"),
     ("latency e2e via pacer (us)", (lambda e: f"{e['p50']} / {e['p99']} / {e['p999']}" if e else "n/a")(extra.get("latency_e2e_us")), "generator TX -> switch -> generator RX (includes memif both ways)"),
     ("PFC reaction p50 / p99 (us)", f"{fmt(res['pfc_reaction_p50_us'])} / {fmt(res['pfc_reaction_p99_us'])}", f"{extra['pfc_on2off_transitions']} ON->OFF cycles; goal p99 <= 5"),

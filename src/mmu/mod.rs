@@ -341,7 +341,7 @@ impl Mmu {
             let pool = &*self.lossless;
             let room = lim.private.saturating_sub(st.private.load(Relaxed));
             // Private: the packets that fit, in order (each fits after the ones before).
-            let (k, sum) = self.prefix(lens, |sum, b| sum + b <= room);
+            let (k, sum) = self.prefix(lens, None, |x| x <= room);
             if k > 0 {
                 if !try_add_upto(&st.private, sum, lim.private) {
                     return None;
@@ -357,14 +357,13 @@ impl Mmu {
             // packet sees.
             let (s0, w0) = (st.shared.load(Relaxed), pool.shared.load(Relaxed));
             let sp0 = if self.dsh { ps.shared.load(Relaxed) } else { 0 };
-            let (k, sum) = self.prefix(lens, |sum, b| {
-                let t = lim.th.limit(self.bs_lossless.saturating_sub(w0 + sum + b));
-                b > room
-                    && w0 + sum + b <= self.bs_lossless
+            let (k, sum) = self.prefix(lens, Some(room), |x| {
+                let t = lim.th.limit(self.bs_lossless.saturating_sub(w0 + x));
+                w0 + x <= self.bs_lossless
                     && if self.dsh {
-                        s0 + sum + b < t.saturating_sub(lim.headroom) && sp0 + sum + b < t.saturating_mul(pl.nq)
+                        s0 + x < t.saturating_sub(lim.headroom) && sp0 + x < t.saturating_mul(pl.nq)
                     } else {
-                        s0 + sum + b < t
+                        s0 + x < t
                     }
             });
             if k == 0 || !try_add_upto(&pool.shared, sum, self.bs_lossless) {
@@ -383,7 +382,7 @@ impl Mmu {
             let ql = self.q_limits.get(qi)?;
             let pool = &*self.lossy;
             let room = ql.size.saturating_sub(q.private.load(Relaxed));
-            let (k, sum) = self.prefix(lens, |sum, b| sum + b <= room);
+            let (k, sum) = self.prefix(lens, None, |x| x <= room);
             let seg = if k > 0 {
                 if !try_add_upto(&q.private, sum, ql.size) {
                     return None;
@@ -394,10 +393,8 @@ impl Mmu {
                 // One by one, a packet is taken while the queue is below the T it sees;
                 // conservatively, the prefix must end at or below T after it.
                 let (s0, w0) = (q.shared.load(Relaxed), pool.shared.load(Relaxed));
-                let (k2, sum2) = self.prefix(lens, |sum, b| {
-                    b > room
-                        && w0 + sum + b <= self.bs_lossy
-                        && s0 + sum + b <= ql.threshold.limit(self.bs_lossy - (w0 + sum + b))
+                let (k2, sum2) = self.prefix(lens, Some(room), |x| {
+                    w0 + x <= self.bs_lossy && s0 + x <= ql.threshold.limit(self.bs_lossy - (w0 + x))
                 });
                 if k2 == 0 || !try_add_upto(&pool.shared, sum2, self.bs_lossy) {
                     return None;
@@ -414,14 +411,32 @@ impl Mmu {
         }
     }
 
-    /// The longest prefix of `lens` whose packets each satisfy `ok(sum before, charge)`:
-    /// (count, Σ charges).
+    /// The longest prefix of `lens` whose packets each charge more than `above` (if set)
+    /// and after each of which `ok(Σ charges so far)` holds: (count, Σ charges). `ok` must
+    /// be monotone (true up to some cumulative size, false beyond: every caller's test is
+    /// "the counters plus x stay below a limit that only shrinks as x grows"), so when the
+    /// whole run passes, every prefix of it does: one pass and one test, not one per packet.
     #[inline]
-    fn prefix(&self, lens: &[u32], ok: impl Fn(u64, u64) -> bool) -> (usize, u64) {
+    fn prefix(&self, lens: &[u32], above: Option<u64>, ok: impl Fn(u64) -> bool) -> (usize, u64) {
+        let each = |b: u64| above.is_none_or(|r| b > r);
+        // The first packet alone: a run that does not fit at all costs one test.
+        match lens.first().map(|&l| self.charge_bytes(l)) {
+            Some(b) if each(b) && ok(b) => {}
+            _ => return (0, 0),
+        }
+        let (mut total, mut all) = (0u64, true);
+        for &l in lens {
+            let b = self.charge_bytes(l);
+            all &= each(b);
+            total += b;
+        }
+        if all && ok(total) {
+            return (lens.len(), total);
+        }
         let mut sum = 0u64;
         for (i, &l) in lens.iter().enumerate() {
             let b = self.charge_bytes(l);
-            if !ok(sum, b) {
+            if !each(b) || !ok(sum + b) {
                 return (i, sum);
             }
             sum += b;
