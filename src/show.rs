@@ -622,6 +622,22 @@ mod tests {
     }
 
     #[test]
+    fn headroom_pool_view_is_sonics_command() {
+        let w: Vec<String> = ["headroom-pool", "watermark"].iter().map(|s| s.to_string()).collect();
+        let view = View::parse(&w).unwrap();
+        assert_eq!((view, view.command(), view.per_port()), (View::HeadroomPool, "/pfcswitch/buffer_pool", false));
+        let v = json!({
+            "ingress_lossless_pool": {"xoff": 20000, "headroom_used": 3000, "headroom_watermark": 10000},
+            "egress_lossy_pool": {"size": 80000}
+        });
+        let t = render(View::HeadroomPool, &v);
+        let lines: Vec<_> = t.lines().collect();
+        assert!(lines[0].contains("Headroom pool (xoff)") && lines[0].contains("Headroom watermark"), "{t}");
+        assert_eq!(lines.len(), 3, "only the pool with headroom: {t}");
+        assert!(lines[2].contains("ingress_lossless_pool") && lines[2].ends_with("10000"), "{t}");
+    }
+
+    #[test]
     fn clear_subtracts_counters() {
         let cur = json!({"Ethernet0": {"rx_pfc3": 10, "tx_pfc3": 4}});
         let snap = json!({"Ethernet0": {"rx_pfc3": 7, "tx_pfc3": 4}});
