@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use pfcswitch::dataplane::{self, RunOptions};
 
@@ -101,42 +101,39 @@ enum Cmd {
     /// the PAUSE, Xon and first-drop packets with what `thresholds` computes. Exit 1 on a
     /// mismatch, 2 if the probe cannot run.
     Probe {
-        /// Configuration file (TOML)
-        #[arg(long, short)]
-        config: PathBuf,
+        #[command(flatten)]
+        sel: PgSelection,
         /// Probe another headroom mode than the file's: static | shared_pool | dsh
         #[arg(long)]
         headroom_policy: Option<String>,
-        /// Only this port
-        #[arg(long)]
-        port: Option<String>,
-        /// Only this PG
-        #[arg(long)]
-        pg: Option<u8>,
-        /// Frame length in bytes, as received (without FCS)
-        #[arg(long, default_value_t = 1000)]
-        frame_size: u32,
     },
     /// Per lossless (port, PG): the packet that sends PAUSE, the Xon point when draining
     /// and the first drop for a burst of equal frames into a stalled egress, from the MMU
     /// the switch would run (every other PG idle).
     Thresholds {
-        /// Configuration file (TOML)
-        #[arg(long, short)]
-        config: PathBuf,
-        /// Only this port
-        #[arg(long)]
-        port: Option<String>,
-        /// Only this PG
-        #[arg(long)]
-        pg: Option<u8>,
-        /// Frame length in bytes, as received (without FCS)
-        #[arg(long, default_value_t = 1000)]
-        frame_size: u32,
+        #[command(flatten)]
+        sel: PgSelection,
         /// Print JSON
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Which lossless (port, PG)s `thresholds` and `probe` look at, and with what frames.
+#[derive(Args)]
+struct PgSelection {
+    /// Configuration file (TOML)
+    #[arg(long, short)]
+    config: PathBuf,
+    /// Only this port
+    #[arg(long)]
+    port: Option<String>,
+    /// Only this PG
+    #[arg(long)]
+    pg: Option<u8>,
+    /// Frame length in bytes, as received (without FCS)
+    #[arg(long, default_value_t = 1000)]
+    frame_size: u32,
 }
 
 /// Load, validate and plan a configuration; on error print one line and give exit 2.
@@ -169,7 +166,7 @@ fn main() -> ExitCode {
             }
             Err(code) => code,
         },
-        Cmd::Thresholds { config, port, pg, frame_size, json } => match load(&config) {
+        Cmd::Thresholds { sel: PgSelection { config, port, pg, frame_size }, json } => match load(&config) {
             Ok((cfg, plan)) => {
                 let names: Vec<String> = cfg.ports.iter().map(|p| p.name.clone()).collect();
                 match pfcswitch::thresholds::compute(&plan, &names, frame_size, port.as_deref(), pg) {
@@ -200,7 +197,7 @@ fn main() -> ExitCode {
             }
             Err(code) => code,
         },
-        Cmd::Probe { config, headroom_policy, port, pg, frame_size } => {
+        Cmd::Probe { sel: PgSelection { config, port, pg, frame_size }, headroom_policy } => {
             let bin = match std::env::current_exe() {
                 Ok(b) => b,
                 Err(e) => {

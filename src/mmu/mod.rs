@@ -40,7 +40,8 @@
 //! 4. else drop.
 //!
 //! A PG resumes at queue level when `s + h ≤ max(xon, T − η − xon_offset)`; the port
-//! resumes when `S + I ≤ max(Σxon, Nq·T − Σxon_offset)`. A PG is OFF (its priorities
+//! resumes when `S + I ≤ max(Σxon, Nq·T − Σxon_offset)` (the port-level T is its lowest
+//! lossless PG's, one T in admission, bulk admission and Xon). A PG is OFF (its priorities
 //! paused) while it or its port is OFF; edges report changes of that state.
 //!
 //! # Concurrency
@@ -108,10 +109,13 @@ struct PortState {
 }
 
 /// Immutable per-port limits.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct PortLimits {
     lossless: u8,
-    /// DSH: number of lossless PGs Nq, insurance η_p, Σ xon, Σ xon_offset.
+    /// DSH: the threshold whose T sets the port-level point `Nq·T` (its lowest lossless
+    /// PG's: SONiC gives a port's lossless PGs one profile), the number of lossless PGs
+    /// Nq, insurance η_p, Σ xon, Σ xon_offset.
+    th: Threshold,
     nq: u64,
     insurance: u64,
     xon: u64,
@@ -189,6 +193,7 @@ impl Mmu {
             let ll = p.pgs.iter().enumerate().filter(|(i, _)| p.lossless_pgs & (1 << i) != 0).map(|(_, g)| g);
             port_limits.push(PortLimits {
                 lossless: p.lossless_pgs,
+                th: ll.clone().next().map_or(Threshold::Static(0), |g| g.threshold),
                 nq: u64::from(p.lossless_pgs.count_ones()),
                 insurance: cfg.insurance(pi),
                 xon: ll.clone().map(|g| g.xon).sum(),
@@ -358,10 +363,11 @@ impl Mmu {
             let (s0, w0) = (st.shared.load(Relaxed), pool.shared.load(Relaxed));
             let sp0 = if self.dsh { ps.shared.load(Relaxed) } else { 0 };
             let (k, sum) = self.prefix(lens, Some(room), |x| {
-                let t = lim.th.limit(self.bs_lossless.saturating_sub(w0 + x));
+                let free = self.bs_lossless.saturating_sub(w0 + x);
+                let t = lim.th.limit(free);
                 w0 + x <= self.bs_lossless
                     && if self.dsh {
-                        s0 + x < t.saturating_sub(lim.headroom) && sp0 + x < t.saturating_mul(pl.nq)
+                        s0 + x < t.saturating_sub(lim.headroom) && sp0 + x < self.port_point(pl, free)
                     } else {
                         s0 + x < t
                     }
@@ -468,10 +474,11 @@ impl Mmu {
             return Ok((Segment::Private, 0));
         }
         let bit = 1u32 << (pg & 7);
-        let t = lim.th.limit(self.bs_lossless.saturating_sub(pool.shared.load(Relaxed)));
+        let free = self.bs_lossless.saturating_sub(pool.shared.load(Relaxed));
         if self.dsh {
-            return self.admit_dsh(st, lim, ps, pl, bit, t, b);
+            return self.admit_dsh(st, lim, ps, pl, bit, free, b);
         }
+        let t = lim.th.limit(free);
         if st.shared.load(Relaxed) < t && try_add_upto(&pool.shared, b, self.bs_lossless) {
             let s = st.shared.fetch_add(b, Relaxed) + b;
             raise(&st.shared_wm, s);
@@ -499,7 +506,7 @@ impl Mmu {
         Err(DropReason::LosslessHeadroomFull)
     }
 
-    /// DSH cases 2–4 (module docs); `t` is the PG's T before the packet.
+    /// DSH cases 2–4 (module docs); `free` is the pool's free shared bytes before the packet.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn admit_dsh(
@@ -509,11 +516,12 @@ impl Mmu {
         ps: &PortState,
         pl: &PortLimits,
         bit: u32,
-        t: u64,
+        free: u64,
         b: u64,
     ) -> Result<(Segment, u32), DropReason> {
         let pool = &*self.lossless;
-        let port_t = t.saturating_mul(pl.nq);
+        let t = lim.th.limit(free);
+        let port_t = self.port_point(pl, free);
         if ps.off.load(Relaxed) & PORT_OFF == 0
             && ps.shared.load(Relaxed) < port_t
             && try_add_upto(&pool.shared, b, self.bs_lossless)
@@ -570,15 +578,17 @@ impl Mmu {
         lim.xon.max(xoff.saturating_sub(lim.xon_offset))
     }
 
-    /// DSH: the port's Xon threshold now, max(Σxon, Nq·T − Σxon_offset); T of its first
-    /// lossless PG (a port's lossless PGs share one profile in every shipped config).
+    /// DSH: the port-level Xoff point `Nq·T` for `free` shared bytes in the pool.
     #[inline]
-    fn port_xon_threshold(&self, port: u16, pl: &PortLimits) -> u64 {
-        let Some(lim) = self.idx(port, pl.lossless.trailing_zeros() as u8).and_then(|i| self.pg_limits.get(i)) else {
-            return 0;
-        };
-        let t = lim.th.limit(self.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed)));
-        pl.xon.max(t.saturating_mul(pl.nq).saturating_sub(pl.xon_offset))
+    fn port_point(&self, pl: &PortLimits, free: u64) -> u64 {
+        pl.th.limit(free).saturating_mul(pl.nq)
+    }
+
+    /// DSH: the port's Xon threshold now, max(Σxon, Nq·T − Σxon_offset).
+    #[inline]
+    fn port_xon_threshold(&self, pl: &PortLimits) -> u64 {
+        let free = self.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed));
+        pl.xon.max(self.port_point(pl, free).saturating_sub(pl.xon_offset))
     }
 
     /// Clears the OFF bits of (port, PG) whose Xon condition holds; the edge names the
@@ -602,9 +612,7 @@ impl Mmu {
         if w & bit != 0 && st.shared.load(Relaxed) + st.headroom.load(Relaxed) <= self.xon_threshold(lim) {
             clear |= bit;
         }
-        if w & PORT_OFF != 0
-            && ps.shared.load(Relaxed) + ps.insurance.load(Relaxed) <= self.port_xon_threshold(port, pl)
-        {
+        if w & PORT_OFF != 0 && ps.shared.load(Relaxed) + ps.insurance.load(Relaxed) <= self.port_xon_threshold(pl) {
             clear |= PORT_OFF;
         }
         if clear == 0 {

@@ -2,6 +2,7 @@
 //! microsecond timestamps, Ethernet).
 
 use crate::classify::{QosMaps, Trust};
+use crate::wire::{ipv4_checksum, MacControl};
 
 /// Source of the burst (a host behind the ingress port).
 pub const SRC: [u8; 6] = [0x02, 0x50, 0x52, 0, 0, 1];
@@ -46,8 +47,7 @@ pub fn burst_frame(marking: Marking, len: usize, seq: u16) -> Vec<u8> {
             let [t0, t1] = total.to_be_bytes();
             let [s0, s1] = seq.to_be_bytes();
             let mut ip = [0x45, d << 2, t0, t1, s0, s1, 0, 0, 64, 17, 0, 0, 192, 0, 2, 1, 192, 0, 2, 2];
-            let sum = ip.chunks(2).fold(0u32, |a, w| a + u32::from(u16::from_be_bytes([w[0], w[1]])));
-            let sum = !((sum & 0xffff) + (sum >> 16)) as u16;
+            let sum = ipv4_checksum(&ip);
             ip[10..12].copy_from_slice(&sum.to_be_bytes());
             f.extend_from_slice(&ip);
             // UDP 4791 (RoCEv2), no checksum.
@@ -81,7 +81,7 @@ pub fn learning_frame() -> Vec<u8> {
     f
 }
 
-/// A classic pcap file of `frames`.
+/// A classic little-endian pcap file of `frames` (timestamps 1 s + i µs).
 pub fn pcap_bytes(frames: &[Vec<u8>]) -> Vec<u8> {
     let mut b = Vec::new();
     for v in [0xa1b2_c3d4u32.to_le_bytes(), [2, 0, 4, 0], 0u32.to_le_bytes(), 0u32.to_le_bytes()] {
@@ -90,7 +90,7 @@ pub fn pcap_bytes(frames: &[Vec<u8>]) -> Vec<u8> {
     b.extend_from_slice(&65535u32.to_le_bytes());
     b.extend_from_slice(&1u32.to_le_bytes()); // LINKTYPE_ETHERNET
     for (i, f) in frames.iter().enumerate() {
-        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&1u32.to_le_bytes());
         b.extend_from_slice(&(i as u32).to_le_bytes());
         b.extend_from_slice(&(f.len() as u32).to_le_bytes());
         b.extend_from_slice(&(f.len() as u32).to_le_bytes());
@@ -128,16 +128,13 @@ pub fn pcap_frames(b: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
-/// A PFC frame's class-enable vector and its eight times, if `f` is one.
+/// A PFC frame's class-enable vector and its eight times, if `f` is one (decoded by the
+/// switch's own [`MacControl`] codec).
 pub fn pfc_frame(f: &[u8]) -> Option<(u8, [u16; 8])> {
-    if f.len() < 34 || f[0..6] != [0x01, 0x80, 0xc2, 0, 0, 1] || f[12..14] != [0x88, 0x08] || f[14..16] != [1, 1] {
-        return None;
+    match MacControl::parse(f) {
+        Ok(MacControl::Pfc { class_enable, quanta }) => Some((class_enable, quanta)),
+        _ => None,
     }
-    let mut t = [0u16; 8];
-    for (i, q) in t.iter_mut().enumerate() {
-        *q = u16::from_be_bytes([f[18 + 2 * i], f[19 + 2 * i]]);
-    }
-    Some((f[17], t))
 }
 
 #[cfg(test)]
@@ -169,10 +166,8 @@ mod tests {
 
     #[test]
     fn pcap_round_trip_and_pfc() {
-        let mut pfc = vec![0x01, 0x80, 0xc2, 0, 0, 1, 2, 0, 0, 0, 0, 9, 0x88, 0x08, 1, 1, 0, 0x08];
-        pfc.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0]);
-        pfc.resize(60, 0);
-        let frames = vec![learning_frame(), pfc.clone()];
+        let pfc = MacControl::pfc_pause(0x08, 0xffff).to_bytes(crate::wire::MacAddr::default()).to_vec();
+        let frames = vec![learning_frame(), pfc];
         let back = pcap_frames(&pcap_bytes(&frames));
         assert_eq!(back, frames);
         assert_eq!(pfc_frame(&back[1]), Some((0x08, [0, 0, 0, 0xffff, 0, 0, 0, 0])));

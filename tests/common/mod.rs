@@ -46,52 +46,19 @@ impl Drop for TestDir {
 
 // ---- pcap (classic libpcap format, microsecond timestamps, LINKTYPE_ETHERNET) ----
 
+// The library's writer and reader (`pfcswitch probe` uses them too).
+
 pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
-    let mut out = Vec::new();
-    out.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&4u16.to_le_bytes());
-    out.extend_from_slice(&0i32.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&65535u32.to_le_bytes());
-    out.extend_from_slice(&1u32.to_le_bytes());
-    for (i, f) in frames.iter().enumerate() {
-        out.extend_from_slice(&1u32.to_le_bytes());
-        out.extend_from_slice(&(i as u32).to_le_bytes());
-        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        out.extend_from_slice(f);
-    }
-    std::fs::write(path, out).unwrap();
+    std::fs::write(path, pfcswitch::probe::frames::pcap_bytes(frames)).unwrap();
 }
 
 /// Frames of a pcap file (either byte order, µs or ns timestamps).
 pub fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
     let b = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    assert!(b.len() >= 24, "{}: not a pcap file", path.display());
-    let magic = u32::from_le_bytes(b[0..4].try_into().unwrap());
-    let le = match magic {
-        0xa1b2c3d4 | 0xa1b23c4d => true,
-        0xd4c3b2a1 | 0x4d3cb2a1 => false,
-        m => panic!("{}: bad pcap magic {m:#x}", path.display()),
-    };
-    let rd = |o: usize| {
-        let a: [u8; 4] = b[o..o + 4].try_into().unwrap();
-        if le {
-            u32::from_le_bytes(a)
-        } else {
-            u32::from_be_bytes(a)
-        }
-    };
-    let mut frames = Vec::new();
-    let mut off = 24;
-    while off + 16 <= b.len() {
-        let incl = rd(off + 8) as usize;
-        off += 16;
-        frames.push(b[off..off + incl].to_vec());
-        off += incl;
-    }
-    frames
+    let magic = b.get(0..4).map(|m| u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
+    let ok = matches!(magic, Some(0xa1b2c3d4 | 0xa1b23c4d | 0xd4c3b2a1 | 0x4d3cb2a1)) && b.len() >= 24;
+    assert!(ok, "{}: not a pcap file (magic {magic:x?})", path.display());
+    pfcswitch::probe::frames::pcap_frames(&b)
 }
 
 // ---- frames ----
