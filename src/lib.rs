@@ -19,6 +19,7 @@ pub mod pfcwd;
 pub mod plan;
 pub mod sched;
 pub mod show;
+pub mod tcq;
 pub mod thresholds;
 pub mod units;
 pub mod wire;

@@ -95,6 +95,25 @@ impl Scheduler {
 }
 
 impl Scheduler {
+    /// After `pick` chose `tc` and its head packet went: would `pick` choose `tc` again
+    /// for its next packet of `len` bytes, with the eligible set unchanged or smaller by
+    /// other classes? If so, charges it as `pick` would and returns true; otherwise
+    /// changes nothing (the caller calls `pick`). Lets the TX side send a run of one
+    /// class without a full pick per packet; the choices are exactly `pick`'s.
+    #[inline]
+    pub fn again(&mut self, tc: usize, len: u32) -> bool {
+        let bit = 1u8 << (tc & 7);
+        if self.strict_mask & bit != 0 {
+            // The highest eligible strict class stays the highest while the set only shrinks.
+            return true;
+        }
+        if self.dwrr_mask & bit != 0 && self.cur == tc && self.granted && len <= self.deficit[tc] {
+            self.deficit[tc] -= len;
+            return true;
+        }
+        false
+    }
+
     /// Give back the credit of a packet `pick` chose that could not be sent (e.g. the
     /// shaper had no tokens), so the weights hold however the loop is timed.
     #[inline]
@@ -323,5 +342,49 @@ mod tests {
         let before = l.inflight();
         l.sent(64);
         assert_eq!(l.inflight(), (before + 64).min(l.limit()));
+    }
+
+    proptest::proptest! {
+        /// A TX side that calls `again` after each packet of a run of one class chooses
+        /// exactly what one calling `pick` for every packet chooses. Rounds are serve
+        /// calls: packets arrive between them (the eligible set may grow), within one it
+        /// only shrinks as queues empty.
+        #[test]
+        fn again_chooses_what_pick_chooses(
+            kinds in proptest::collection::vec(proptest::option::of(1u32..100), 8),
+            arrivals in proptest::collection::vec(proptest::collection::vec((0usize..8, 60u32..1600, 1usize..6), 0..6), 1..40),
+            budget in 1usize..40,
+        ) {
+            let k: [TcSched; 8] = std::array::from_fn(|i| kinds[i].map_or(TcSched::Strict, TcSched::Dwrr));
+            let (mut a, mut b) = (Scheduler::new(k), Scheduler::new(k));
+            let mut qa: [std::collections::VecDeque<u32>; 8] = Default::default();
+            for round in arrivals {
+                for (tc, len, n) in round {
+                    for i in 0..n { qa[tc].push_back(len + i as u32); }
+                }
+                let mut qb = qa.clone();
+                // A: pick per packet.
+                let mut seq_a = vec![];
+                while seq_a.len() < budget {
+                    let el = (0..8).filter(|&t| !qa[t].is_empty()).fold(0u8, |m, t| m | 1 << t);
+                    let Some(tc) = a.pick(el, |t| qa[t].front().copied().unwrap_or(0)) else { break };
+                    seq_a.push((tc, qa[tc].pop_front().unwrap()));
+                }
+                // B: pick, then `again` while it holds.
+                let mut seq_b = vec![];
+                'serve: while seq_b.len() < budget {
+                    let el = (0..8).filter(|&t| !qb[t].is_empty()).fold(0u8, |m, t| m | 1 << t);
+                    let Some(tc) = b.pick(el, |t| qb[t].front().copied().unwrap_or(0)) else { break };
+                    seq_b.push((tc, qb[tc].pop_front().unwrap()));
+                    while seq_b.len() < budget {
+                        let Some(&len) = qb[tc].front() else { continue 'serve };
+                        if !b.again(tc, len) { continue 'serve; }
+                        seq_b.push((tc, qb[tc].pop_front().unwrap()));
+                    }
+                }
+                proptest::prop_assert_eq!(&seq_a, &seq_b);
+                proptest::prop_assert_eq!(&qa, &qb);
+            }
+        }
     }
 }

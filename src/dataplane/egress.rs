@@ -11,6 +11,8 @@ use crossbeam_queue::ArrayQueue;
 
 use crate::dpdk::{Mbuf, Mempool};
 use crate::mmu::Charge;
+
+use crate::tcq::Slot;
 use crate::wire::{MacAddr, MacControl, MIN_FRAME_LEN};
 
 /// A packet waiting for transmission, with what the fast path must remember about it.
@@ -24,6 +26,41 @@ pub struct Queued {
     /// Traffic class (for per-TC accounting) and egress queue.
     pub tc: u8,
     pub queue: u8,
+}
+
+impl Queued {
+    /// What the TX side keeps once per run ([`RunKey`]), and the packet itself.
+    #[inline]
+    pub fn split(self) -> (RunKey, Slot<Mbuf>) {
+        let key = RunKey { charge: self.charge.with_bytes(0), rx_tsc: self.rx_tsc, tc: self.tc };
+        let slot = Slot { len: self.m.len() as u32, charged: self.charge.bytes(), p: self.m };
+        (key, slot)
+    }
+}
+
+/// What the packets of one run on a TC queue share: the MMU account (its charge with 0
+/// bytes; in it the ingress port and egress queue), the RX time and the TC.
+#[derive(Clone, Copy, PartialEq)]
+pub struct RunKey {
+    pub charge: Charge,
+    pub rx_tsc: u64,
+    pub tc: u8,
+}
+
+impl RunKey {
+    /// The packet `m` of this run, charged `charged` bytes, as a [`Queued`] again.
+    #[inline]
+    pub fn queued(&self, m: Mbuf, charged: u32) -> Queued {
+        let c = self.charge;
+        Queued {
+            m,
+            charge: c.with_bytes(charged),
+            rx_tsc: self.rx_tsc,
+            in_port: c.in_port(),
+            tc: self.tc,
+            queue: c.queue(),
+        }
+    }
 }
 
 /// A control frame (PFC) and the TSC of the MMU edge that caused it (0 for refreshes).

@@ -5,17 +5,17 @@
 //! of a packet is released when `tx_burst` takes it, per run of packets charged to the
 //! same account (one update per counter per run, not per packet).
 //!
-//! The port's eight TC queues are plain FIFOs owned by this struct: the owner lcore
-//! enqueues its own packets without atomics; other lcores' packets come through the
-//! port's inbound ring ([`super::egress::EgressPort`]).
+//! The port's eight TC queues are FIFOs of runs ([`super::tcq::TcQueue`]) owned by this
+//! struct: the owner lcore enqueues its own packets without atomics; other lcores'
+//! packets come through the port's inbound ring ([`super::egress::EgressPort`]). Packets
+//! taken for the TX ring keep their runs too ([`PendRun`]), so what the driver accepts is
+//! accounted per run without a per-packet record beyond length and charge.
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::counters::{DropReason, LcoreCounters};
-use crate::dpdk::{rdtsc, MbufBurst, TxQueue, BURST_CAP};
-use crate::mmu::Charge;
+use crate::dpdk::{rdtsc, Mbuf, MbufBurst, TxQueue, BURST_CAP};
 use crate::pfc::PauseDeadlines;
 use crate::pfcwd::{prio_mask_from_queues, Pfcwd};
 
@@ -23,28 +23,33 @@ use super::io::IoMsg;
 use crate::sched::{InflightLimit, Scheduler, Shaper};
 use crate::wred::{Rng, Verdict, WredProfile};
 
-use super::egress::Queued;
+use super::egress::{EgressPort, Queued, RunKey};
 use super::latency::LatencyRecorder;
 use super::shared::Shared;
 use super::spec::SwitchSpec;
+use crate::tcq::{Slot, TcQueue};
 
 /// Wire overhead per frame the shaper charges beyond the frame: FCS 4, preamble and SFD
 /// 8, inter-frame gap 12 (so a shaper at line rate models the line).
 pub const WIRE_OVERHEAD: u32 = 24;
 
+/// Consecutive packets of the pending list from one run of one TC queue (or one control
+/// frame).
 #[derive(Clone, Copy)]
-struct Meta {
-    /// None for control frames.
-    charge: Option<Charge>,
-    /// For control frames: TSC of the MMU edge (0 = refresh); for data: RX TSC.
-    tsc: u64,
-    len: u32,
-    in_port: u16,
-    tc: u8,
-    queue: u8,
+struct PendRun {
+    /// None for a control frame.
+    key: Option<RunKey>,
+    /// Control frame: TSC of the MMU edge (0 = refresh).
+    ctl_tsc: u64,
+    /// Packets of the run still pending.
+    n: u32,
+    /// TC queue and run serial it came from (packets from the same one join it);
+    /// `CONTROL` for control frames (never joined).
+    src: u64,
 }
 
-const NO_META: Meta = Meta { charge: None, tsc: 0, len: 0, in_port: 0, tc: 0, queue: 0 };
+const CONTROL: u64 = u64::MAX;
+const NO_RUN: PendRun = PendRun { key: None, ctl_tsc: 0, n: 0, src: CONTROL };
 
 /// PFC frames on a TX queue of their own (`control_tx_queue`): they wait behind no data.
 struct ControlTx {
@@ -57,13 +62,15 @@ struct ControlTx {
 pub struct TxPort {
     pub port: usize,
     txq: TxQueue,
-    /// Taken from the queues, not yet accepted by the TX ring; `meta[i]` describes
-    /// `pending[i]`.
+    /// Taken from the queues, not yet accepted by the TX ring: the packets, their runs
+    /// (`runs[..nruns]`, Σ n = pending.len()), and per packet its length and charge.
     pending: MbufBurst,
-    meta: Box<[Meta; BURST_CAP]>,
-    /// The TC queues (FIFO, at most `cap` packets each).
-    tcq: [VecDeque<Queued>; 8],
-    cap: usize,
+    runs: Box<[PendRun; BURST_CAP]>,
+    nruns: usize,
+    plen: [u32; BURST_CAP],
+    pcharged: [u32; BURST_CAP],
+    /// The TC queues (FIFO of runs, at most `egress_queue_len` packets each).
+    tcq: [TcQueue<Mbuf, RunKey>; 8],
     /// Depths last published to the egress port (telemetry).
     published: [u32; 8],
     sched: Scheduler,
@@ -82,8 +89,6 @@ pub struct TxPort {
     /// Queues that send only because the watchdog ignores their peer's PAUSE (action
     /// `forward`): what leaves them is the watchdog's `tx_ok`.
     wd_forward_queues: u8,
-    /// Bytes on each TC queue (the depth WRED decides on).
-    qbytes: [u64; 8],
     /// WRED/ECN profile per egress queue, the queues that are lossless, and this lcore's
     /// random source for them.
     wred: [Option<WredProfile>; 8],
@@ -113,9 +118,11 @@ impl TxPort {
             port,
             txq,
             pending: MbufBurst::new(),
-            meta: Box::new([NO_META; BURST_CAP]),
-            tcq: std::array::from_fn(|_| VecDeque::with_capacity(queue_len.max(1))),
-            cap: queue_len.max(1),
+            runs: Box::new([NO_RUN; BURST_CAP]),
+            nruns: 0,
+            plen: [0; BURST_CAP],
+            pcharged: [0; BURST_CAP],
+            tcq: std::array::from_fn(|_| TcQueue::new(queue_len)),
             published: [0; 8],
             sched: Scheduler::new(plan.sched),
             shaper: plan
@@ -128,7 +135,6 @@ impl TxPort {
             wd,
             progress: 0,
             wd_forward_queues: 0,
-            qbytes: [0; 8],
             wred: plan.wred,
             lossless_queues: plan.lossless_queues,
             rng: Rng::new(spec.wred_seed.unwrap_or(now) ^ port as u64),
@@ -148,28 +154,26 @@ impl TxPort {
     /// allocated for `cap` packets up front.
     #[inline]
     pub fn enqueue(&mut self, q: Queued) -> Result<(), Queued> {
-        let qi = q.queue as usize & 7;
-        let tcq = &mut self.tcq[qi];
-        if tcq.len() >= self.cap {
+        let tcq = &mut self.tcq[q.queue as usize & 7];
+        if tcq.room() == 0 {
             return Err(q);
         }
-        self.qbytes[qi] += q.m.len() as u64;
-        tcq.push_back(q);
+        let (key, slot) = q.split();
+        let _ = tcq.push(key, slot);
         Ok(())
     }
 
     /// Free places on TC queue `queue`.
     #[inline]
     pub fn room(&self, queue: u8) -> usize {
-        self.cap - self.tcq[queue as usize & 7].len()
+        self.tcq[queue as usize & 7].room()
     }
 
-    /// Append packets of one TC queue; the caller checked [`TxPort::room`].
+    /// Append a run of packets (one key) to TC queue `key.charge.queue()`; the caller
+    /// checked [`TxPort::room`].
     #[inline]
-    pub fn enqueue_all(&mut self, queue: u8, packets: impl Iterator<Item = Queued>) {
-        let qi = queue as usize & 7;
-        let (tcq, bytes) = (&mut self.tcq[qi], &mut self.qbytes[qi]);
-        tcq.extend(packets.inspect(|q| *bytes += q.m.len() as u64));
+    pub fn enqueue_run(&mut self, key: RunKey, packets: impl Iterator<Item = Slot<Mbuf>>) {
+        self.tcq[key.charge.queue() as usize & 7].extend(key, packets);
     }
 
     /// Move what other lcores sent to this port onto the TC queues.
@@ -249,7 +253,9 @@ impl TxPort {
                 Some(ctl) => {
                     let i = self.pending.len();
                     let len = ctl.m.len() as u32;
-                    self.meta[i] = Meta { charge: None, tsc: ctl.edge_tsc, len, ..NO_META };
+                    (self.plen[i], self.pcharged[i]) = (len, 0);
+                    self.runs[self.nruns] = PendRun { ctl_tsc: ctl.edge_tsc, n: 1, ..NO_RUN };
+                    self.nruns += 1;
                     let _ = self.pending.push(ctl.m);
                     if let Some(l) = self.inflight.as_mut() {
                         l.sent(len + WIRE_OVERHEAD);
@@ -329,10 +335,64 @@ impl TxPort {
                     break;
                 }
                 let tcq = &self.tcq;
-                let Some(tc) = self.sched.pick(eligible, |t| tcq[t].front().map_or(0, |q| q.m.len() as u32)) else {
+                let Some(tc) = self.sched.pick(eligible, |t| tcq[t].front_len().unwrap_or(0)) else {
                     break;
                 };
-                let len = self.tcq[tc].front().map_or(0, |q| q.m.len() as u32);
+                let wred = self.wred[tc];
+                if wred.is_none() {
+                    // The head run of `tc`, as far as the scheduler (`again`: the choice
+                    // `pick` would make), the in-flight limit and the shaper let it go.
+                    let max = (budget - moved).min(self.pending.room());
+                    let (sched, shaper, inflight) = (&mut self.sched, &mut self.shaper, &mut self.inflight);
+                    let (mut first, mut stop) = (true, false);
+                    let admit = |len: u32| {
+                        if !first && !sched.again(tc, len) {
+                            return false;
+                        }
+                        first = false;
+                        let wire = len + WIRE_OVERHEAD;
+                        // The TX ring holds no more than tx_inflight_limit: what stays in the
+                        // TC queues stays under the scheduler and behind any PFC frame.
+                        if inflight.as_ref().is_some_and(|l| !l.admits(wire))
+                            || shaper.as_mut().is_some_and(|s| !s.try_consume(wire))
+                        {
+                            sched.refund(tc, len);
+                            stop = true;
+                            return false;
+                        }
+                        if let Some(l) = inflight.as_mut() {
+                            l.sent(wire);
+                        }
+                        true
+                    };
+                    let (pending, plen, pcharged) = (&mut self.pending, &mut self.plen, &mut self.pcharged);
+                    let take = |s: Slot<Mbuf>| {
+                        let i = pending.len();
+                        (plen[i], pcharged[i]) = (s.len, s.charged);
+                        let _ = pending.push(s.p);
+                    };
+                    let Some((k, run)) = self.tcq[tc].take_run(max, admit, take) else { break };
+                    if k > 0 {
+                        let src = (tc as u64) << 32 | u64::from(run.serial);
+                        self.progress |= 1 << (run.key.tc & 7);
+                        if self.nruns > 0 && self.runs[self.nruns - 1].src == src {
+                            self.runs[self.nruns - 1].n += k as u32;
+                        } else {
+                            self.runs[self.nruns] = PendRun { key: Some(run.key), ctl_tsc: 0, n: k as u32, src };
+                            self.nruns += 1;
+                        }
+                        moved += k;
+                    }
+                    if self.tcq[tc].is_empty() {
+                        heads_mask &= !(1 << tc);
+                    }
+                    if stop {
+                        break;
+                    }
+                    continue;
+                }
+                // A queue with WRED/ECN: packet by packet (each may be marked or dropped).
+                let len = self.tcq[tc].front_len().unwrap_or(0);
                 let wire = len + WIRE_OVERHEAD;
                 // The TX ring holds no more than tx_inflight_limit: what stays in the TC
                 // queues stays under the scheduler and behind any PFC frame.
@@ -349,28 +409,30 @@ impl TxPort {
                 if let Some(l) = self.inflight.as_mut() {
                     l.sent(wire);
                 }
-                let depth = self.qbytes[tc];
-                let Some(q) = self.tcq[tc].pop_front() else { break };
-                self.qbytes[tc] -= len as u64;
+                let depth = self.tcq[tc].bytes();
+                let Some((mut slot, run)) = self.tcq[tc].pop() else { break };
+                let (key, src) = (run.key, (tc as u64) << 32 | u64::from(run.serial));
                 if self.tcq[tc].is_empty() {
                     heads_mask &= !(1 << tc);
                 }
-                let q = match self.wred[tc] {
-                    None => q,
-                    Some(w) => match self.wred(&w, q, depth, shared, worker, now, c) {
-                        Some(q) => q,
-                        None => {
-                            // Dropped: the scheduler's share is not spent on it.
-                            self.sched.refund(tc, len);
-                            continue;
-                        }
-                    },
-                };
-                self.progress |= 1 << (q.tc & 7);
+                if let Some(w) = wred {
+                    if !self.wred(&w, &mut slot, tc, depth, c) {
+                        // Dropped: the scheduler's share is not spent on it.
+                        self.sched.refund(tc, len);
+                        shared.drop_admitted(worker, key.queued(slot.p, slot.charged), DropReason::Wred, now, c);
+                        continue;
+                    }
+                }
+                self.progress |= 1 << (key.tc & 7);
+                if self.nruns > 0 && self.runs[self.nruns - 1].src == src {
+                    self.runs[self.nruns - 1].n += 1;
+                } else {
+                    self.runs[self.nruns] = PendRun { key: Some(key), ctl_tsc: 0, n: 1, src };
+                    self.nruns += 1;
+                }
                 let i = self.pending.len();
-                self.meta[i] =
-                    Meta { charge: Some(q.charge), tsc: q.rx_tsc, len, in_port: q.in_port, tc: q.tc, queue: q.queue };
-                let _ = self.pending.push(q.m);
+                (self.plen[i], self.pcharged[i]) = (len, slot.charged);
+                let _ = self.pending.push(slot.p);
                 moved += 1;
             }
             if !port.tx_enable.load(Ordering::Relaxed) && moved > 0 {
@@ -381,39 +443,27 @@ impl TxPort {
         ctl_sent + self.transmit(shared, worker, now, c)
     }
 
-    /// WRED/ECN at dequeue on a packet taken from a queue `depth` bytes deep (itself
-    /// included): marks it CE in place, or drops it (lossy queues only: the MMU charge is
-    /// released and `drops.wred` counted). Returns the packet unless it was dropped.
-    #[allow(clippy::too_many_arguments)]
+    /// WRED/ECN at dequeue on a packet taken from queue `qi`, `depth` bytes deep (itself
+    /// included): marks it CE in place, or tells it to be dropped (lossy queues only; the
+    /// caller releases the MMU charge and counts `drops.wred`). False when dropped.
     #[inline]
-    fn wred(
-        &mut self,
-        w: &WredProfile,
-        mut q: Queued,
-        depth: u64,
-        shared: &Shared,
-        worker: usize,
-        now: u64,
-        c: &LcoreCounters,
-    ) -> Option<Queued> {
+    fn wred(&mut self, w: &WredProfile, slot: &mut Slot<Mbuf>, qi: usize, depth: u64, c: &LcoreCounters) -> bool {
         if depth < w.min_bytes {
-            return Some(q);
+            return true;
         }
-        let qi = q.queue as usize & 7;
-        let len = q.m.len() as u64;
+        let len = u64::from(slot.len);
         let pc = &c.ports[self.port];
-        match w.apply(q.m.data_mut(), depth, self.lossless_queues & (1 << qi) != 0, self.rng.next_u32()) {
-            Verdict::Pass => Some(q),
+        match w.apply(slot.p.data_mut(), depth, self.lossless_queues & (1 << qi) != 0, self.rng.next_u32()) {
+            Verdict::Pass => true,
             Verdict::Marked => {
                 pc.queue_ecn_marked_packets[qi].inc();
                 pc.queue_ecn_marked_bytes[qi].add(len);
-                Some(q)
+                true
             }
             Verdict::Drop => {
                 pc.queue_wred_dropped_packets[qi].inc();
                 pc.queue_wred_dropped_bytes[qi].add(len);
-                shared.drop_admitted(worker, q, DropReason::Wred, now, c);
-                None
+                false
             }
         }
     }
@@ -425,48 +475,52 @@ impl TxPort {
         let sent = self.txq.tx_burst(&mut self.pending);
         let pc = &c.ports[self.port];
         let (mut data, mut bytes, mut ctl) = (0u64, 0u64, 0u64);
-        // Runs of packets charged to the same account, from the same RX burst (same RX
-        // TSC) and TC: one MMU release, one counter update, one histogram record each.
-        let mut i = 0;
-        while i < sent {
-            let m = self.meta[i];
-            let Some(charge) = m.charge else {
-                ctl += 1;
-                if m.tsc != 0 {
-                    // A fresh reading: `now` may be the RX burst's, the crossing's own.
-                    c.pfc_reaction.record(rdtsc().saturating_sub(m.tsc));
-                }
-                i += 1;
-                continue;
-            };
-            let (mut n, mut run_bytes, mut run_charged) = (1u64, m.len as u64, charge.bytes() as u64);
-            let mut j = i + 1;
-            while j < sent {
-                let o = &self.meta[j];
-                match o.charge {
-                    Some(oc) if o.tsc == m.tsc && o.tc == m.tc && oc.same_account(&charge) => {
-                        n += 1;
-                        run_bytes += o.len as u64;
-                        run_charged += oc.bytes() as u64;
-                        j += 1;
+        // Per pending run (same account, RX burst and TC): one MMU release, one counter
+        // update, one histogram record.
+        let (mut off, mut r) = (0usize, 0usize);
+        while off < sent {
+            let run = self.runs[r];
+            let k = (run.n as usize).min(sent - off);
+            match run.key {
+                None => {
+                    ctl += k as u64;
+                    if run.ctl_tsc != 0 {
+                        // A fresh reading: `now` may be the RX burst's, the crossing's own.
+                        c.pfc_reaction.record(rdtsc().saturating_sub(run.ctl_tsc));
                     }
-                    _ => break,
+                }
+                Some(key) => {
+                    let run_bytes: u64 = self.plen[off..off + k].iter().map(|&l| u64::from(l)).sum();
+                    let run_charged: u64 = self.pcharged[off..off + k].iter().map(|&b| u64::from(b)).sum();
+                    shared.push_edge(worker, shared.mmu.release_run(key.charge, run_charged), now, c);
+                    let (n, queue) = (k as u64, key.charge.queue() as usize & 7);
+                    if self.wd_forward_queues & (1 << queue) != 0 {
+                        self.count_watchdog_tx_ok(shared, queue as u8, n);
+                    }
+                    pc.queue_tx_packets[queue].add(n);
+                    pc.queue_tx_bytes[queue].add(run_bytes);
+                    c.ports[key.charge.in_port() as usize].tc_tx[key.tc as usize & 7].add(n);
+                    self.lat.record_n(key.tc, now.saturating_sub(key.rx_tsc), n);
+                    data += n;
+                    bytes += run_bytes;
                 }
             }
-            shared.push_edge(worker, shared.mmu.release_run(charge, run_charged), now, c);
-            if self.wd_forward_queues & (1 << (m.queue & 7)) != 0 {
-                self.count_watchdog_tx_ok(shared, m.queue & 7, n);
+            off += k;
+            if k < run.n as usize {
+                // Partly taken: the rest stays first.
+                self.runs[r].n -= k as u32;
+                break;
             }
-            pc.queue_tx_packets[m.queue as usize & 7].add(n);
-            pc.queue_tx_bytes[m.queue as usize & 7].add(run_bytes);
-            c.ports[m.in_port as usize].tc_tx[m.tc as usize & 7].add(n);
-            self.lat.record_n(m.tc, now.saturating_sub(m.tsc), n);
-            data += n;
-            bytes += run_bytes;
-            i = j;
+            r += 1;
+        }
+        if r > 0 {
+            self.runs.copy_within(r..self.nruns, 0);
+            self.nruns -= r;
         }
         if sent > 0 && !self.pending.is_empty() {
-            self.meta.copy_within(sent..sent + self.pending.len(), 0);
+            let left = sent..sent + self.pending.len();
+            self.plen.copy_within(left.clone(), 0);
+            self.pcharged.copy_within(left, 0);
         }
         pc.tx_packets.add(data);
         pc.tx_bytes.add(bytes);
@@ -510,8 +564,8 @@ impl TxPort {
             }
             let q = self.priority_queue[prio as usize] as usize & 7;
             let mut n = 0u64;
-            self.qbytes[q] = 0;
-            while let Some(p) = self.tcq[q].pop_front() {
+            while let Some((slot, run)) = self.tcq[q].pop() {
+                let p = run.key.queued(slot.p, slot.charged);
                 shared.push_edge(worker, shared.mmu.release(p.charge), now, c);
                 c.ports[p.in_port as usize].tc_dropped[p.tc as usize].inc();
                 c.ports[p.in_port as usize].drop(DropReason::PfcWatchdog);
@@ -531,30 +585,46 @@ impl TxPort {
     /// ingress PGs this port's backlog held OFF. Control frames for this port are freed.
     #[cold]
     fn flush_link_down(&mut self, shared: &Shared, worker: usize, now: u64, c: &LcoreCounters) {
-        let dropped = |shared: &Shared, charge, in_port: u16, tc: u8, queue: u8| {
-            shared.push_edge(worker, shared.mmu.release(charge), now, c);
-            c.ports[in_port as usize].drop(DropReason::LinkDown);
-            c.ports[in_port as usize].tc_dropped[tc as usize & 7].inc();
-            c.ports[self.port].queue_drops[queue as usize & 7].inc();
-        };
-        for (i, m) in self.pending.drain().enumerate() {
-            let meta = self.meta[i];
-            if let Some(charge) = meta.charge {
-                dropped(shared, charge, meta.in_port, meta.tc, meta.queue);
-            }
-            drop(m);
-        }
+        let oc = &c.ports[self.port];
         let eg = &shared.egress[self.port];
-        let queued = self.tcq.iter_mut().flat_map(|q| q.drain(..)).chain(std::iter::from_fn(|| eg.inbound.pop()));
-        for q in queued {
-            dropped(shared, q.charge, q.in_port, q.tc, q.queue);
-        }
-        self.qbytes = [0; 8];
+        self.drain_held(eg, |q| {
+            shared.push_edge(worker, shared.mmu.release(q.charge), now, c);
+            c.ports[q.in_port as usize].drop(DropReason::LinkDown);
+            c.ports[q.in_port as usize].tc_dropped[q.tc as usize & 7].inc();
+            oc.queue_drops[q.queue as usize & 7].inc();
+        });
         eg.drain_control();
         if let Some(t) = self.ctl.as_mut() {
             t.pending.drain().for_each(drop);
         }
         self.publish_depths(shared);
+    }
+
+    /// Every data packet held for this port — pending for the TX ring, on the TC queues,
+    /// on its way from another lcore — to `f`, which owns it (dropping it frees the
+    /// mbuf). Pending control frames are freed.
+    fn drain_held(&mut self, eg: &EgressPort, mut f: impl FnMut(Queued)) {
+        let (mut r, mut left) = (0usize, self.runs[0].n);
+        for (i, m) in self.pending.drain().enumerate() {
+            while left == 0 && r + 1 < self.nruns {
+                r += 1;
+                left = self.runs[r].n;
+            }
+            left = left.saturating_sub(1);
+            match self.runs[r].key {
+                Some(key) => f(key.queued(m, self.pcharged[i])),
+                None => drop(m),
+            }
+        }
+        self.nruns = 0;
+        for tcq in self.tcq.iter_mut() {
+            while let Some((slot, run)) = tcq.pop() {
+                f(run.key.queued(slot.p, slot.charged));
+            }
+        }
+        while let Some(q) = eg.inbound.pop() {
+            f(q);
+        }
     }
 
     /// Nothing waits here: no packet pending for the TX ring, queued, on its way from
@@ -583,26 +653,14 @@ impl TxPort {
     /// its way here, releasing the MMU charges.
     pub fn flush(&mut self, shared: &Shared, c: &LcoreCounters) {
         let pc = &c.ports[self.port];
-        for (i, m) in self.pending.drain().enumerate() {
-            let meta = self.meta[i];
-            if let Some(charge) = meta.charge {
-                let _ = shared.mmu.release(charge);
-                pc.drop(DropReason::FlushedAtStop);
-                c.ports[meta.in_port as usize].tc_dropped[meta.tc as usize].inc();
-            }
-            drop(m);
-        }
         if let Some(t) = self.ctl.as_mut() {
             t.pending.drain().for_each(drop);
         }
-        let eg = &shared.egress[self.port];
-        self.qbytes = [0; 8];
-        let queued = self.tcq.iter_mut().flat_map(|q| q.drain(..)).chain(std::iter::from_fn(|| eg.inbound.pop()));
-        for q in queued {
+        self.drain_held(&shared.egress[self.port], |q| {
             let _ = shared.mmu.release(q.charge);
             pc.drop(DropReason::FlushedAtStop);
-            c.ports[q.in_port as usize].tc_dropped[q.tc as usize].inc();
-        }
+            c.ports[q.in_port as usize].tc_dropped[q.tc as usize & 7].inc();
+        });
         self.publish_depths(shared);
         self.lat.publish(&shared.ports[self.port].latency, true);
     }

@@ -18,11 +18,12 @@ use crate::pfc::PfcRx;
 use crate::pfcwd::PfcwdRxStamps;
 use crate::wire::{self, MacAddr, MacControl, MIN_FRAME_LEN};
 
-use super::egress::Queued;
+use super::egress::{Queued, RunKey};
 use super::pause_handoff::WorkerNotes;
 use super::shared::Shared;
 use super::spec::SwitchSpec;
 use super::tx::TxPort;
+use crate::tcq::Slot;
 
 /// One worker lcore's state (DPDK l2fwd's `lcore_queue_conf`, and what the loop keeps
 /// between bursts). Built by [`Worker::new`], given its queues, then moved to its lcore.
@@ -468,15 +469,20 @@ impl Worker {
             match prefix {
                 Some((seg, cnt)) => {
                     let (mmu, lens, mbufs) = (&shared.mmu, &self.run_lens, &mut self.run_mbufs);
-                    let mut packets = (i..i + cnt).filter_map(|j| {
-                        let charge = mmu.bulk_charge(in_port, class.pg, out, queue, lens[j], seg);
-                        mbufs.take(j).map(|m| Queued { m, charge, rx_tsc: now, in_port, tc, queue })
+                    // One key for the run; per packet its mbuf, length and charge.
+                    let key =
+                        RunKey { charge: mmu.bulk_charge(in_port, class.pg, out, queue, 0, seg), rx_tsc: now, tc };
+                    let packets = (i..i + cnt).filter_map(|j| {
+                        let (len, charged) =
+                            (lens[j], mmu.bulk_charge(in_port, class.pg, out, queue, lens[j], seg).bytes());
+                        mbufs.take(j).map(|p| Slot { p, len, charged })
                     });
                     match self.local_tx[out_u] {
                         // Our own port with room for all: straight onto its TC queue.
-                        Some(ix) if self.txs[ix].room(queue) >= cnt => self.txs[ix].enqueue_all(queue, &mut packets),
+                        Some(ix) if self.txs[ix].room(queue) >= cnt => self.txs[ix].enqueue_run(key, packets),
                         _ => {
-                            for q in packets {
+                            for s in packets {
+                                let q = key.queued(s.p, s.charged);
                                 enqueue(shared, &mut self.txs, &self.local_tx, self.index, q, now, c);
                             }
                         }

@@ -74,6 +74,12 @@ impl Charge {
     pub const fn is_lossless(&self) -> bool {
         self.segment.is_lossless()
     }
+    /// The same account with `bytes` charged (the TX side keeps one account per run of
+    /// packets and each packet's bytes beside it).
+    #[inline]
+    pub const fn with_bytes(self, bytes: u32) -> Charge {
+        Charge { bytes, ..self }
+    }
     /// Charged to the same counters as `o` (all but the bytes equal): such charges may
     /// be released together with [`crate::mmu::Mmu::release_run`].
     #[inline]
