@@ -222,15 +222,12 @@ impl TxPort {
     }
 
     /// Send waiting PFC frames right away (called between RX bursts, so the reaction time
-    /// does not wait for a whole loop iteration). On the data queue only when no data is
-    /// pending: pending data means that TX ring is full anyway.
+    /// does not wait for a whole loop iteration). On the data queue they go ahead of the
+    /// data already taken for the TX ring: the first free place in the ring is theirs.
     #[inline]
     pub fn serve_control(&mut self, shared: &Shared, worker: usize, now: u64, c: &LcoreCounters) -> usize {
         let ctl_waiting = self.ctl.as_ref().is_some_and(|t| !t.pending.is_empty());
         if shared.egress[self.port].control.is_empty() && !ctl_waiting {
-            return 0;
-        }
-        if self.ctl.is_none() && !self.pending.is_empty() {
             return 0;
         }
         if !shared.ports[self.port].link_up.load(Ordering::Relaxed) {
@@ -244,24 +241,28 @@ impl TxPort {
         self.transmit(shared, worker, now, c)
     }
 
-    /// PFC frames onto the data queue's pending list, ahead of data (ports without a
-    /// control queue; see [`TxPort::send_control`]).
+    /// PFC frames onto the data queue's pending list, after the PFC frames already there
+    /// and ahead of data (ports without a control queue; see [`TxPort::send_control`]).
+    #[cold]
     fn take_control(&mut self, shared: &Shared) {
         let eg = &shared.egress[self.port];
+        let mut at = self.runs[..self.nruns].iter().take_while(|r| r.key.is_none()).count();
         while !self.pending.is_full() {
-            match eg.control.pop() {
-                Some(ctl) => {
-                    let i = self.pending.len();
-                    let len = ctl.m.len() as u32;
-                    (self.plen[i], self.pcharged[i]) = (len, 0);
-                    self.runs[self.nruns] = PendRun { ctl_tsc: ctl.edge_tsc, n: 1, ..NO_RUN };
-                    self.nruns += 1;
-                    let _ = self.pending.push(ctl.m);
-                    if let Some(l) = self.inflight.as_mut() {
-                        l.sent(len + WIRE_OVERHEAD);
-                    }
-                }
-                None => break,
+            let Some(ctl) = eg.control.pop() else { break };
+            let len = ctl.m.len() as u32;
+            let n = self.pending.len();
+            if self.pending.insert(at, ctl.m).is_err() {
+                break;
+            }
+            self.plen.copy_within(at..n, at + 1);
+            self.pcharged.copy_within(at..n, at + 1);
+            (self.plen[at], self.pcharged[at]) = (len, 0);
+            self.runs.copy_within(at..self.nruns, at + 1);
+            self.runs[at] = PendRun { ctl_tsc: ctl.edge_tsc, n: 1, ..NO_RUN };
+            self.nruns += 1;
+            at += 1;
+            if let Some(l) = self.inflight.as_mut() {
+                l.sent(len + WIRE_OVERHEAD);
             }
         }
     }
@@ -300,7 +301,9 @@ impl TxPort {
         let ctl_sent = if self.ctl.is_some() {
             self.send_control(shared, c)
         } else {
-            self.take_control(shared);
+            if !shared.egress[self.port].control.is_empty() {
+                self.take_control(shared);
+            }
             0
         };
         self.take_inbound(shared, worker, now, c);
@@ -368,7 +371,11 @@ impl TxPort {
                     let (pending, plen, pcharged) = (&mut self.pending, &mut self.plen, &mut self.pcharged);
                     let take = |s: Slot<Mbuf>| {
                         let i = pending.len();
-                        (plen[i], pcharged[i]) = (s.len, s.charged);
+                        // The length from the mbuf, not the slot: its header line is warm
+                        // when the PMD takes it (the same as a NIC driver reads it; a
+                        // software loop such as net_ring gives the very mbuf to its
+                        // receiver, whose reaction time otherwise pays that miss).
+                        (plen[i], pcharged[i]) = (s.p.len() as u32, s.charged);
                         let _ = pending.push(s.p);
                     };
                     let Some((k, run)) = self.tcq[tc].take_run(max, admit, take) else { break };

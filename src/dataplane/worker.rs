@@ -559,6 +559,14 @@ impl Worker {
                     }
                     mmu::Edge { pgs: rest, ..e }
                 });
+                if let Some(e) = edge.filter(|e| e.kind == mmu::EdgeKind::Pause) {
+                    // A PAUSE this lcore queued for a port whose TX it owns leaves now, not
+                    // after the rest of the burst (the reaction time's largest part).
+                    let sent_here = rest.is_none_or(|r| r.pgs != e.pgs);
+                    if let (true, Some(ix)) = (sent_here, self.local_tx[e.port as usize]) {
+                        self.txs[ix].serve_control(shared, self.index, now, c);
+                    }
+                }
                 shared.push_edge(self.index, rest.filter(|e| e.pgs != 0), now, c);
                 let q = Queued { m, charge, rx_tsc: now, in_port, tc, queue };
                 enqueue(shared, &mut self.txs, &self.local_tx, self.index, q, now, c);

@@ -160,6 +160,24 @@ impl MbufBurst {
         Ok(())
     }
 
+    /// Insert an mbuf at position `i` (≤ len), shifting the ones after it; gives it back
+    /// when full. For frames that must leave before what is already queued.
+    pub fn insert(&mut self, i: usize, m: Mbuf) -> Result<(), Mbuf> {
+        if self.len == BURST_CAP || i > self.len {
+            return Err(m);
+        }
+        if self.holes {
+            self.compact();
+        }
+        let i = i.min(self.len);
+        for r in (i..self.len).rev() {
+            self.slots[r + 1] = self.slots[r].take();
+        }
+        self.slots[i] = Some(m);
+        self.len += 1;
+        Ok(())
+    }
+
     /// The i-th mbuf (None if i >= len or already taken).
     #[inline(always)]
     pub fn get(&self, i: usize) -> Option<&Mbuf> {
