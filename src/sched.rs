@@ -102,16 +102,35 @@ impl Scheduler {
     /// class without a full pick per packet; the choices are exactly `pick`'s.
     #[inline]
     pub fn again(&mut self, tc: usize, len: u32) -> bool {
+        let ok = u64::from(len) <= self.grant(tc);
+        if ok {
+            self.spend(tc, u64::from(len));
+        }
+        ok
+    }
+
+    /// The bytes [`Scheduler::again`] would still let `tc` send after `pick` chose it:
+    /// packets go while their running sum fits (then [`Scheduler::spend`] that sum).
+    /// Unbounded for a strict class (the highest eligible stays the highest while the set
+    /// only shrinks), the deficit for the DWRR class being served, else nothing.
+    #[inline]
+    pub fn grant(&self, tc: usize) -> u64 {
         let bit = 1u8 << (tc & 7);
         if self.strict_mask & bit != 0 {
-            // The highest eligible strict class stays the highest while the set only shrinks.
-            return true;
+            u64::MAX
+        } else if self.dwrr_mask & bit != 0 && self.cur == tc && self.granted {
+            u64::from(self.deficit[tc & 7])
+        } else {
+            0
         }
-        if self.dwrr_mask & bit != 0 && self.cur == tc && self.granted && len <= self.deficit[tc] {
-            self.deficit[tc] -= len;
-            return true;
+    }
+
+    /// Charge `bytes` sent under [`Scheduler::grant`].
+    #[inline]
+    pub fn spend(&mut self, tc: usize, bytes: u64) {
+        if self.dwrr_mask & (1 << (tc & 7)) != 0 {
+            self.deficit[tc & 7] -= bytes.min(u64::from(self.deficit[tc & 7])) as u32;
         }
-        false
     }
 
     /// Give back the credit of a packet `pick` chose that could not be sent (e.g. the
@@ -169,6 +188,25 @@ impl Shaper {
         }
         self.last = now;
         self.tokens_fp = (self.tokens_fp as u128 + add).min(self.burst_fp as u128) as u64;
+    }
+
+    /// Tokens now, in the 16.16 fixed point of [`Shaper::fixed`]: `try_consume` succeeds
+    /// for packets while the sum of their `fixed(len)` fits (then `consume_fixed` it).
+    #[inline]
+    pub fn available_fixed(&self) -> u64 {
+        self.tokens_fp
+    }
+
+    /// `len` bytes in the bucket's fixed point.
+    #[inline]
+    pub const fn fixed(len: u32) -> u64 {
+        (len as u64) << FP
+    }
+
+    /// Take tokens that [`Shaper::available_fixed`] showed.
+    #[inline]
+    pub fn consume_fixed(&mut self, fp: u64) {
+        self.tokens_fp -= fp.min(self.tokens_fp);
     }
 
     /// Take `len` bytes of tokens if there are enough.

@@ -346,23 +346,28 @@ impl TxPort {
                     // The head run of `tc`, as far as the scheduler (`again`: the choice
                     // `pick` would make), the in-flight limit and the shaper let it go.
                     let max = (budget - moved).min(self.pending.room());
-                    let (sched, shaper, inflight) = (&mut self.sched, &mut self.shaper, &mut self.inflight);
-                    let (mut first, mut stop) = (true, false);
+                    // Sums against the scheduler's grant and the shaper's tokens, settled
+                    // once after the run (the same choices as `again`/`try_consume` per packet).
+                    let grant = self.sched.grant(tc);
+                    let tokens = self.shaper.as_ref().map_or(u64::MAX, |s| s.available_fixed());
+                    let inflight = &mut self.inflight;
+                    let (mut first, mut stop, mut spent, mut used) = (true, false, 0u64, 0u64);
                     let admit = |len: u32| {
-                        if !first && !sched.again(tc, len) {
+                        if !first && spent + u64::from(len) > grant {
                             return false;
                         }
-                        first = false;
                         let wire = len + WIRE_OVERHEAD;
                         // The TX ring holds no more than tx_inflight_limit: what stays in the
                         // TC queues stays under the scheduler and behind any PFC frame.
-                        if inflight.as_ref().is_some_and(|l| !l.admits(wire))
-                            || shaper.as_mut().is_some_and(|s| !s.try_consume(wire))
-                        {
-                            sched.refund(tc, len);
+                        if inflight.as_ref().is_some_and(|l| !l.admits(wire)) || used + Shaper::fixed(wire) > tokens {
                             stop = true;
                             return false;
                         }
+                        if !first {
+                            spent += u64::from(len);
+                        }
+                        first = false;
+                        used += Shaper::fixed(wire);
                         if let Some(l) = inflight.as_mut() {
                             l.sent(wire);
                         }
@@ -378,7 +383,16 @@ impl TxPort {
                         (plen[i], pcharged[i]) = (s.p.len() as u32, s.charged);
                         let _ = pending.push(s.p);
                     };
+                    let head = self.tcq[tc].front_len().unwrap_or(0);
                     let Some((k, run)) = self.tcq[tc].take_run(max, admit, take) else { break };
+                    self.sched.spend(tc, spent);
+                    if k == 0 {
+                        // The head packet `pick` charged did not go.
+                        self.sched.refund(tc, head);
+                    }
+                    if let Some(s) = self.shaper.as_mut() {
+                        s.consume_fixed(used);
+                    }
                     if k > 0 {
                         let src = (tc as u64) << 32 | u64::from(run.serial);
                         self.progress |= 1 << (run.key.tc & 7);

@@ -155,7 +155,8 @@ impl MbufBurst {
         if self.len == BURST_CAP {
             return Err(m);
         }
-        self.slots[self.len] = Some(m);
+        // Slots from `len` on are empty: nothing to drop there (`forget` spares the check).
+        std::mem::forget(self.slots[self.len].replace(m));
         self.len += 1;
         Ok(())
     }
