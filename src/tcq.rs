@@ -1,13 +1,15 @@
 //! One egress TC queue, stored as runs: the packets of a run share everything the TX
 //! side needs but the packet itself (the MMU account, RX time, TC), so that key is kept
 //! once per run and each packet is 16 bytes — packet, length, charged bytes. The worker
-//! appends a whole admitted run with one key; the TX side takes packets one by one (the
-//! scheduler decides per packet) and sees each packet's run beside it, so it can hand the
-//! driver's acceptance back to the MMU per run. FIFO order is kept across runs.
+//! appends a whole admitted run with one key; the TX side takes the head run's packets
+//! while the scheduler, shaper and in-flight limit let them go ([`TcQueue::take_run`]),
+//! and hands the driver's acceptance back to the MMU per run. FIFO order is kept across
+//! runs.
 //!
-//! Generic over the packet (an mbuf in the dataplane, a number in the tests) and the
-//! key; pure code, no DPDK (the dataplane's use is in `dataplane::tx`). Never allocates after [`TcQueue::new`]: both rings are
-//! allocated for `cap` packets (plus one exhausted run kept at the front).
+//! Generic over the packet (an mbuf in the dataplane, a number in the tests) and the key;
+//! pure code, no DPDK (the dataplane's use is in `dataplane::tx`). Never allocates after
+//! [`TcQueue::new`]: the packet ring (a power of two ≥ cap) and the run ring (cap + 1:
+//! one exhausted run is kept at the front) are allocated up front.
 
 use std::collections::VecDeque;
 
@@ -27,8 +29,13 @@ pub struct Run<K> {
 }
 
 pub struct TcQueue<P, K> {
-    pkts: VecDeque<Slot<P>>,
-    /// The runs of `pkts`, in order; Σ left = pkts.len(). The front run may be exhausted
+    /// A ring of `mask + 1` (a power of two ≥ cap) places: the packets are
+    /// `slots[(head + i) & mask]` for i < len, every other place is empty.
+    slots: Box<[Option<Slot<P>>]>,
+    mask: usize,
+    head: usize,
+    len: usize,
+    /// The runs of the packets, in order; Σ left = len. The front run may be exhausted
     /// (left = 0): it is what the last `pop` returned, removed by the next pop.
     runs: VecDeque<Run<K>>,
     /// Σ len of the queued packets (the depth WRED decides on).
@@ -41,8 +48,12 @@ impl<P, K: Copy + PartialEq> TcQueue<P, K> {
     /// A queue for at most `cap` packets (at least 1).
     pub fn new(cap: usize) -> TcQueue<P, K> {
         let cap = cap.max(1);
+        let size = cap.next_power_of_two();
         TcQueue {
-            pkts: VecDeque::with_capacity(cap),
+            slots: (0..size).map(|_| None).collect(),
+            mask: size - 1,
+            head: 0,
+            len: 0,
             runs: VecDeque::with_capacity(cap + 1),
             bytes: 0,
             cap,
@@ -52,18 +63,18 @@ impl<P, K: Copy + PartialEq> TcQueue<P, K> {
 
     #[inline]
     pub fn len(&self) -> usize {
-        self.pkts.len()
+        self.len
     }
 
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.pkts.is_empty()
+        self.len == 0
     }
 
     /// Free places.
     #[inline]
     pub fn room(&self) -> usize {
-        self.cap - self.pkts.len()
+        self.cap - self.len
     }
 
     /// Bytes queued.
@@ -75,7 +86,10 @@ impl<P, K: Copy + PartialEq> TcQueue<P, K> {
     /// Length of the packet at the head.
     #[inline]
     pub fn front_len(&self) -> Option<u32> {
-        self.pkts.front().map(|s| s.len)
+        if self.len == 0 {
+            return None;
+        }
+        self.slots[self.head & self.mask].as_ref().map(|s| s.len)
     }
 
     /// Count `n` more packets with `key` at the tail: the tail run if its key is equal,
@@ -96,14 +110,22 @@ impl<P, K: Copy + PartialEq> TcQueue<P, K> {
         }
     }
 
+    /// Put `s` in the free place `i` (the tail).
+    #[inline]
+    fn put(&mut self, i: usize, s: Slot<P>) {
+        self.bytes += u64::from(s.len);
+        // The place is empty: nothing to drop (`forget` spares the check).
+        std::mem::forget(self.slots[i & self.mask].replace(s));
+    }
+
     /// Append one packet; gives it back when the queue is full.
     #[inline]
     pub fn push(&mut self, key: K, s: Slot<P>) -> Result<(), Slot<P>> {
-        if self.pkts.len() >= self.cap {
+        if self.len >= self.cap {
             return Err(s);
         }
-        self.bytes += u64::from(s.len);
-        self.pkts.push_back(s);
+        self.put(self.head + self.len, s);
+        self.len += 1;
         self.grow(key, 1);
         Ok(())
     }
@@ -112,11 +134,12 @@ impl<P, K: Copy + PartialEq> TcQueue<P, K> {
     /// not fit is not taken from the iterator).
     #[inline]
     pub fn extend(&mut self, key: K, packets: impl Iterator<Item = Slot<P>>) {
-        let before = self.pkts.len();
-        let room = self.room();
-        let bytes = &mut self.bytes;
-        self.pkts.extend(packets.take(room).inspect(|s| *bytes += u64::from(s.len)));
-        let n = self.pkts.len() - before;
+        let mut n = 0;
+        for s in packets.take(self.room()) {
+            self.put(self.head + self.len + n, s);
+            n += 1;
+        }
+        self.len += n;
         if n > 0 {
             self.grow(key, n as u32);
         }
@@ -136,14 +159,22 @@ impl<P, K: Copy + PartialEq> TcQueue<P, K> {
         if self.runs.front().is_some_and(|r| r.left == 0) {
             self.runs.pop_front();
         }
-        let n = max.min(self.runs.front()?.left as usize);
-        let (a, b) = self.pkts.as_slices();
-        let k = a.iter().chain(b).take(n).take_while(|s| admit(s.len)).count();
-        let bytes = &mut self.bytes;
-        for s in self.pkts.drain(..k) {
-            *bytes -= u64::from(s.len);
-            take(s);
+        let n = max.min(self.runs.front()?.left as usize).min(self.len);
+        let mut k = 0;
+        while k < n {
+            let slot = &mut self.slots[(self.head + k) & self.mask];
+            match slot.as_ref() {
+                Some(s) if admit(s.len) => {}
+                _ => break,
+            }
+            if let Some(s) = slot.take() {
+                self.bytes -= u64::from(s.len);
+                take(s);
+            }
+            k += 1;
         }
+        self.head = (self.head + k) & self.mask;
+        self.len -= k;
         let r = self.runs.front_mut()?;
         r.left -= k as u32;
         Some((k, r))
@@ -152,7 +183,12 @@ impl<P, K: Copy + PartialEq> TcQueue<P, K> {
     /// Take the head packet, with the run it belongs to.
     #[inline]
     pub fn pop(&mut self) -> Option<(Slot<P>, &Run<K>)> {
-        let s = self.pkts.pop_front()?;
+        if self.len == 0 {
+            return None;
+        }
+        let s = self.slots[self.head & self.mask].take()?;
+        self.head = (self.head + 1) & self.mask;
+        self.len -= 1;
         self.bytes -= u64::from(s.len);
         if self.runs.front().is_some_and(|r| r.left == 0) {
             self.runs.pop_front();
