@@ -25,7 +25,9 @@
 //! `s + h ≤ max(xon, T(t) − xon_offset)` (saturating), with T(t) the PG's current
 //! dynamic threshold: SAI's "total buffer usage ≤ max(XON_TH, limit − XON_OFFSET_TH)",
 //! usage counted like Broadcom's PG shared counter (private excluded). `xon_offset = 0`
-//! gives no hysteresis; set it (or `xon`) to avoid PAUSE/RESUME flapping.
+//! gives no hysteresis; set it (or `xon`) to avoid PAUSE/RESUME flapping. The threshold
+//! never exceeds the Xoff point itself (T, or T − η with DSH): when `xon` is above a small
+//! T, a PG resumes at T, not at once after pausing.
 //!
 //! # Dynamic and Shared Headroom (`HeadroomPolicy::Dsh`, docs/design.md "Headroom modes")
 //! No per-PG headroom: Bs = pool − Σφ − Σ insurance, one insurance η_p per port. With
@@ -570,12 +572,14 @@ impl Mmu {
     }
 
     /// The Xon threshold of a PG now: max(xon, T − xon_offset), with DSH's queue-level
-    /// Xoff point T − η in place of T.
+    /// Xoff point T − η in place of T, and never above that Xoff point: with `xon` above
+    /// it (a small T) a PG would otherwise be resumable the moment it paused, and a
+    /// periodic check (`check_resume`) between two arrivals would RESUME it at once.
     #[inline]
     fn xon_threshold(&self, lim: &PgLimits) -> u64 {
         let t = lim.th.limit(self.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed)));
         let xoff = if self.dsh { t.saturating_sub(lim.headroom) } else { t };
-        lim.xon.max(xoff.saturating_sub(lim.xon_offset))
+        lim.xon.max(xoff.saturating_sub(lim.xon_offset)).min(xoff)
     }
 
     /// DSH: the port-level Xoff point `Nq·T` for `free` shared bytes in the pool.
@@ -584,11 +588,13 @@ impl Mmu {
         pl.th.limit(free).saturating_mul(pl.nq)
     }
 
-    /// DSH: the port's Xon threshold now, max(Σxon, Nq·T − Σxon_offset).
+    /// DSH: the port's Xon threshold now, max(Σxon, Nq·T − Σxon_offset), never above the
+    /// port's Xoff point Nq·T (as for a PG).
     #[inline]
     fn port_xon_threshold(&self, pl: &PortLimits) -> u64 {
         let free = self.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed));
-        pl.xon.max(self.port_point(pl, free).saturating_sub(pl.xon_offset))
+        let point = self.port_point(pl, free);
+        pl.xon.max(point.saturating_sub(pl.xon_offset)).min(point)
     }
 
     /// Clears the OFF bits of (port, PG) whose Xon condition holds; the edge names the
@@ -811,7 +817,7 @@ impl Mmu {
         self.idx(port, pg).and_then(|i| self.pg_limits.get(i)).map_or(0, |l| l.th.limit(self.threshold()))
     }
 
-    /// Current Xon threshold of (port, PG): max(xon, T − xon_offset).
+    /// Current Xon threshold of (port, PG): max(xon, T − xon_offset), at most the Xoff point.
     pub fn pg_xon_threshold(&self, port: u16, pg: u8) -> u64 {
         self.idx(port, pg).and_then(|i| self.pg_limits.get(i)).map_or(0, |l| self.xon_threshold(l))
     }

@@ -122,6 +122,24 @@ fn crossing_packet_in_shared_triggers_pause() {
 }
 
 #[test]
+fn xon_never_above_the_xoff_point() {
+    // Static T = 1000 and xon = 2000 (above T): the PG pauses on its 4th 300-byte packet
+    // (s = 1200). Read as max(xon, T − xon_offset) = 2000 the PG would be resumable the
+    // moment it paused, and the control lcore's periodic check would RESUME it between
+    // two arrivals; capped at T it resumes once s + h ≤ 1000.
+    let pg = PgProfile { size: 0, xoff: 1200, xon: 2000, xon_offset: 500, threshold: Threshold::Static(1000) };
+    let m = Mmu::new(MmuConfig::uniform(1, 1, pg, QueueProfile::default(), 100_000, 0)).unwrap();
+    let v: Vec<_> = (0..4).map(|_| m.admit(0, 0, 0, 0, 300, true)).collect();
+    assert_eq!(v[3].edge().map(|e| e.kind), Some(EdgeKind::Pause));
+    assert_eq!(m.pg_xon_threshold(0, 0), 1000);
+    assert_eq!(m.check_resume(0, 0), None, "resumable right after the PAUSE");
+    assert!(m.is_off(0, 0));
+    // One release: s = 900 ≤ 1000 → RESUME.
+    let e = m.release(v[0].charge().unwrap());
+    assert_eq!(e.map(|e| e.kind), Some(EdgeKind::Resume));
+}
+
+#[test]
 fn lossy_dt_and_pool_full() {
     let m = Mmu::new(cfg(ReleaseOrder::HeadroomFirst)).unwrap();
     assert_eq!(m.pool_stats().lossy.shared_size, 12_000);
