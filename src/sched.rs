@@ -95,24 +95,13 @@ impl Scheduler {
 }
 
 impl Scheduler {
-    /// After `pick` chose `tc` and its head packet went: would `pick` choose `tc` again
-    /// for its next packet of `len` bytes, with the eligible set unchanged or smaller by
-    /// other classes? If so, charges it as `pick` would and returns true; otherwise
-    /// changes nothing (the caller calls `pick`). Lets the TX side send a run of one
-    /// class without a full pick per packet; the choices are exactly `pick`'s.
-    #[inline]
-    pub fn again(&mut self, tc: usize, len: u32) -> bool {
-        let ok = u64::from(len) <= self.grant(tc);
-        if ok {
-            self.spend(tc, u64::from(len));
-        }
-        ok
-    }
-
-    /// The bytes [`Scheduler::again`] would still let `tc` send after `pick` chose it:
-    /// packets go while their running sum fits (then [`Scheduler::spend`] that sum).
-    /// Unbounded for a strict class (the highest eligible stays the highest while the set
-    /// only shrinks), the deficit for the DWRR class being served, else nothing.
+    /// After `pick` chose `tc` and its head packet went: how many more bytes of `tc`'s
+    /// next packets `pick` would choose `tc` for, one after the other, with the eligible
+    /// set unchanged or smaller by other classes. Packets go while their running sum fits
+    /// (then [`Scheduler::spend`] that sum): the TX side sends a run of one class without
+    /// a pick per packet, with exactly `pick`'s choices. Unbounded for a strict class (the
+    /// highest eligible stays the highest while the set only shrinks), the deficit for the
+    /// DWRR class being served, else nothing.
     #[inline]
     pub fn grant(&self, tc: usize) -> u64 {
         let bit = 1u8 << (tc & 7);
@@ -383,12 +372,12 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// A TX side that calls `again` after each packet of a run of one class chooses
-        /// exactly what one calling `pick` for every packet chooses. Rounds are serve
-        /// calls: packets arrive between them (the eligible set may grow), within one it
-        /// only shrinks as queues empty.
+        /// A TX side that sends a class's packets while their sum fits its `grant` (then
+        /// `spend`s it) chooses exactly what one calling `pick` for every packet chooses.
+        /// Rounds are serve calls: packets arrive between them (the eligible set may
+        /// grow), within one it only shrinks as queues empty.
         #[test]
-        fn again_chooses_what_pick_chooses(
+        fn grant_chooses_what_pick_chooses(
             kinds in proptest::collection::vec(proptest::option::of(1u32..100), 8),
             arrivals in proptest::collection::vec(proptest::collection::vec((0usize..8, 60u32..1600, 1usize..6), 0..6), 1..40),
             budget in 1usize..40,
@@ -408,17 +397,19 @@ mod tests {
                     let Some(tc) = a.pick(el, |t| qa[t].front().copied().unwrap_or(0)) else { break };
                     seq_a.push((tc, qa[tc].pop_front().unwrap()));
                 }
-                // B: pick, then `again` while it holds.
+                // B: pick, then the class's next packets while their sum fits its grant.
                 let mut seq_b = vec![];
-                'serve: while seq_b.len() < budget {
+                while seq_b.len() < budget {
                     let el = (0..8).filter(|&t| !qb[t].is_empty()).fold(0u8, |m, t| m | 1 << t);
                     let Some(tc) = b.pick(el, |t| qb[t].front().copied().unwrap_or(0)) else { break };
                     seq_b.push((tc, qb[tc].pop_front().unwrap()));
-                    while seq_b.len() < budget {
-                        let Some(&len) = qb[tc].front() else { continue 'serve };
-                        if !b.again(tc, len) { continue 'serve; }
+                    let (grant, mut spent) = (b.grant(tc), 0u64);
+                    while let Some(&len) = qb[tc].front() {
+                        if seq_b.len() >= budget || spent + u64::from(len) > grant { break; }
+                        spent += u64::from(len);
                         seq_b.push((tc, qb[tc].pop_front().unwrap()));
                     }
+                    b.spend(tc, spent);
                 }
                 proptest::prop_assert_eq!(&seq_a, &seq_b);
                 proptest::prop_assert_eq!(&qa, &qb);

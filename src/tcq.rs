@@ -183,19 +183,9 @@ impl<P, K: Copy + PartialEq> TcQueue<P, K> {
     /// Take the head packet, with the run it belongs to.
     #[inline]
     pub fn pop(&mut self) -> Option<(Slot<P>, &Run<K>)> {
-        if self.len == 0 {
-            return None;
-        }
-        let s = self.slots[self.head & self.mask].take()?;
-        self.head = (self.head + 1) & self.mask;
-        self.len -= 1;
-        self.bytes -= u64::from(s.len);
-        if self.runs.front().is_some_and(|r| r.left == 0) {
-            self.runs.pop_front();
-        }
-        let r = self.runs.front_mut()?;
-        r.left -= 1;
-        Some((s, r))
+        let mut got = None;
+        let (_, r) = self.take_run(1, |_| true, |s| got = Some(s))?;
+        Some((got?, r))
     }
 }
 

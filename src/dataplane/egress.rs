@@ -11,7 +11,6 @@ use crossbeam_queue::ArrayQueue;
 
 use crate::dpdk::{Mbuf, Mempool};
 use crate::mmu::Charge;
-
 use crate::tcq::Slot;
 use crate::wire::{MacAddr, MacControl, MIN_FRAME_LEN};
 

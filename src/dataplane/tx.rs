@@ -5,7 +5,7 @@
 //! of a packet is released when `tx_burst` takes it, per run of packets charged to the
 //! same account (one update per counter per run, not per packet).
 //!
-//! The port's eight TC queues are FIFOs of runs ([`super::tcq::TcQueue`]) owned by this
+//! The port's eight TC queues are FIFOs of runs ([`crate::tcq::TcQueue`]) owned by this
 //! struct: the owner lcore enqueues its own packets without atomics; other lcores'
 //! packets come through the port's inbound ring ([`super::egress::EgressPort`]). Packets
 //! taken for the TX ring keep their runs too ([`PendRun`]), so what the driver accepts is
@@ -343,11 +343,10 @@ impl TxPort {
                 };
                 let wred = self.wred[tc];
                 if wred.is_none() {
-                    // The head run of `tc`, as far as the scheduler (`again`: the choice
-                    // `pick` would make), the in-flight limit and the shaper let it go.
+                    // The head run of `tc`, as far as the scheduler's grant (the choices
+                    // `pick` would make packet by packet), the in-flight limit and the
+                    // shaper's tokens let it go: summed here, settled once after the run.
                     let max = (budget - moved).min(self.pending.room());
-                    // Sums against the scheduler's grant and the shaper's tokens, settled
-                    // once after the run (the same choices as `again`/`try_consume` per packet).
                     let grant = self.sched.grant(tc);
                     let tokens = self.shaper.as_ref().map_or(u64::MAX, |s| s.available_fixed());
                     let inflight = &mut self.inflight;
@@ -394,14 +393,8 @@ impl TxPort {
                         s.consume_fixed(used);
                     }
                     if k > 0 {
-                        let src = (tc as u64) << 32 | u64::from(run.serial);
-                        self.progress |= 1 << (run.key.tc & 7);
-                        if self.nruns > 0 && self.runs[self.nruns - 1].src == src {
-                            self.runs[self.nruns - 1].n += k as u32;
-                        } else {
-                            self.runs[self.nruns] = PendRun { key: Some(run.key), ctl_tsc: 0, n: k as u32, src };
-                            self.nruns += 1;
-                        }
+                        let (key, serial) = (run.key, run.serial);
+                        self.pend_run(key, tc, serial, k as u32);
                         moved += k;
                     }
                     if self.tcq[tc].is_empty() {
@@ -432,7 +425,7 @@ impl TxPort {
                 }
                 let depth = self.tcq[tc].bytes();
                 let Some((mut slot, run)) = self.tcq[tc].pop() else { break };
-                let (key, src) = (run.key, (tc as u64) << 32 | u64::from(run.serial));
+                let (key, serial) = (run.key, run.serial);
                 if self.tcq[tc].is_empty() {
                     heads_mask &= !(1 << tc);
                 }
@@ -444,13 +437,7 @@ impl TxPort {
                         continue;
                     }
                 }
-                self.progress |= 1 << (key.tc & 7);
-                if self.nruns > 0 && self.runs[self.nruns - 1].src == src {
-                    self.runs[self.nruns - 1].n += 1;
-                } else {
-                    self.runs[self.nruns] = PendRun { key: Some(key), ctl_tsc: 0, n: 1, src };
-                    self.nruns += 1;
-                }
+                self.pend_run(key, tc, serial, 1);
                 let i = self.pending.len();
                 (self.plen[i], self.pcharged[i]) = (len, slot.charged);
                 let _ = self.pending.push(slot.p);
@@ -462,6 +449,21 @@ impl TxPort {
         }
         self.publish_depths(shared);
         ctl_sent + self.transmit(shared, worker, now, c)
+    }
+
+    /// Count `n` packets of run `serial` of TC queue `tc` (key `key`) just added to the
+    /// pending list: they join the last pending run if it is the same one.
+    #[inline]
+    fn pend_run(&mut self, key: RunKey, tc: usize, serial: u32, n: u32) {
+        self.progress |= 1 << (key.tc & 7);
+        let src = (tc as u64) << 32 | u64::from(serial);
+        match self.nruns.checked_sub(1).map(|l| &mut self.runs[l]) {
+            Some(last) if last.src == src => last.n += n,
+            _ => {
+                self.runs[self.nruns] = PendRun { key: Some(key), ctl_tsc: 0, n, src };
+                self.nruns += 1;
+            }
+        }
     }
 
     /// WRED/ECN at dequeue on a packet taken from queue `qi`, `depth` bytes deep (itself
@@ -625,18 +627,18 @@ impl TxPort {
     /// on its way from another lcore — to `f`, which owns it (dropping it frees the
     /// mbuf). Pending control frames are freed.
     fn drain_held(&mut self, eg: &EgressPort, mut f: impl FnMut(Queued)) {
-        let (mut r, mut left) = (0usize, self.runs[0].n);
-        for (i, m) in self.pending.drain().enumerate() {
-            while left == 0 && r + 1 < self.nruns {
-                r += 1;
-                left = self.runs[r].n;
-            }
-            left = left.saturating_sub(1);
-            match self.runs[r].key {
-                Some(key) => f(key.queued(m, self.pcharged[i])),
-                None => drop(m),
+        let mut pending = self.pending.drain();
+        let mut i = 0;
+        for run in &self.runs[..self.nruns] {
+            for m in pending.by_ref().take(run.n as usize) {
+                match run.key {
+                    Some(key) => f(key.queued(m, self.pcharged[i])),
+                    None => drop(m),
+                }
+                i += 1;
             }
         }
+        drop(pending);
         self.nruns = 0;
         for tcq in self.tcq.iter_mut() {
             while let Some((slot, run)) = tcq.pop() {

@@ -170,7 +170,6 @@ impl MbufBurst {
         if self.holes {
             self.compact();
         }
-        let i = i.min(self.len);
         for r in (i..self.len).rev() {
             self.slots[r + 1] = self.slots[r].take();
         }
