@@ -472,11 +472,8 @@ impl Worker {
                     // One key for the run; per packet its mbuf, length and charge.
                     let key =
                         RunKey { charge: mmu.bulk_charge(in_port, class.pg, out, queue, 0, seg), rx_tsc: now, tc };
-                    let packets = (i..i + cnt).filter_map(|j| {
-                        let (len, charged) =
-                            (lens[j], mmu.bulk_charge(in_port, class.pg, out, queue, lens[j], seg).bytes());
-                        mbufs.take(j).map(|p| Slot { p, len, charged })
-                    });
+                    let packets = (i..i + cnt)
+                        .filter_map(|j| mbufs.take(j).map(|p| Slot { p, len: lens[j], charged: mmu.charged(lens[j]) }));
                     match self.local_tx[out_u] {
                         // Our own port with room for all: straight onto its TC queue.
                         Some(ix) if self.txs[ix].room(queue) >= cnt => self.txs[ix].enqueue_run(key, packets),

@@ -366,13 +366,9 @@ impl Mmu {
             let sp0 = if self.dsh { ps.shared.load(Relaxed) } else { 0 };
             let (k, sum) = self.prefix(lens, Some(room), |x| {
                 let free = self.bs_lossless.saturating_sub(w0 + x);
-                let t = lim.th.limit(free);
                 w0 + x <= self.bs_lossless
-                    && if self.dsh {
-                        s0 + x < t.saturating_sub(lim.headroom) && sp0 + x < self.port_point(pl, free)
-                    } else {
-                        s0 + x < t
-                    }
+                    && s0 + x < self.pg_point(lim, free)
+                    && (!self.dsh || sp0 + x < self.port_point(pl, free))
             });
             if k == 0 || !try_add_upto(&pool.shared, sum, self.bs_lossless) {
                 return None;
@@ -455,7 +451,13 @@ impl Mmu {
     /// The charge of one packet of `len` bytes of a prefix admitted by [`Mmu::admit_prefix`].
     #[inline]
     pub fn bulk_charge(&self, in_port: u16, pg: u8, out_port: u16, queue: u8, len: u32, segment: Segment) -> Charge {
-        Charge { bytes: self.charge_bytes(len).min(u64::from(u32::MAX)) as u32, in_port, out_port, pg, queue, segment }
+        Charge { bytes: self.charged(len), in_port, out_port, pg, queue, segment }
+    }
+
+    /// [`Mmu::charge_bytes`] as a charge's byte count.
+    #[inline]
+    pub fn charged(&self, len: u32) -> u32 {
+        self.charge_bytes(len).min(u64::from(u32::MAX)) as u32
     }
 
     /// Cases 1–4; returns the segment and the OFF bits its Xoff points ask to set (0:
@@ -480,31 +482,30 @@ impl Mmu {
         if self.dsh {
             return self.admit_dsh(st, lim, ps, pl, bit, free, b);
         }
-        let t = lim.th.limit(free);
+        let t = self.pg_point(lim, free);
         if st.shared.load(Relaxed) < t && try_add_upto(&pool.shared, b, self.bs_lossless) {
             let s = st.shared.fetch_add(b, Relaxed) + b;
             raise(&st.shared_wm, s);
             raise(&pool.shared_wm, pool.shared.load(Relaxed));
             return Ok((Segment::Shared, if s >= t { bit } else { 0 }));
         }
-        // A shared headroom pool is a second cap: the pool's size and the PG's `xoff`. The
-        // pool is taken first: a release may take from the PG's counter at any time, so
-        // only the pool's (which releases follow, never lead) may be undone.
-        if self.hp_cap.is_some_and(|cap| !try_add_upto(&pool.headroom, b, cap)) {
-            return Err(DropReason::LosslessHeadroomFull);
+        // The pool is taken first, in every mode: a release may take from the PG's counter
+        // at any time and gives those bytes back to the pool, which must already hold
+        // them; only the pool's charge (which releases follow, never lead) may be undone.
+        // A shared headroom pool is a second cap: the pool's size and the PG's `xoff`.
+        match self.hp_cap {
+            Some(cap) if !try_add_upto(&pool.headroom, b, cap) => return Err(DropReason::LosslessHeadroomFull),
+            Some(_) => {}
+            None => {
+                pool.headroom.fetch_add(b, Relaxed);
+            }
         }
         if try_add_upto(&st.headroom, b, lim.headroom) {
-            let ph = match self.hp_cap {
-                None => pool.headroom.fetch_add(b, Relaxed) + b,
-                Some(_) => pool.headroom.load(Relaxed),
-            };
             raise(&st.headroom_wm, st.headroom.load(Relaxed));
-            raise(&pool.headroom_wm, ph);
+            raise(&pool.headroom_wm, pool.headroom.load(Relaxed));
             return Ok((Segment::Headroom, bit));
         }
-        if self.hp_cap.is_some() {
-            pool.headroom.fetch_sub(b, Relaxed);
-        }
+        pool.headroom.fetch_sub(b, Relaxed);
         Err(DropReason::LosslessHeadroomFull)
     }
 
@@ -522,7 +523,7 @@ impl Mmu {
         b: u64,
     ) -> Result<(Segment, u32), DropReason> {
         let pool = &*self.lossless;
-        let t = lim.th.limit(free);
+        let pg_t = self.pg_point(lim, free);
         let port_t = self.port_point(pl, free);
         if ps.off.load(Relaxed) & PORT_OFF == 0
             && ps.shared.load(Relaxed) < port_t
@@ -532,15 +533,17 @@ impl Mmu {
             let s = st.shared.fetch_add(b, Relaxed) + b;
             raise(&st.shared_wm, s);
             raise(&pool.shared_wm, pool.shared.load(Relaxed));
-            let q = if s >= t.saturating_sub(lim.headroom) { bit } else { 0 };
+            let q = if s >= pg_t { bit } else { 0 };
             let p = if sp >= port_t { PORT_OFF } else { 0 };
             return Ok((Segment::Shared, q | p));
         }
         // The port is OFF, or shared refused the packet: that is its port-level Xoff.
         if try_add_upto(&ps.insurance, b, pl.insurance) {
-            st.headroom.fetch_add(b, Relaxed);
+            // The pool before the PG: a concurrent release takes what the PG counter
+            // shows and gives it back to the pool, which must already hold it.
             let ph = pool.headroom.fetch_add(b, Relaxed) + b;
-            raise(&st.headroom_wm, st.headroom.load(Relaxed));
+            let h = st.headroom.fetch_add(b, Relaxed) + b;
+            raise(&st.headroom_wm, h);
             raise(&pool.headroom_wm, ph);
             return Ok((Segment::Headroom, PORT_OFF));
         }
@@ -577,9 +580,20 @@ impl Mmu {
     /// periodic check (`check_resume`) between two arrivals would RESUME it at once.
     #[inline]
     fn xon_threshold(&self, lim: &PgLimits) -> u64 {
-        let t = lim.th.limit(self.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed)));
-        let xoff = if self.dsh { t.saturating_sub(lim.headroom) } else { t };
+        let xoff = self.pg_point(lim, self.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed)));
         lim.xon.max(xoff.saturating_sub(lim.xon_offset)).min(xoff)
+    }
+
+    /// A PG's Xoff point in shared for `free` shared bytes in the pool: T, or with DSH
+    /// the queue-level point T − η.
+    #[inline]
+    fn pg_point(&self, lim: &PgLimits, free: u64) -> u64 {
+        let t = lim.th.limit(free);
+        if self.dsh {
+            t.saturating_sub(lim.headroom)
+        } else {
+            t
+        }
     }
 
     /// DSH: the port-level Xoff point `Nq·T` for `free` shared bytes in the pool.
