@@ -244,7 +244,12 @@ fn simulate(m: &Mmu, n: usize, link: &Link, w: &Workload) -> Outcome {
                             on_edge(&mut s, &mut o, e, t);
                         }
                     }
-                    Verdict::Drop(_) => o.lossless_drops += 1,
+                    Verdict::Drop { edge, .. } => {
+                        o.lossless_drops += 1;
+                        if let Some(e) = edge {
+                            on_edge(&mut s, &mut o, e, t);
+                        }
+                    }
                 }
             }
         }
@@ -252,7 +257,7 @@ fn simulate(m: &Mmu, n: usize, link: &Link, w: &Workload) -> Outcome {
             bg_backlog -= 1;
             match m.admit(bg_port, 0, 0, 0, link.frame, false) {
                 Verdict::Admit { charge, .. } => egress.push_back(charge),
-                Verdict::Drop(_) => o.lossy_drops += 1,
+                Verdict::Drop { .. } => o.lossy_drops += 1,
             }
         }
         // The egress sends one frame per slot.

@@ -136,7 +136,12 @@ fn one(
                     t.port_pause_at = Some(k);
                 }
             }
-            Verdict::Drop(r) => {
+            Verdict::Drop { reason: r, edge } => {
+                // A PG dropped at its Xoff point (its headroom pool was full) pauses too.
+                if t.pause_at.is_none() && edge.is_some_and(|x| x.kind == EdgeKind::Pause && x.pgs & (1 << pg) != 0) {
+                    t.pause_at = Some(k);
+                    t.pause_bytes = mmu.pg_occupancy(p, pg).total;
+                }
                 t.first_drop = Some(k);
                 t.drop_reason = Some(r.as_str());
                 break;

@@ -77,6 +77,9 @@ fn config(p: &Params) -> MmuConfig {
 enum Op {
     Admit { in_port: u16, pg: u8, out_port: u16, queue: u8, len: u32, lossless: bool },
     Release(usize),
+    /// The control lcore's periodic Xon check of every PG (T grows when others drain; a
+    /// PG paused by a drop may hold nothing to release).
+    Reconcile,
 }
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
@@ -89,7 +92,10 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
             len,
             lossless: l || pg == 3,
         });
-    proptest::collection::vec(prop_oneof![3 => admit, 2 => any::<usize>().prop_map(Op::Release)], 1..400)
+    proptest::collection::vec(
+        prop_oneof![3 => admit, 2 => any::<usize>().prop_map(Op::Release), 1 => Just(Op::Reconcile)],
+        1..400,
+    )
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -180,8 +186,15 @@ proptest! {
             }
             Ok(())
         };
-        for op in ops.iter().chain(std::iter::once(&Op::Release(usize::MAX))) {
+        for op in ops.iter().chain([Op::Release(usize::MAX), Op::Reconcile].iter()) {
             match *op {
+                Op::Reconcile => {
+                    for port in 0..PORTS {
+                        for pg in 0..8 {
+                            edge(&mut model, m.check_resume(port, pg))?;
+                        }
+                    }
+                }
                 Op::Admit { in_port, pg, out_port, queue, len, lossless } => {
                     let b = u64::from(len).div_ceil(u64::from(p.cell)) * u64::from(p.cell);
                     let before = model.pgs[ix(in_port, pg)];
@@ -222,8 +235,11 @@ proptest! {
                             }
                             held.push(charge);
                         }
-                        Verdict::Drop(r) => {
+                        Verdict::Drop { reason: r, edge: e } => {
+                            edge(&mut model, e)?;
                             if is_ll {
+                                // Dropped while ON is never right: the drop itself pauses.
+                                prop_assert!(model.pgs[ix(in_port, pg)].off && m.is_off(in_port, pg), "lossless drop while ON");
                                 prop_assert_eq!(r, DropReason::LosslessHeadroomFull);
                                 // The headroom that mode promises is exhausted: the PG's own,
                                 // the shared headroom pool, or (DSH) the port's insurance.
@@ -236,6 +252,7 @@ proptest! {
                                 prop_assert!(full, "dropped with headroom left");
                             } else {
                                 prop_assert!(matches!(r, DropReason::LossyDt | DropReason::LossyPoolFull));
+                                prop_assert!(e.is_none(), "lossy traffic never makes an edge");
                             }
                         }
                     }
@@ -326,7 +343,7 @@ fn link_model(speed: u64, cable: f64, mtu: u32, sw_ns: u64, headroom: u64) -> (u
                 t_stop = t_edge + sw + tau + d + resp;
             }
             Verdict::Admit { .. } => {}
-            Verdict::Drop(_) => drops += 1,
+            Verdict::Drop { .. } => drops += 1,
         }
     }
     (drops, m.pg_watermarks(0, 3).headroom)
@@ -461,7 +478,7 @@ proptest! {
                     for &l in &lens {
                         match single.admit(in_port, pg, out_port, queue, l, lossless) {
                             Verdict::Admit { charge, edge } => { cs1.push(Some(charge)); e1.extend(edge); }
-                            Verdict::Drop(_) => cs1.push(None),
+                            Verdict::Drop { .. } => cs1.push(None),
                         }
                     }
                     let mut cs0 = Vec::new();
@@ -479,7 +496,7 @@ proptest! {
                             None => {
                                 match bulk.admit(in_port, pg, out_port, queue, lens[i], lossless) {
                                     Verdict::Admit { charge, edge } => { cs0.push(Some(charge)); e0.extend(edge); }
-                                    Verdict::Drop(_) => cs0.push(None),
+                                    Verdict::Drop { .. } => cs0.push(None),
                                 }
                                 i += 1;
                             }

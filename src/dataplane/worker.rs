@@ -109,7 +109,7 @@ impl Worker {
             multi_rx: spec.ports.iter().map(|p| p.nb_rx > 1).collect(),
             pfc_inbox_ports: Vec::new(),
             pad_short: spec.ports.iter().map(|p| p.pad_short_frames).collect(),
-            max_frame: spec.ports.iter().map(|p| p.mtu + crate::plan::MAX_L2_HEADER).collect(),
+            max_frame: spec.ports.iter().map(|p| p.mtu + crate::wire::MAX_L2_HEADER).collect(),
             burst: MbufBurst::new(),
             burst_size: spec.burst_size.clamp(1, BURST_CAP),
             tsc_hz,
@@ -524,8 +524,11 @@ impl Worker {
                 return;
             }
         }
-        match shared.mmu.admit(in_port, class.pg, out as u16, queue, len, lossless) {
-            Verdict::Drop(r) => {
+        let verdict = shared.mmu.admit(in_port, class.pg, out as u16, queue, len, lossless);
+        // Admitted or not, an edge is acted on: a packet dropped at the Xoff point pauses.
+        self.on_edge(shared, verdict.edge(), now, c);
+        match verdict {
+            Verdict::Drop { reason: r, .. } => {
                 let ic = &c.ports[in_port as usize];
                 ic.drop(r.into());
                 ic.tc_dropped[tc as usize].inc();
@@ -534,41 +537,43 @@ impl Worker {
                 }
                 c.ports[out].queue_drops[queue as usize].inc();
             }
-            Verdict::Admit { charge, edge } => {
-                // The PAUSE of an Xoff crossing leaves from here at once, one frame per
-                // PG it names (see pause_handoff); anything else (a RESUME, a PG whose
-                // hand-off failed) goes to the control lcore.
-                let rest = edge.map(|e| {
-                    if e.kind != mmu::EdgeKind::Pause {
-                        return e;
-                    }
-                    let port = e.port as usize;
-                    let mut rest = e.pgs;
-                    for pg in e.pg_iter() {
-                        let prios = shared.ports[port].plan.pg_priorities[pg as usize];
-                        if prios != 0
-                            && self.notes.pause(&shared.ports[port].pause[pg as usize], e.port, pg, now, || {
-                                shared.queue_pause(port, prios, now)
-                            })
-                        {
-                            rest &= !(1 << pg);
-                        }
-                    }
-                    mmu::Edge { pgs: rest, ..e }
-                });
-                if let Some(e) = edge.filter(|e| e.kind == mmu::EdgeKind::Pause) {
-                    // A PAUSE this lcore queued for a port whose TX it owns leaves now, not
-                    // after the rest of the burst (the reaction time's largest part).
-                    let sent_here = rest.is_none_or(|r| r.pgs != e.pgs);
-                    if let (true, Some(ix)) = (sent_here, self.local_tx[e.port as usize]) {
-                        self.txs[ix].serve_control(shared, self.index, now, c);
-                    }
-                }
-                shared.push_edge(self.index, rest.filter(|e| e.pgs != 0), now, c);
+            Verdict::Admit { charge, .. } => {
                 let q = Queued { m, charge, rx_tsc: now, in_port, tc, queue };
                 enqueue(shared, &mut self.txs, &self.local_tx, self.index, q, now, c);
             }
         }
+    }
+
+    /// An MMU edge from an admission. The PAUSE of an Xoff crossing leaves from here at
+    /// once, one frame per PG it names (see pause_handoff); anything else (a RESUME, a PG
+    /// whose hand-off failed) goes to the control lcore.
+    #[inline]
+    fn on_edge(&mut self, shared: &Shared, edge: Option<mmu::Edge>, now: u64, c: &LcoreCounters) {
+        let Some(e) = edge else { return };
+        if e.kind != mmu::EdgeKind::Pause {
+            shared.push_edge(self.index, Some(e), now, c);
+            return;
+        }
+        let port = e.port as usize;
+        let mut rest = e.pgs;
+        for pg in e.pg_iter() {
+            let prios = shared.ports[port].plan.pg_priorities[pg as usize];
+            if prios != 0
+                && self.notes.pause(&shared.ports[port].pause[pg as usize], e.port, pg, now, || {
+                    shared.queue_pause(port, prios, now)
+                })
+            {
+                rest &= !(1 << pg);
+            }
+        }
+        // A PAUSE this lcore queued for a port whose TX it owns leaves now, not after the
+        // rest of the burst (the reaction time's largest part).
+        if rest != e.pgs {
+            if let Some(ix) = self.local_tx[port] {
+                self.txs[ix].serve_control(shared, self.index, now, c);
+            }
+        }
+        shared.push_edge(self.index, (rest != 0).then_some(mmu::Edge { pgs: rest, ..e }), now, c);
     }
 }
 

@@ -272,21 +272,21 @@ impl Mmu {
     #[inline]
     pub fn admit(&self, in_port: u16, pg: u8, out_port: u16, queue: u8, len: u32, lossless: bool) -> Verdict {
         let (Some(pi), Some(qi)) = (self.idx(in_port, pg), self.idx(out_port, queue)) else {
-            return Verdict::Drop(DropReason::InvalidIndex);
+            return Verdict::drop(DropReason::InvalidIndex);
         };
         let (Some(lim), Some(q)) = (self.pg_limits.get(pi), self.queues.get(qi)) else {
-            return Verdict::Drop(DropReason::InvalidIndex);
+            return Verdict::drop(DropReason::InvalidIndex);
         };
         let b = self.charge_bytes(len);
         let Ok(bytes) = u32::try_from(b) else {
-            return Verdict::Drop(DropReason::Oversize);
+            return Verdict::drop(DropReason::Oversize);
         };
         let mut charge = Charge { bytes, in_port, out_port, pg, queue, segment: Segment::Private };
         if lossless && lim.lossless {
             let (Some(st), Some(ps), Some(pl)) =
                 (self.pgs.get(pi), self.ports.get(usize::from(in_port)), self.port_limits.get(usize::from(in_port)))
             else {
-                return Verdict::Drop(DropReason::InvalidIndex);
+                return Verdict::drop(DropReason::InvalidIndex);
             };
             match self.admit_lossless(st, lim, ps, pl, pg, b) {
                 Ok((segment, pause)) => {
@@ -300,18 +300,22 @@ impl Mmu {
                     };
                     Verdict::Admit { charge, edge }
                 }
-                Err(r) => Verdict::Drop(r),
+                // Dropped at or over the Xoff point: the PG (or port) goes OFF all the
+                // same, so the peer is paused instead of losing everything at line rate.
+                Err((reason, pause)) => {
+                    Verdict::Drop { reason, edge: (pause != 0).then(|| flip(in_port, ps, pl, |w| w | pause)).flatten() }
+                }
             }
         } else {
             let Some(ql) = self.q_limits.get(qi) else {
-                return Verdict::Drop(DropReason::InvalidIndex);
+                return Verdict::drop(DropReason::InvalidIndex);
             };
             match self.admit_lossy(q, ql, b) {
                 Ok(segment) => {
                     charge.segment = segment;
                     Verdict::Admit { charge, edge: None }
                 }
-                Err(r) => Verdict::Drop(r),
+                Err(reason) => Verdict::drop(reason),
             }
         }
     }
@@ -461,7 +465,8 @@ impl Mmu {
     }
 
     /// Cases 1–4; returns the segment and the OFF bits its Xoff points ask to set (0:
-    /// none reached).
+    /// none reached). A drop names the OFF bits too: a packet refused at or over the Xoff
+    /// point (headroom, its pool or DSH's insurance full) still pauses the PG.
     #[inline]
     fn admit_lossless(
         &self,
@@ -471,7 +476,7 @@ impl Mmu {
         pl: &PortLimits,
         pg: u8,
         b: u64,
-    ) -> Result<(Segment, u32), DropReason> {
+    ) -> Result<(Segment, u32), (DropReason, u32)> {
         let pool = &*self.lossless;
         if try_add_upto(&st.private, b, lim.private) {
             pool.private.fetch_add(b, Relaxed);
@@ -494,7 +499,7 @@ impl Mmu {
         // them; only the pool's charge (which releases follow, never lead) may be undone.
         // A shared headroom pool is a second cap: the pool's size and the PG's `xoff`.
         match self.hp_cap {
-            Some(cap) if !try_add_upto(&pool.headroom, b, cap) => return Err(DropReason::LosslessHeadroomFull),
+            Some(cap) if !try_add_upto(&pool.headroom, b, cap) => return Err((DropReason::LosslessHeadroomFull, bit)),
             Some(_) => {}
             None => {
                 pool.headroom.fetch_add(b, Relaxed);
@@ -506,7 +511,7 @@ impl Mmu {
             return Ok((Segment::Headroom, bit));
         }
         pool.headroom.fetch_sub(b, Relaxed);
-        Err(DropReason::LosslessHeadroomFull)
+        Err((DropReason::LosslessHeadroomFull, bit))
     }
 
     /// DSH cases 2–4 (module docs); `free` is the pool's free shared bytes before the packet.
@@ -521,7 +526,7 @@ impl Mmu {
         bit: u32,
         free: u64,
         b: u64,
-    ) -> Result<(Segment, u32), DropReason> {
+    ) -> Result<(Segment, u32), (DropReason, u32)> {
         let pool = &*self.lossless;
         let pg_t = self.pg_point(lim, free);
         let port_t = self.port_point(pl, free);
@@ -547,7 +552,7 @@ impl Mmu {
             raise(&pool.headroom_wm, ph);
             return Ok((Segment::Headroom, PORT_OFF));
         }
-        Err(DropReason::LosslessHeadroomFull)
+        Err((DropReason::LosslessHeadroomFull, PORT_OFF))
     }
 
     /// Egress DT on the lossy pool.

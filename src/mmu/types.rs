@@ -184,8 +184,9 @@ impl DropReason {
 pub enum Verdict {
     /// Enqueue; keep `charge`; act on `edge` if any.
     Admit { charge: Charge, edge: Option<Edge> },
-    /// Free the packet and count the reason.
-    Drop(DropReason),
+    /// Free the packet and count the reason; act on `edge` if any (a lossless packet
+    /// dropped at or over its PG's Xoff point pauses the PG all the same).
+    Drop { reason: DropReason, edge: Option<Edge> },
 }
 
 impl Verdict {
@@ -193,15 +194,25 @@ impl Verdict {
     pub fn charge(&self) -> Option<Charge> {
         match self {
             Verdict::Admit { charge, .. } => Some(*charge),
-            Verdict::Drop(_) => None,
+            Verdict::Drop { .. } => None,
         }
     }
-    /// The edge, if any.
+    /// The edge, if any (admitted or not).
     pub fn edge(&self) -> Option<Edge> {
         match self {
-            Verdict::Admit { edge, .. } => *edge,
-            Verdict::Drop(_) => None,
+            Verdict::Admit { edge, .. } | Verdict::Drop { edge, .. } => *edge,
         }
+    }
+    /// The reason, if dropped.
+    pub fn drop_reason(&self) -> Option<DropReason> {
+        match self {
+            Verdict::Admit { .. } => None,
+            Verdict::Drop { reason, .. } => Some(*reason),
+        }
+    }
+    /// A drop without an edge.
+    pub const fn drop(reason: DropReason) -> Verdict {
+        Verdict::Drop { reason, edge: None }
     }
 }
 
