@@ -84,6 +84,7 @@ fn run_refuses_bad_flags_before_eal() {
         (&["--stats-interval", "inf"], "--stats-interval"),
         (&["--duration", "1", "--stats-json", "/nonexistent-dir/stats.json"], "--stats-json"),
         (&["--duration", "1", "--timeline", "/nonexistent-dir/t.csv"], "--timeline"),
+        (&["--duration", "1", "--timeline-interval-us", "18446744073709551615"], "--timeline-interval-us"),
     ];
     for (args, flag) in cases {
         let out = Command::new(BIN)

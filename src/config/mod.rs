@@ -172,7 +172,7 @@ mod resolve;
 mod types;
 mod wred;
 
-pub use duration::{parse_cli_duration_ns, parse_duration_ns, DurationError};
+pub use duration::{parse_cli_duration_ns, parse_duration_ns, DurationError, CLI_MAX_NS};
 pub use error::ConfigError;
 pub use resolve::{defaults, parse_bdf, parse_devargs, parse_lcore_set, VDEV_PREFIXES};
 pub use types::*;
