@@ -76,8 +76,22 @@ impl PendingPgs {
         let tsc = self.earliest_pause_tsc(off_pgs);
         send_edge(tx, prios_of(off_pgs, pg_priorities), EdgeKind::Pause, now, tsc, &mut send)?;
         self.clear(off_pgs);
-        send_edge(tx, prios_of(on_pgs, pg_priorities), EdgeKind::Resume, now, 0, &mut send)?;
+        if !send_edge(tx, prios_of(on_pgs, pg_priorities), EdgeKind::Resume, now, 0, &mut send)? {
+            self.clear(on_pgs);
+            return Ok(());
+        }
         self.clear(on_pgs);
+        // A worker may have crossed Xoff between our reading of the MMU and our RESUME
+        // and queued its PAUSE first: the wire would then carry PAUSE, RESUME while the
+        // PG is OFF. Read again after queueing (the fence orders our push before the
+        // reads, against the worker's CAS and push) and follow with a PAUSE.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        let again = bits(on_pgs).filter(|&pg| mmu_off(pg)).fold(0u8, |m, pg| m | 1 << pg);
+        if again != 0 {
+            self.dirty |= again;
+            send_edge(tx, prios_of(again, pg_priorities), EdgeKind::Pause, now, 0, &mut send)?;
+            self.clear(again);
+        }
         Ok(())
     }
 
@@ -111,7 +125,8 @@ pub fn send_refresh(
     Ok(true)
 }
 
-/// One edge for `priorities`, committed only if `send` queued the frame.
+/// One edge for `priorities`, committed only if `send` queued the frame. Ok(true) if a
+/// frame was queued.
 fn send_edge(
     tx: &mut PfcPortTx,
     priorities: u8,
@@ -119,18 +134,18 @@ fn send_edge(
     now: u64,
     edge_tsc: u64,
     send: &mut impl FnMut(&MacControl, u64) -> bool,
-) -> Result<(), Unsent> {
+) -> Result<bool, Unsent> {
     if priorities == 0 {
-        return Ok(());
+        return Ok(false);
     }
     let Some(a) = tx.prepare_edge(priorities, kind, now) else {
-        return Ok(()); // already in that state
+        return Ok(false); // already in that state
     };
     if !send(a.frame(), edge_tsc) {
         return Err(Unsent);
     }
     a.commit();
-    Ok(())
+    Ok(true)
 }
 
 fn prios_of(pgs: u8, pg_priorities: &[u8; 8]) -> u8 {
@@ -312,5 +327,34 @@ mod tests {
         p.mark(3, Some(EdgeKind::Pause), 200);
         p.settle(&mut tx, &PG_PRIOS, |_| true, 400, q.send()).unwrap();
         assert_eq!(q.sent, vec![(MacControl::pfc_pause(0b1_1000, 0xffff), 200)]);
+    }
+
+    /// The control lcore reads a PG ON and queues RESUME; a worker crosses Xoff in between
+    /// and queues its PAUSE first (the interleaving forced: the worker acts inside the
+    /// control lcore's send of the RESUME). The wire must not end with that RESUME while
+    /// the MMU says OFF: a PAUSE follows it.
+    #[test]
+    fn resume_overtaken_by_a_worker_pause_is_followed_by_pause() {
+        use std::cell::{Cell, RefCell};
+        let mut tx = port();
+        tx.note_sent_pause(1 << 3, 100, 1);
+        let mmu_off = Cell::new(false);
+        let wire = RefCell::new(Vec::new());
+        let mut p = PendingPgs::default();
+        p.mark(3, Some(EdgeKind::Resume), 0);
+        let send = |f: &MacControl, _: u64| {
+            if *f == MacControl::pfc_resume(1 << 3) && !mmu_off.get() {
+                // The worker: its admission flips the PG OFF and queues its PAUSE.
+                mmu_off.set(true);
+                wire.borrow_mut().push(MacControl::pfc_pause(1 << 3, 0xffff));
+            }
+            wire.borrow_mut().push(*f);
+            true
+        };
+        p.settle(&mut tx, &PG_PRIOS, |_| mmu_off.get(), 200, send).unwrap();
+        let wire = wire.into_inner();
+        assert_eq!(wire.last(), Some(&MacControl::pfc_pause(1 << 3, 0xffff)), "wire ends {wire:?} with the PG OFF");
+        assert_eq!(tx.off_mask(), 1 << 3, "the sender state follows the MMU");
+        assert_eq!(p.dirty(), 0);
     }
 }
