@@ -36,7 +36,7 @@ fn sonic_sched() -> Scheduler {
     k[3] = TcSched::Dwrr(15);
     k[4] = TcSched::Dwrr(15);
     k[7] = TcSched::Strict;
-    Scheduler::new(k)
+    Scheduler::new(k, pfcswitch::wire::max_frame_len(9100))
 }
 
 fn frame() -> [u8; 64] {

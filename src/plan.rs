@@ -11,13 +11,7 @@ use crate::mmu::{self, MmuConfig, PgProfile, PortMmuConfig, QueueProfile};
 use crate::sched::TcSched;
 use crate::wred::WredProfile;
 
-/// Bytes a frame occupies on the wire beyond its MTU payload: Ethernet header (14),
-/// 802.1Q tag (4) and FCS (4).
-pub const L2_OVERHEAD: u32 = 22;
-
-/// The largest L2 header of a frame in an mbuf (the PMD strips the FCS): Ethernet + one
-/// 802.1Q tag. A received frame longer than MTU + this is oversize.
-pub const MAX_L2_HEADER: u32 = L2_OVERHEAD - 4;
+use crate::wire::L2_OVERHEAD;
 
 /// Everything the dataplane needs to know about one port, derived from the config.
 #[derive(Debug, Clone)]

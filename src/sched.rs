@@ -13,9 +13,6 @@ pub enum TcSched {
     Dwrr(u32),
 }
 
-/// DWRR quantum unit: one maximum-size frame per unit of weight, so every visit of a class
-/// with weight ≥ 1 can send at least its head packet (DRR's O(1) condition).
-pub const QUANTUM_UNIT: u32 = 9216 + crate::plan::L2_OVERHEAD;
 
 #[derive(Debug, Clone)]
 pub struct Scheduler {
@@ -30,7 +27,16 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    pub fn new(kinds: [TcSched; 8]) -> Scheduler {
+    /// `max_frame`: the longest frame that can reach the port (bytes, as `head_len`
+    /// counts them). A DWRR class's quantum is that frame × its weight over the lightest
+    /// DWRR class's weight: every visit can send at least the head packet (DRR's O(1)
+    /// condition), and classes interleave at frame granularity (equal weights: frame by
+    /// frame) rather than in runs of weight × 9 KB, so a lossless class does not wait
+    /// ~100 KB behind a lossy one.
+    pub fn new(kinds: [TcSched; 8], max_frame: u32) -> Scheduler {
+        let unit = u64::from(max_frame.max(crate::wire::MIN_FRAME_LEN as u32));
+        // The lightest DWRR class gets one frame a visit, the others in proportion.
+        let w_min = kinds.iter().filter_map(|k| if let TcSched::Dwrr(w) = *k { Some(w.clamp(1, 100)) } else { None }).min();
         let mut quantum = [0; 8];
         let mut strict_mask = 0u8;
         let mut dwrr_mask = 0u8;
@@ -39,16 +45,16 @@ impl Scheduler {
                 TcSched::Strict => strict_mask |= 1 << tc,
                 TcSched::Dwrr(w) => {
                     dwrr_mask |= 1 << tc;
-                    quantum[tc] = w.clamp(1, 100) * QUANTUM_UNIT;
+                    quantum[tc] = (u64::from(w.clamp(1, 100)) * unit).div_ceil(u64::from(w_min.unwrap_or(1))) as u32;
                 }
             }
         }
         Scheduler { kinds, quantum, deficit: [0; 8], cur: 0, granted: false, strict_mask, dwrr_mask }
     }
 
-    /// All TCs DWRR with equal weight.
+    /// All TCs DWRR with equal weight, jumbo frames.
     pub fn equal() -> Scheduler {
-        Scheduler::new([TcSched::Dwrr(1); 8])
+        Scheduler::new([TcSched::Dwrr(1); 8], crate::wire::max_frame_len(9216))
     }
 
     pub fn kinds(&self) -> &[TcSched; 8] {
@@ -240,10 +246,12 @@ impl InflightLimit {
         self.line.refill(now);
     }
 
-    /// Whether `len` more bytes of data fit under the limit.
+    /// Whether `len` more bytes of data fit under the limit. An empty ring always takes
+    /// one frame, so a limit below the largest frame that reaches the port slows it but
+    /// never wedges it.
     #[inline]
     pub fn admits(&self, len: u32) -> bool {
-        self.line.tokens_fp >= (len as u64) << FP
+        self.line.tokens_fp >= (len as u64) << FP || self.line.tokens_fp == self.line.burst_fp
     }
 
     /// `len` bytes handed to the device (data after [`InflightLimit::admits`], or a
@@ -267,12 +275,46 @@ impl InflightLimit {
 mod tests {
     use super::*;
 
+    /// A 9216-MTU frame with its 802.1Q header.
+    const JUMBO: u32 = 9234;
+
+    /// Two equal DWRR classes (SONiC's default weight 14) loaded with 1000 B frames on a
+    /// 1500-MTU port interleave frame by frame (runs of at most two), not in runs of ~130.
+    #[test]
+    fn equal_dwrr_classes_interleave_at_frame_granularity() {
+        let mut s = Scheduler::new([TcSched::Dwrr(14); 8], crate::wire::max_frame_len(1500));
+        let (mut last, mut run, mut longest) = (usize::MAX, 0, 0);
+        let mut n = [0u32; 8];
+        for _ in 0..10_000 {
+            let tc = s.pick(0b0001_1000, |_| 1000).unwrap();
+            n[tc] += 1;
+            run = if tc == last { run + 1 } else { 1 };
+            last = tc;
+            longest = longest.max(run);
+        }
+        assert!(longest <= 2, "runs of {longest} frames of one class");
+        assert!(n[3].abs_diff(n[4]) <= 2, "{n:?}");
+    }
+
+    /// A limit below one frame (1522 B for 1514 B frames, which take 1538 B on the line)
+    /// sends one frame whenever the ring is empty: slow, never wedged.
+    #[test]
+    fn inflight_limit_below_a_frame_sends_one_when_empty() {
+        let hz = 1_000_000_000;
+        let mut l = InflightLimit::new(10_000_000_000, 1522, hz, 0);
+        assert!(l.admits(1538));
+        l.sent(1538);
+        assert!(!l.admits(1538), "one at a time");
+        l.drain(2_000); // 2 µs at 10G: 2500 B left the ring
+        assert!(l.admits(1538));
+    }
+
     #[test]
     fn strict_beats_dwrr_and_higher_strict_wins() {
         let mut k = [TcSched::Dwrr(10); 8];
         k[5] = TcSched::Strict;
         k[6] = TcSched::Strict;
-        let mut s = Scheduler::new(k);
+        let mut s = Scheduler::new(k, JUMBO);
         assert_eq!(s.pick(0b0110_1001, |_| 64), Some(6));
         assert_eq!(s.pick(0b0010_1001, |_| 64), Some(5));
         assert_eq!(s.pick(0b0000_1001, |_| 64).map(|t| t == 0 || t == 3), Some(true));
@@ -284,7 +326,7 @@ mod tests {
         let mut k = [TcSched::Dwrr(1); 8];
         k[3] = TcSched::Dwrr(30);
         k[4] = TcSched::Dwrr(10);
-        let mut s = Scheduler::new(k);
+        let mut s = Scheduler::new(k, JUMBO);
         let mut bytes = [0u64; 8];
         for _ in 0..400_000 {
             let tc = s.pick(0b0001_1000, |tc| if tc == 3 { 1500 } else { 64 }).unwrap();
@@ -298,7 +340,7 @@ mod tests {
     fn refund_keeps_weights_when_sends_are_refused() {
         let mut k = [TcSched::Dwrr(1); 8];
         k[3] = TcSched::Dwrr(3);
-        let mut s = Scheduler::new(k);
+        let mut s = Scheduler::new(k, JUMBO);
         let mut bytes = [0u64; 8];
         for i in 0..200_000 {
             let tc = s.pick(0b0001_1001, |_| 1000).unwrap();
@@ -383,7 +425,7 @@ mod tests {
             budget in 1usize..40,
         ) {
             let k: [TcSched; 8] = std::array::from_fn(|i| kinds[i].map_or(TcSched::Strict, TcSched::Dwrr));
-            let (mut a, mut b) = (Scheduler::new(k), Scheduler::new(k));
+            let (mut a, mut b) = (Scheduler::new(k, JUMBO), Scheduler::new(k, JUMBO));
             let mut qa: [std::collections::VecDeque<u32>; 8] = Default::default();
             for round in arrivals {
                 for (tc, len, n) in round {

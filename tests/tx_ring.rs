@@ -192,3 +192,28 @@ fn a_slow_deep_ring_holds_only_tx_inflight_limit_ahead_of_a_pause() {
     assert!(ahead_before > 4 * (limit + slack), "limit off: only {ahead_before} B ahead of the PAUSE");
     assert!(before.is_none_or(|b| b > 2.0 * after), "limit off: PAUSE after {before:?} us vs {after} us");
 }
+
+/// A jumbo frame switched from a 9100-MTU port to a 1500-MTU port with a slow shaper: the
+/// shaper's bucket (and the scheduler's quantum) must hold the largest frame that can reach
+/// the port, not the port's own MTU, or the frame waits for tokens that never come and the
+/// queue is wedged for ever (every frame `flushed_at_stop`).
+#[test]
+fn a_jumbo_leaves_a_slow_shaped_port() {
+    let d = TestDir::new("jumbo_shaped");
+    let (a, b) = (mac(0xaa), mac(0xbb));
+    let jumbos: Vec<Vec<u8>> = (0..3).map(|i| ipv4_frame(b, a, 0, 0, i, 9000)).collect();
+    write_pcap(&d.join("in0.pcap"), &jumbos);
+    write_pcap(&d.join("in1.pcap"), &[ipv4_frame(a, b, 0, 0, 0, 100)]);
+    let cfg = pcap_pair(&d, "10G")
+        .edit_port("Ethernet0", |p| p.mtu(9100))
+        .edit_port("Ethernet4", |p| p.set("tx_enable", "true").set("shaper_rate", "\"10M\""))
+        .toml(&pcap_pair_buffer(&EXACT_PROFILE))
+        .one_worker()
+        .write(&d.join("t.toml"));
+    let j = run_for(&d, &cfg, "1s");
+    assert_conserved(&j);
+    let e4 = port(&j, "Ethernet4");
+    assert_eq!(e4["tx_packets"].as_u64(), Some(3), "{e4}");
+    let out = read_pcap(&d.join("out1.pcap"));
+    assert_eq!(out.iter().filter(|f| f.len() == 9000).count(), 3);
+}

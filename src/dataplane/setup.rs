@@ -118,9 +118,9 @@ pub fn port_ids(spec: &SwitchSpec) -> Result<Vec<u16>, DataplaneError> {
 /// The packet mempool (sized from the buffer so that the MMU, not the mempool, runs out
 /// first) and the small pool PFC frames come from, so data can never starve them.
 pub fn mempools(spec: &SwitchSpec) -> Result<(Arc<Mempool>, Arc<Mempool>), DataplaneError> {
-    let max_mtu = spec.ports.iter().map(|p| p.mtu).max().unwrap_or(1500);
+    let max_mtu = spec.max_mtu();
     // Single-segment mbufs large enough for the biggest frame (+ VLAN tag and FCS slack).
-    let data_room = (max_mtu + crate::plan::L2_OVERHEAD + 128).clamp(2048 + 128, u16::MAX as u32) as u16;
+    let data_room = (max_mtu + crate::wire::L2_OVERHEAD + 128).clamp(2048 + 128, u16::MAX as u32) as u16;
     // Computed by the config (`config::resolve::switch::compute_mbufs`) unless explicit.
     let n_mbufs = spec.mbuf_count;
     let pool = Mempool::new("pfcsw_pool", n_mbufs, MEMPOOL_CACHE, data_room, -1).map_err(|e| {
@@ -272,7 +272,6 @@ pub fn shared_state(
                 name: ps.name.clone(),
                 plan: pp.clone(),
                 speed_bps: ps.speed_bps,
-                mtu: ps.mtu,
                 mac: ports.macs[i],
                 rx_pause: rx.deadlines(),
                 pfc_rx_counters: rx.counters(),

@@ -32,7 +32,6 @@ pub struct PortRt {
     pub name: String,
     pub plan: PortPlan,
     pub speed_bps: u64,
-    pub mtu: u32,
     /// The port's MAC (source of its PFC frames).
     pub mac: MacAddr,
     /// Pause deadlines set by received PFC frames (written by the RX lcore).

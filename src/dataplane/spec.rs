@@ -90,6 +90,11 @@ pub fn queue_len_for(plan: &crate::plan::Plan, mbuf_count: u32, burst: usize) ->
 }
 
 impl SwitchSpec {
+    /// The largest MTU of any port: what bounds a frame that can reach an egress port.
+    pub fn max_mtu(&self) -> u32 {
+        self.ports.iter().map(|p| p.mtu).max().unwrap_or(1500)
+    }
+
     /// The start-up spec of a validated configuration.
     pub fn from_config(cfg: &crate::config::Config, plan: crate::plan::Plan) -> SwitchSpec {
         let burst = cfg.switch.burst_size as usize;

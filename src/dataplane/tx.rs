@@ -28,10 +28,7 @@ use super::latency::LatencyRecorder;
 use super::shared::Shared;
 use super::spec::SwitchSpec;
 use crate::tcq::{Slot, TcQueue};
-
-/// Wire overhead per frame the shaper charges beyond the frame: FCS 4, preamble and SFD
-/// 8, inter-frame gap 12 (so a shaper at line rate models the line).
-pub const WIRE_OVERHEAD: u32 = 24;
+use crate::wire::WIRE_OVERHEAD;
 
 /// Consecutive packets of the pending list from one run of one TC queue (or one control
 /// frame).
@@ -89,10 +86,8 @@ pub struct TxPort {
     /// Queues that send only because the watchdog ignores their peer's PAUSE (action
     /// `forward`): what leaves them is the watchdog's `tx_ok`.
     wd_forward_queues: u8,
-    /// WRED/ECN profile per egress queue, the queues that are lossless, and this lcore's
-    /// random source for them.
+    /// WRED/ECN profile per egress queue and this lcore's random source for them.
     wred: [Option<WredProfile>; 8],
-    lossless_queues: u8,
     rng: Rng,
     /// The data in the device's TX ring (`tx_inflight_limit`; None = as much as it takes).
     inflight: Option<InflightLimit>,
@@ -113,7 +108,10 @@ impl TxPort {
         let (burst, queue_len) = (spec.burst_size, spec.egress_queue_len);
         let rt = &shared.ports[port];
         let plan = &rt.plan;
-        let max_frame = rt.mtu + crate::plan::L2_OVERHEAD;
+        // The longest frame that can reach this port: any ingress port's (a jumbo from a
+        // 9100-MTU port may be switched to a 1500-MTU one). The scheduler's quantum and
+        // the shaper's bucket hold at least one, so neither can wedge a queue behind it.
+        let max_frame = crate::wire::max_frame_len(spec.max_mtu());
         TxPort {
             port,
             txq,
@@ -124,7 +122,7 @@ impl TxPort {
             pcharged: [0; BURST_CAP],
             tcq: std::array::from_fn(|_| TcQueue::new(queue_len)),
             published: [0; 8],
-            sched: Scheduler::new(plan.sched),
+            sched: Scheduler::new(plan.sched, max_frame),
             shaper: plan
                 .shaper_bps
                 .map(|bps| Shaper::new(bps, Shaper::default_burst(bps, max_frame + WIRE_OVERHEAD), tsc_hz, now)),
@@ -136,7 +134,6 @@ impl TxPort {
             progress: 0,
             wd_forward_queues: 0,
             wred: plan.wred,
-            lossless_queues: plan.lossless_queues,
             rng: Rng::new(spec.wred_seed.unwrap_or(now) ^ port as u64),
             inflight: plan.tx_inflight.map(|b| InflightLimit::new(rt.speed_bps, b, tsc_hz, now)),
             ctl: None,
@@ -430,7 +427,7 @@ impl TxPort {
                     heads_mask &= !(1 << tc);
                 }
                 if let Some(w) = wred {
-                    if !self.wred(&w, &mut slot, tc, depth, c) {
+                    if !self.wred(&w, &mut slot, tc, depth, key.charge.is_lossless(), c) {
                         // Dropped: the scheduler's share is not spent on it.
                         self.sched.refund(tc, len);
                         shared.drop_admitted(worker, key.queued(slot.p, slot.charged), DropReason::Wred, now, c);
@@ -467,16 +464,26 @@ impl TxPort {
     }
 
     /// WRED/ECN at dequeue on a packet taken from queue `qi`, `depth` bytes deep (itself
-    /// included): marks it CE in place, or tells it to be dropped (lossy queues only; the
+    /// included): marks it CE in place, or tells it to be dropped (lossy packets only; the
     /// caller releases the MMU charge and counts `drops.wred`). False when dropped.
+    /// `lossless`: the MMU admitted the packet as lossless (its ingress PG's class decides,
+    /// not this port's PFC settings: a lossless packet is never dropped here).
     #[inline]
-    fn wred(&mut self, w: &WredProfile, slot: &mut Slot<Mbuf>, qi: usize, depth: u64, c: &LcoreCounters) -> bool {
+    fn wred(
+        &mut self,
+        w: &WredProfile,
+        slot: &mut Slot<Mbuf>,
+        qi: usize,
+        depth: u64,
+        lossless: bool,
+        c: &LcoreCounters,
+    ) -> bool {
         if depth < w.min_bytes {
             return true;
         }
         let len = u64::from(slot.len);
         let pc = &c.ports[self.port];
-        match w.apply(slot.p.data_mut(), depth, self.lossless_queues & (1 << qi) != 0, self.rng.next_u32()) {
+        match w.apply(slot.p.data_mut(), depth, lossless, self.rng.next_u32()) {
             Verdict::Pass => true,
             Verdict::Marked => {
                 pc.queue_ecn_marked_packets[qi].inc();

@@ -20,6 +20,36 @@ use ethernet::be16;
 /// Minimum Ethernet frame length without FCS (64 on the wire minus 4 FCS bytes).
 pub const MIN_FRAME_LEN: usize = 60;
 
+/// Traffic classes, priorities and priority groups of 802.1Q: eight of each.
+pub const NUM_TC: usize = 8;
+
+/// Frame check sequence: on the wire, not in an mbuf (the PMD strips it, the NIC adds it).
+pub const FCS_LEN: u32 = 4;
+
+/// Preamble and start delimiter (8) and the minimum inter-frame gap (12).
+pub const PREAMBLE_IFG_LEN: u32 = 20;
+
+/// The largest L2 header of a frame in an mbuf beyond its MTU payload: Ethernet and one
+/// 802.1Q tag. A received frame longer than MTU + this is oversize.
+pub const MAX_L2_HEADER: u32 = (ethernet::HEADER_LEN + ethernet::VLAN_TAG_LEN) as u32;
+
+/// Bytes a frame holds beyond its MTU payload, FCS included (its size as buffers count it).
+pub const L2_OVERHEAD: u32 = MAX_L2_HEADER + FCS_LEN;
+
+/// What the line carries beyond a frame's bytes in an mbuf: FCS, preamble and gap (so a
+/// shaper at line rate models the line).
+pub const WIRE_OVERHEAD: u32 = FCS_LEN + PREAMBLE_IFG_LEN;
+
+/// The longest frame (in an mbuf, no FCS) a port of this MTU accepts.
+pub const fn max_frame_len(mtu: u32) -> u32 {
+    mtu + MAX_L2_HEADER
+}
+
+/// The line time, in bytes, of the longest frame of this MTU: MTU + 42 for 1500 → 1542.
+pub const fn max_wire_len(mtu: u32) -> u32 {
+    max_frame_len(mtu) + WIRE_OVERHEAD
+}
+
 /// Which header a [`WireError::Malformed`] refers to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Header {

@@ -100,7 +100,31 @@ pub(super) fn resolve_ports(v: Option<&Value>, ctx: &mut Ctx) -> FResult<Vec<Por
         }
         ports.push(p);
     }
+    check_inflight_limits(&ports)?;
     Ok(ports)
+}
+
+/// A `tx_inflight_limit` must hold the largest frame that can reach the port on the line
+/// (any port's MTU + 42: Ethernet, 802.1Q, FCS, preamble and gap): a jumbo from a 9100-MTU
+/// ingress may be switched to a 1500-MTU egress.
+fn check_inflight_limits(ports: &[PortConfig]) -> FResult<()> {
+    let Some(big) = ports.iter().max_by_key(|p| p.mtu) else { return Ok(()) };
+    let wire = u64::from(crate::wire::max_wire_len(u32::from(big.mtu)));
+    for p in ports {
+        if let TxInflight::Bytes(b) = p.tx_inflight {
+            if b < wire {
+                let from = if big.index == p.index { "this port".to_string() } else { format!("port {}", big.name) };
+                return Err(FieldError::new(
+                    format!("port[{}].tx_inflight_limit", p.index),
+                    format!(
+                        "{b} B is less than the largest frame that can reach this port ({wire} B on the wire, MTU {} of {from}): give at least that, \"auto\" or \"off\"",
+                        big.mtu
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -> FResult<PortConfig> {
@@ -173,15 +197,8 @@ pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -
         Some(Human::Str(s)) if s == "off" => TxInflight::Off,
         Some(Human::Int(0)) => TxInflight::Off,
         Some(h) => {
-            let b = bytes(h, &f("tx_inflight_limit"))?;
-            let frame = u64::from(mtu) + u64::from(crate::plan::L2_OVERHEAD);
-            if b < frame {
-                return Err(FieldError::new(
-                    f("tx_inflight_limit"),
-                    format!("{b} B is less than one frame of this port ({frame} B): give at least that, \"auto\" or \"off\""),
-                ));
-            }
-            TxInflight::Bytes(b)
+            // Checked against the largest frame of every port once all are known.
+            TxInflight::Bytes(bytes(h, &f("tx_inflight_limit"))?)
         }
     };
     let control_tx_queue = match &raw.control_tx_queue {
