@@ -285,4 +285,122 @@ mod tests {
         assert!(queued > 0);
         assert_eq!(taken, queued);
     }
+
+    /// The hand-off under stress, counting wire order against the MMU: a worker thread
+    /// drives one lossless PG across Xoff and Xon (queueing its own PAUSEs, handing other
+    /// edges over), while a control thread does what the control lcore does (take notes,
+    /// mark edges pending, reconcile, settle, queue frames). Both put frames on one FIFO
+    /// wire. Right after each PAUSE it queues, the worker waits while the control thread
+    /// finishes what it was doing and settles once more: the last frame on the wire must
+    /// then say what the MMU says (a RESUME that overtook the worker's PAUSE would not).
+    #[test]
+    fn wire_order_follows_the_mmu_under_stress() {
+        use crate::mmu::{EdgeKind, Mmu, MmuConfig, PgProfile, QueueProfile, Threshold};
+        use crate::pfc::{PendingPgs, PfcPortTx, PfcTxConfig};
+        use crate::wire::MacControl;
+        use crossbeam_queue::ArrayQueue;
+
+        const PG: u8 = 3;
+        const PRIO: u8 = 1 << 3;
+        const OPS: u64 = 100_000;
+        // Xoff after 20 packets of 100 B in shared, Xon right below it (xon_offset 0):
+        // every admission at the point can cross, every release can resume.
+        let pg = PgProfile { size: 0, xoff: 100_000, xon: 0, xon_offset: 0, threshold: Threshold::Static(2000) };
+        let mmu = Arc::new(Mmu::new(MmuConfig::uniform(2, 1 << PG, pg, QueueProfile::default(), 400_000, 0)).unwrap());
+        let wire: Arc<ArrayQueue<MacControl>> = Arc::new(ArrayQueue::new(1 << 22));
+        let edges: Arc<ArrayQueue<crate::mmu::Edge>> = Arc::new(ArrayQueue::new(1 << 16));
+        let slot = Arc::new(PauseSlot::default());
+        // 1: the worker waits for a check; 2: the worker is done.
+        let freeze = Arc::new(AtomicU64::new(0));
+        let worker = {
+            let (mmu, wire, edges, slot, freeze) = (mmu.clone(), wire.clone(), edges.clone(), slot.clone(), freeze.clone());
+            std::thread::spawn(move || {
+                let mut notes = WorkerNotes::new(1);
+                let mut held = Vec::new();
+                for now in 1..OPS {
+                    // Around the Xoff point: a walk of mostly small steps up and down.
+                    let up = held.len() < 19 || (now * 2_654_435_761) % 7 < 3;
+                    let e = if up {
+                        let v = mmu.admit(0, PG, 1, PG, 100, true);
+                        held.extend(v.charge());
+                        v.edge()
+                    } else {
+                        held.pop().and_then(|c| mmu.release(c))
+                    };
+                    let Some(e) = e else { continue };
+                    if e.kind == EdgeKind::Pause
+                        && notes.pause(&slot, 0, PG, now, || wire.push(MacControl::pfc_pause(PRIO, 0xffff)).is_ok())
+                    {
+                        freeze.store(1, Ordering::Release);
+                        while freeze.load(Ordering::Acquire) == 1 {
+                            std::hint::spin_loop();
+                        }
+                    } else {
+                        edges.push(e).unwrap();
+                    }
+                }
+                for c in held {
+                    if let Some(e) = mmu.release(c) {
+                        edges.push(e).unwrap();
+                    }
+                }
+                freeze.store(2, Ordering::Release);
+            })
+        };
+        let mut tx = PfcPortTx::new(PfcTxConfig::default(), 100_000_000_000, 1_000_000_000);
+        let mut pending = PendingPgs::default();
+        let mut pass = |tx: &mut PfcPortTx, pending: &mut PendingPgs| {
+            if let Some(t) = slot.take() {
+                tx.note_sent_pause(PRIO, t.t0, t.frames);
+            }
+            while let Some(e) = edges.pop() {
+                pending.mark(PG, Some(e.kind), 0);
+            }
+            // Reconcile as the control lcore does when no worker holds the slot.
+            if !slot.is_held() && mmu.is_off(0, PG) != (tx.off_mask() & PRIO != 0) {
+                pending.mark(PG, None, 0);
+            }
+            let send = |f: &MacControl, _| {
+                // Queueing a frame takes an mbuf and writes 60 bytes: a window in which a
+                // worker may cross Xoff (widened here so the race happens in a test run).
+                if matches!(f, MacControl::Pfc { quanta, .. } if quanta[3] == 0) {
+                    (0..200).for_each(|_| std::hint::spin_loop());
+                }
+                wire.push(*f).is_ok()
+            };
+            pending.settle(tx, &[0, 0, 0, PRIO, 0, 0, 0, 0], |g| mmu.is_off(0, g), 0, send).unwrap();
+        };
+        let mut last: Option<bool> = None;
+        let mut last_word = || {
+            while let Some(f) = wire.pop() {
+                if let MacControl::Pfc { class_enable, quanta } = f {
+                    if class_enable & PRIO != 0 {
+                        last = Some(quanta[3] != 0);
+                    }
+                }
+            }
+            last
+        };
+        let (mut checks, mut mismatches) = (0u64, 0u64);
+        loop {
+            pass(&mut tx, &mut pending);
+            match freeze.load(Ordering::Acquire) {
+                1 => {
+                    pass(&mut tx, &mut pending);
+                    checks += 1;
+                    if last_word() != Some(mmu.is_off(0, PG)) {
+                        mismatches += 1;
+                    }
+                    freeze.store(0, Ordering::Release);
+                }
+                2 => break,
+                _ => {}
+            }
+        }
+        worker.join().unwrap();
+        pass(&mut tx, &mut pending);
+        assert!(checks > 1000, "only {checks} crossings");
+        assert_eq!(mismatches, 0, "of {checks} PAUSEs, wire ended against the MMU's state after");
+        assert_eq!(last_word(), Some(false), "the last word once everything drained is RESUME");
+    }
 }
