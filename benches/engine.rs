@@ -188,6 +188,39 @@ fn bench_fdb(c: &mut Criterion) {
     });
 }
 
+/// A lookup miss on the shared table after MAC churn: 64K entries (half the slots)
+/// learned and aged out 8 times over, then 32K live entries. Aging turns slots into
+/// tombstones; reclaiming them keeps a miss as short as on a fresh table.
+fn bench_fdb_churn(c: &mut Criterion) {
+    const CAP: usize = 1 << 16;
+    let fdb = pfcswitch::fdb::SharedFdb::new(CAP, 1, HZ);
+    let mac = |i: u32| {
+        let b = i.wrapping_mul(2_654_435_761).to_be_bytes();
+        [0x02, 0x40, b[0], b[1], b[2], b[3]]
+    };
+    let mut now = 1u64;
+    for round in 0..8u32 {
+        for i in 0..CAP as u32 / 2 {
+            fdb.learn(mac(round << 20 | i), 1, now);
+        }
+        now += 2 * HZ;
+        fdb.age_slice(fdb.slots(), now);
+    }
+    for i in 0..CAP as u32 / 2 {
+        fdb.learn(mac(9 << 20 | i), 1, now);
+    }
+    let unknown: Vec<[u8; 6]> = (0..1024u32).map(|i| mac(12 << 20 | i)).collect();
+    let probes: usize = unknown.iter().map(|m| fdb.probe_len(*m)).sum();
+    eprintln!("fdb after churn: {} empty slots of {}, {:.1} slots per miss", fdb.empty_slots(), fdb.slots(), probes as f64 / 1024.0);
+    let mut k = 0usize;
+    c.bench_function("fdb_shared_lookup_miss_after_churn", |b| {
+        b.iter(|| {
+            k = (k + 1) & 1023;
+            fdb.lookup(black_box(unknown[k]), now)
+        })
+    });
+}
+
 /// FDB aging at `fdb_size = 1048576` (2 Mi slots): the full sweep a worker used to run
 /// once a second with a table per worker, against the bounded slice the control lcore
 /// now ages every millisecond in the shared table; and the shared table's per-packet cost.
@@ -281,6 +314,7 @@ criterion_group!(
     bench_sched,
     bench_fdb,
     bench_fdb_aging,
+    bench_fdb_churn,
     bench_shaper,
     bench_pipeline
 );

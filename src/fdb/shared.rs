@@ -191,27 +191,95 @@ impl SharedFdb {
         None
     }
 
-    /// Age the next `n` slots (one thread only): expired entries become tombstones.
-    /// Returns how many were removed. Bounded work per call, whatever the table's size.
+    /// Age the next `n` slots (one thread only): expired entries become tombstones, and
+    /// tombstones no probe chain needs become empty again. Returns how many entries were
+    /// removed. Bounded work per call, whatever the table's size.
     pub fn age_slice(&self, n: usize, now_tsc: u64) -> usize {
-        if self.aging_stamps == 0 {
-            return 0;
-        }
         let start = self.cursor.load(Relaxed);
         let mut removed = 0;
         for j in 0..n.min(self.slots.len()) {
-            let s = &self.slots[(start + j) & self.mask];
-            let k = s.key.load(Acquire);
+            let i = (start + j) & self.mask;
+            let s = &self.slots[i];
+            let mut k = s.key.load(Acquire);
             if k & OCCUPIED != 0
+                && self.aging_stamps != 0
                 && self.expired(s.val.load(Relaxed), now_tsc)
                 && s.key.compare_exchange(k, TOMBSTONE, AcqRel, Relaxed).is_ok()
             {
                 self.used.fetch_sub(1, Relaxed);
                 removed += 1;
+                k = TOMBSTONE;
+            }
+            if k == TOMBSTONE {
+                self.reclaim(i);
             }
         }
         self.cursor.store((start + n) & self.mask, Relaxed);
         removed
+    }
+
+    /// Makes the tombstone at `i` empty when no probe chain passes through it: no entry
+    /// between it and the next empty slot has its home at or before `i`. Without this,
+    /// MAC churn turns every empty slot into a tombstone over time, and then every lookup
+    /// miss and every new MAC probes the whole table (the worker falls to kpps).
+    ///
+    /// A learner may claim a slot after `i` while this runs (it scanned `i` while it was
+    /// still occupied): the chain is checked again after the slot is emptied and the
+    /// tombstone put back if the learner's entry needs it. A learner that claims after that
+    /// check too leaves its entry unreachable from before `i`: the MAC is learned again
+    /// from its next frame (flooded once meanwhile) and the stray entry ages out — the same
+    /// outcome as the refresh/aging race in the module docs.
+    fn reclaim(&self, i: usize) {
+        if self.chain_passes(i) {
+            return;
+        }
+        if self.slots[i].key.compare_exchange(TOMBSTONE, 0, AcqRel, Relaxed).is_err() {
+            return;
+        }
+        std::sync::atomic::fence(SeqCst);
+        if self.chain_passes(i) {
+            // A learner came in between; it may also have taken `i` itself (then keep it).
+            let _ = self.slots[i].key.compare_exchange(0, TOMBSTONE, AcqRel, Relaxed);
+        }
+    }
+
+    /// Whether an entry after `i`, up to the next empty slot, probes through `i` (its
+    /// home is at or before `i` on the ring).
+    fn chain_passes(&self, i: usize) -> bool {
+        let mut j = (i + 1) & self.mask;
+        while j != i {
+            let k = self.slots[j].key.load(Acquire);
+            if k == 0 {
+                return false;
+            }
+            if k & (OCCUPIED | RESERVED) != 0 {
+                let h = self.home(k & MAC_MASK);
+                if (i.wrapping_sub(h) & self.mask) < (j.wrapping_sub(h) & self.mask) {
+                    return true;
+                }
+            }
+            j = (j + 1) & self.mask;
+        }
+        false
+    }
+
+    /// Slots a lookup of `mac` reads before it answers (control path, tests and bench).
+    pub fn probe_len(&self, mac: [u8; 6]) -> usize {
+        let m = mac_to_u64(mac);
+        let mut i = self.home(m);
+        for n in 1..=self.slots.len() {
+            let k = self.slots[i].key.load(Acquire);
+            if k == 0 || k & MAC_MASK == m && k & (OCCUPIED | RESERVED) != 0 {
+                return n;
+            }
+            i = (i + 1) & self.mask;
+        }
+        self.slots.len()
+    }
+
+    /// Empty slots (control path, tests).
+    pub fn empty_slots(&self) -> usize {
+        self.slots.iter().filter(|s| s.key.load(Relaxed) == 0).count()
     }
 
     /// Live entries `(mac, port)` (control path: walks the whole table).
@@ -282,6 +350,53 @@ mod tests {
             assert_eq!(f.lookup(mac(n), 2176), None);
         }
         assert!(f.learn(mac(100), 1, 2176));
+    }
+
+    /// MAC churn: a 16-entry table (32 slots) through 200 rounds of 16 fresh MACs learned
+    /// and aged out keeps empty slots, and a lookup miss stays short. Without reclaiming,
+    /// every slot ends up a tombstone and every miss probes all 32.
+    #[test]
+    fn churn_keeps_empty_slots_and_short_probes() {
+        let f = SharedFdb::new(16, 1, HZ);
+        let mut now = 0u64;
+        for round in 0..200u32 {
+            for n in 0..16 {
+                assert!(f.learn(mac(round * 16 + n), 1, now), "round {round}: table full of tombstones");
+            }
+            now += 2 * HZ; // 1 s aging: all expired
+            assert_eq!(f.age_slice(f.slots(), now), 16);
+            assert_eq!(f.len(), 0);
+            assert!(f.empty_slots() >= 16, "round {round}: {} empty slots", f.empty_slots());
+            let worst = (0..64).map(|n| f.probe_len(mac(1_000_000 + n))).max().unwrap();
+            assert!(worst <= 2, "round {round}: a miss probes {worst} slots");
+        }
+    }
+
+    /// Reclaiming never cuts a chain: entries that probed past a tombstone stay found.
+    #[test]
+    fn reclaim_keeps_chains_whole() {
+        let f = SharedFdb::new(64, 1, HZ);
+        let mut now = 0u64;
+        for round in 0..300u32 {
+            // Young and old entries mixed, many sharing home slots (128 slots, 40 MACs).
+            for n in 0..40 {
+                let m = mac((round * 40 + n) % 997);
+                f.learn(m, (n % 7) as u16, now + u64::from(n % 2) * HZ);
+            }
+            now += HZ + HZ / 2;
+            f.age_slice(37, now);
+            for s in 0..f.slots() {
+                let k = f.slots[s].key.load(Relaxed);
+                if k & OCCUPIED != 0 {
+                    let m = super::super::u64_to_mac(k & MAC_MASK);
+                    assert!(f.probe_len(m) <= f.slots(), "lost");
+                    let v = f.slots[s].val.load(Relaxed);
+                    if !f.expired(v, now) {
+                        assert_eq!(f.lookup(m, now), Some((v >> 48) as u16), "round {round}: entry unreachable");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
