@@ -643,7 +643,31 @@ impl Mmu {
         if clear == 0 {
             return None;
         }
-        flip(port, ps, pl, |w| w & !clear)
+        #[cfg(test)]
+        tests::hook::between_read_and_cas();
+        let mut cur = ps.off.load(Relaxed);
+        let new = loop {
+            let new = cur & !clear;
+            if new == cur {
+                return None;
+            }
+            match ps.off.compare_exchange_weak(cur, new, AcqRel, Relaxed) {
+                Ok(_) => break new,
+                Err(v) => cur = v,
+            }
+        };
+        // The counters were read before the CAS: an admission may have pushed the PG past
+        // its Xon point meanwhile (with xon_offset = 0, across its Xoff point) while it was
+        // still OFF, making no edge. Read again; if the PG no longer qualifies and nothing
+        // else changed the word since, set its bit back: the RESUME never happened for it.
+        let mut fin = new;
+        if clear & bit != 0
+            && st.shared.load(Acquire) + st.headroom.load(Acquire) > self.xon_threshold(lim)
+            && ps.off.compare_exchange(new, new | bit, AcqRel, Relaxed).is_ok()
+        {
+            fin = new | bit;
+        }
+        edge_between(port, pl, cur, fin)
     }
 
     /// Returns what `c` charged (the packet left or was dropped after admission); may
@@ -879,6 +903,12 @@ fn flip(port: u16, ps: &PortState, pl: &PortLimits, f: impl Fn(u32) -> u32) -> O
             Err(v) => cur = v,
         }
     };
+    edge_between(port, pl, cur, new)
+}
+
+/// The edge from OFF word `cur` to `new` (bits only set, or only cleared, between them).
+#[inline]
+fn edge_between(port: u16, pl: &PortLimits, cur: u32, new: u32) -> Option<Edge> {
     let (was, now) = (pl.off_pgs(cur), pl.off_pgs(new));
     if now & !was != 0 {
         Some(Edge { port, pgs: now & !was, kind: EdgeKind::Pause })

@@ -505,3 +505,43 @@ fn drop_at_the_xoff_point_pauses() {
     // The next drop finds it OFF already: no second edge.
     assert_eq!(m.admit(1, 3, 0, 3, B, true), Verdict::drop(DropReason::LosslessHeadroomFull));
 }
+
+/// A hook in `try_resume` between its reading of the counters and its CAS, so a test
+/// can force what another lcore might do in that window.
+pub(super) mod hook {
+    use std::cell::RefCell;
+    thread_local! {
+        static HOOK: RefCell<Option<Box<dyn FnMut()>>> = RefCell::new(None);
+    }
+    pub(in crate::mmu) fn between_read_and_cas() {
+        if let Some(mut f) = HOOK.with(|h| h.borrow_mut().take()) {
+            f();
+        }
+    }
+    /// Run `f` once, the next time this thread's `try_resume` is in its window.
+    pub fn set(f: impl FnMut() + 'static) {
+        HOOK.with(|h| *h.borrow_mut() = Some(Box::new(f)));
+    }
+}
+
+/// Xon decided on counters read before the CAS: with `xon_offset = 0` a release could
+/// RESUME a PG that an admission (on another lcore, forced here into the window) had just
+/// pushed back past its Xoff point while it was still OFF — an admission that made no edge.
+/// The PG then read ON at its Xoff point.
+#[test]
+fn resume_rechecked_after_its_cas() {
+    let pg = PgProfile { size: 0, xoff: 100_000, xon: 0, xon_offset: 0, threshold: Threshold::Static(2000) };
+    let m = std::sync::Arc::new(Mmu::new(MmuConfig::uniform(2, 1 << 3, pg, QueueProfile::default(), 400_000, 0)).unwrap());
+    let mut held: Vec<Charge> = (0..20).filter_map(|_| m.admit(0, 3, 1, 3, 100, true).charge()).collect();
+    assert!(m.is_off(0, 3), "the 20th packet reached T = 2000");
+    let m2 = m.clone();
+    hook::set(move || {
+        // The other lcore's admission: the PG is OFF, so no edge; s goes past T.
+        let v = m2.admit(0, 3, 1, 3, 200, true);
+        assert_eq!((v.charge().map(|c| c.segment()), v.edge()), (Some(Segment::Shared), None));
+    });
+    let e = m.release(held.pop().unwrap());
+    assert_eq!(m.pg_occupancy(0, 3).shared, 2100);
+    assert!(m.is_off(0, 3), "ON past its Xoff point");
+    assert_eq!(e, None, "the RESUME was undone: no edge");
+}
