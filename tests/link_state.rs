@@ -1,10 +1,15 @@
-//! Link state on a real two-process link. Ethernet4 is a memif server whose peer (a
-//! dpdk-testpmd client, rxonly) connects, then is killed; Ethernet4 transmits nothing
-//! (`tx_enable = false`), so what Ethernet0 receives for it stays buffered and holds PG 3
-//! OFF: the switch keeps PAUSEing Ethernet0's peer. When the link goes down the switch
-//! flushes Ethernet4's queues (`drops.link_down`), the MMU charges are released and PG 3's
-//! RESUME leaves on Ethernet0 at once — a dead egress does not pause a healthy upstream
-//! for ever.
+//! Link state on real links.
+//!
+//! 1. A two-process link: Ethernet4 is a memif server whose peer (a dpdk-testpmd client,
+//!    rxonly) connects, then is killed; Ethernet4 transmits nothing (`tx_enable = false`),
+//!    so what Ethernet0 receives for it once the peer is there stays buffered and holds
+//!    PG 3 OFF: the switch keeps PAUSEing Ethernet0's peer. When the link goes down the
+//!    switch flushes Ethernet4's queues (`drops.link_down`), the MMU charges are released
+//!    and PG 3's RESUME leaves on Ethernet0 at once — a dead egress does not pause a
+//!    healthy upstream for ever.
+//! 2. A link that never comes up is down from the start: an af_packet port on a veth set
+//!    down before the switch starts admits nothing (lossless floods to it are dropped as
+//!    `link_down`), so no PG is paused for it.
 
 mod common;
 use common::*;
@@ -14,15 +19,20 @@ use std::time::Duration;
 
 #[test]
 fn lost_egress_link_resumes_the_upstream() {
+    if !is_root() {
+        eprintln!("skipped: needs root (veth)");
+        return;
+    }
     let d = TestDir::new("link");
     let n = 100u32;
     let frames: Vec<Vec<u8>> = (0..n).map(|i| vlan_frame(mac(0xbb), mac(0xaa), 3, 1, 0x33, i, 1000)).collect();
-    write_pcap(&d.join("in0.pcap"), &frames);
+    let veth =
+        Veth::new(&format!("lnk{}a", std::process::id() % 10_000), &format!("lnk{}b", std::process::id() % 10_000));
     let dir = d.path.display();
     let sock = format!("/pfcsw-link-{}", std::process::id());
     let cfg = SwitchConfig::new(&d.prefix(), "0@0,1@1")
         .port(
-            Port::new("Ethernet0", &format!("net_pcap0,rx_pcap={dir}/in0.pcap,tx_pcap={dir}/out0.pcap"))
+            Port::new("Ethernet0", &format!("net_pcap0,rx_iface_in={},tx_pcap={dir}/out0.pcap", veth.a))
                 .speed("10G")
                 .set("trust", "\"pcp\""),
         )
@@ -47,8 +57,13 @@ fn lost_egress_link_resumes_the_upstream() {
         .stderr(Stdio::null())
         .spawn()
         .expect("dpdk-testpmd (Debian package dpdk)");
-    // The peer connects; PG 3 is OFF by now (the file was read at start).
-    std::thread::sleep(Duration::from_millis(2500));
+    // The peer connects (the link is down until then: nothing is admitted for it), then
+    // the lossless traffic comes and PG 3 goes OFF.
+    std::thread::sleep(Duration::from_millis(1500));
+    for f in &frames {
+        veth.inject(f);
+    }
+    std::thread::sleep(Duration::from_millis(1000));
     let killed_at = now_ns();
     let _ = peer.kill();
     let _ = peer.wait();
@@ -81,5 +96,52 @@ fn lost_egress_link_resumes_the_upstream() {
     // The RESUME of the link loss, not the one sent at stop (700 ms later).
     assert!(after_ms < 100.0, "RESUME {after_ms:.1} ms after the link loss\n{log}");
     assert!(pfc.iter().all(|&(t, q)| t <= t_resume || q == 0), "PAUSE again after the RESUME: {pfc:?}");
+    assert_conserved(&j);
+}
+
+#[test]
+fn link_never_up_is_down() {
+    if !is_root() {
+        eprintln!("skipped: needs root (veth)");
+        return;
+    }
+    let d = TestDir::new("link_never");
+    let n = 100u32;
+    // Lossless (PCP 3) frames to a MAC nobody has: flooded to the only other port.
+    let frames: Vec<Vec<u8>> = (0..n).map(|i| vlan_frame(mac(0xbb), mac(0xaa), 3, 1, 0x33, i, 1000)).collect();
+    write_pcap(&d.join("in0.pcap"), &frames);
+    let id = std::process::id() % 10_000;
+    let veth = Veth::new(&format!("lnd{id}a"), &format!("lnd{id}b"));
+    // The far end is down: no carrier (the PMD brings its own end up at start).
+    assert!(sh(&format!("ip link set {} down", veth.b)).status.success());
+    let dir = d.path.display();
+    let cfg = SwitchConfig::new(&d.prefix(), "0@0,1@1")
+        .port(
+            Port::new("Ethernet0", &format!("net_pcap0,rx_pcap={dir}/in0.pcap,tx_pcap={dir}/out0.pcap"))
+                .speed("10G")
+                .set("trust", "\"pcp\""),
+        )
+        .port(
+            Port::new("Ethernet4", &format!("net_af_packet0,iface={}", veth.a))
+                .speed("10G")
+                .set("speed_mismatch", "\"warn\"")
+                .set("trust", "\"pcp\"")
+                .set("tx_enable", "false"),
+        )
+        .toml(&pcap_pair_buffer(&EXACT_PROFILE))
+        .one_worker()
+        .write(&d.join("t.toml"));
+    let json = d.join("stats.json");
+    let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);
+    sw.wait_forwarding(Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(500));
+    let log = sw.stop();
+    let j = read_json(&json);
+    let e0 = port(&j, "Ethernet0");
+    assert!(log.contains("Ethernet4: link down at start"), "{log}");
+    assert_eq!(e0["drops"]["link_down"].as_u64(), Some(u64::from(n)), "{}", e0["drops"]);
+    assert_eq!(e0["pfc"]["tx_pause"][3].as_u64(), Some(0), "a PG paused for a link that never came up: {}", e0["pfc"]);
+    let pfc = read_pcap(&d.join("out0.pcap")).iter().filter(|f| f.len() >= 16 && f[12..14] == [0x88, 0x08]).count();
+    assert_eq!(pfc, 0, "PFC frames sent upstream");
     assert_conserved(&j);
 }

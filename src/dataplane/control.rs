@@ -26,6 +26,7 @@ use crate::pfc::{send_refresh, PendingPgs, PfcPortTx, PfcTxConfig};
 use crate::wire::MacControl;
 
 use super::io::IoMsg;
+use super::link::LinkSource;
 use super::report;
 use super::shared::Shared;
 use super::spec::SwitchSpec;
@@ -46,9 +47,10 @@ pub struct Control {
     /// Attempts to queue a PFC frame that found no mbuf or no room in the control queue.
     /// Each such frame was not counted as sent and is retried.
     pub ctl_failures: u64,
-    /// Per port: its DPDK port id (None: link not watched), and whether its link was
-    /// ever seen up.
-    links: Vec<(Option<u16>, bool)>,
+    /// Per port: where its link state is read.
+    links: Vec<LinkSource>,
+    /// Link polls so far (kernel links are read every 16th, ~16 ms).
+    link_polls: u64,
     /// Per port: PGs whose MMU state differed from their PFC state, with no worker note,
     /// at the last reconcile pass. Acted on only when still so at the next pass: the
     /// worker whose admission flips a PG OFF claims its slot a few ns later, and a look
@@ -57,8 +59,8 @@ pub struct Control {
 }
 
 impl Control {
-    /// `watched`: per port, the DPDK port id whose link status is watched (None: not).
-    pub fn new(shared: Arc<Shared>, tsc_hz: u64, watched: &[Option<u16>]) -> Control {
+    /// `links`: per port, where its link status is read.
+    pub fn new(shared: Arc<Shared>, tsc_hz: u64, links: Vec<LinkSource>) -> Control {
         let pfc_tx = shared.ports.iter().map(|p| PfcPortTx::new(PfcTxConfig::default(), p.speed_bps, tsc_hz)).collect();
         let n = shared.ports.len();
         Control {
@@ -71,44 +73,43 @@ impl Control {
             reconcile_every: tsc_hz / 10_000, // 100 µs
             retry_every: tsc_hz / 100_000,    // 10 µs
             ctl_failures: 0,
-            links: watched.iter().map(|&id| (id, false)).collect(),
+            links,
+            link_polls: 0,
         }
     }
 
     /// Link status of every port (`rte_eth_link_get_nowait`, every millisecond): a link
-    /// seen up that goes down makes its TX owner drop what it holds for the port and
-    /// admit nothing more for it (`Shared::link_up`), so a dead egress cannot hold an
-    /// ingress PG OFF and pause a healthy upstream for ever. Each transition is logged.
+    /// that goes down (or never came up: `Shared::link_up` starts from the link read at
+    /// start) makes its TX owner drop what it holds for the port and admit nothing more for
+    /// it, so a dead egress cannot hold an ingress PG OFF and pause a healthy upstream for
+    /// ever. Each transition is logged.
     pub fn poll_links(&mut self) {
         let shared = self.shared.clone();
-        for (p, (id, seen_up)) in self.links.iter_mut().enumerate() {
-            let Some(id) = *id else { continue };
-            let link = dpdk::link_of(id);
-            let up = link.up;
+        self.link_polls += 1;
+        let kernel_too = self.link_polls.is_multiple_of(16);
+        for (p, src) in self.links.iter().enumerate() {
+            if matches!(src, LinkSource::None) || (src.is_kernel() && !kernel_too) {
+                continue;
+            }
+            let link = src.read();
             let rt = &shared.ports[p];
             let was = rt.link_up.load(Ordering::Relaxed);
-            if up {
-                if !*seen_up {
-                    *seen_up = true;
-                    continue;
+            if link.up && !was {
+                rt.link_up.store(true, Ordering::Release);
+                shared.io.send(IoMsg::Log(log::Level::Info, format!("link: {} up", rt.name)));
+                let bps = u64::from(link.speed_mbps) * 1_000_000;
+                if rt.real_link && link.speed_mbps != 0 && link.speed_mbps != u32::MAX && bps != rt.speed_bps {
+                    shared.io.send(IoMsg::Log(
+                        log::Level::Warn,
+                        format!(
+                            "link: {} up at {}; PFC timers and headroom keep {} until the switch restarts",
+                            rt.name,
+                            crate::units::format_speed(bps),
+                            crate::units::format_speed(rt.speed_bps)
+                        ),
+                    ));
                 }
-                if !was {
-                    rt.link_up.store(true, Ordering::Release);
-                    shared.io.send(IoMsg::Log(log::Level::Info, format!("link: {} up", rt.name)));
-                    let bps = u64::from(link.speed_mbps) * 1_000_000;
-                    if rt.real_link && link.speed_mbps != 0 && link.speed_mbps != u32::MAX && bps != rt.speed_bps {
-                        shared.io.send(IoMsg::Log(
-                            log::Level::Warn,
-                            format!(
-                                "link: {} came back at {}; PFC timers and headroom keep {} until the switch restarts",
-                                rt.name,
-                                crate::units::format_speed(bps),
-                                crate::units::format_speed(rt.speed_bps)
-                            ),
-                        ));
-                    }
-                }
-            } else if *seen_up && was {
+            } else if !link.up && was {
                 rt.link_up.store(false, Ordering::Release);
                 shared.io.send(IoMsg::Log(
                     log::Level::Warn,

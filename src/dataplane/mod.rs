@@ -11,6 +11,7 @@ mod control;
 mod egress;
 mod io;
 pub mod latency;
+mod link;
 mod pause_handoff;
 mod report;
 mod setup;
@@ -103,9 +104,12 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     let pools = setup::mempools(spec)?;
     let (pool, ctl_pool) = (pools.0.clone(), pools.1.clone());
     let mut ports = setup::start_ports(spec, ids, &pool)?;
+    let sources: Vec<link::LinkSource> =
+        spec.config.ports.iter().zip(&ports.ids).map(|(p, &id)| link::LinkSource::for_port(&p.devargs, id)).collect();
+    let links = setup::link_states(spec, &sources);
     // The links' speeds: what PFC timers, refresh, headroom and shaper use from here on.
-    let (adjusted, warnings) =
-        spec.with_link_speeds(&setup::link_speeds(spec, &ports)).map_err(DataplaneError::Speed)?;
+    let speeds: Vec<Option<u64>> = links.iter().map(|l| l.speed_bps).collect();
+    let (adjusted, warnings) = spec.with_link_speeds(&speeds).map_err(DataplaneError::Speed)?;
     for w in warnings {
         log::warn!("{w}");
     }
@@ -122,13 +126,8 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     let mmu = Mmu::new(spec.plan.mmu.clone()).map_err(|e| DataplaneError::Mmu(e.to_string()))?;
     let hz = tsc_hz();
     let mut pfc = setup::PfcSides::new(spec, hz);
-    let shared = setup::shared_state(spec, mmu, &ports, &pfc, pools, hz);
-    // net_tap reads its kernel interface's flags in the switch's own network namespace:
-    // once the interface is moved to another one (the usual way to use it) it reads as
-    // down for ever. Its link is not watched.
-    let watched: Vec<Option<u16>> =
-        spec.ports.iter().zip(&ports.ids).map(|(p, &id)| (!p.devargs.starts_with("net_tap")).then_some(id)).collect();
-    let mut control = control::Control::new(shared.clone(), hz, &watched);
+    let shared = setup::shared_state(spec, mmu, &ports, &pfc, pools, &links, hz);
+    let mut control = control::Control::new(shared.clone(), hz, sources);
     telemetry::register(telemetry::Views {
         shared: shared.clone(),
         pfc_tx: control.tx_counters(),

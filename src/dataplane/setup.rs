@@ -16,6 +16,7 @@ use crate::wire::MacAddr;
 
 use super::egress::EgressPort;
 use super::latency::PortLatency;
+use super::link::LinkSource;
 use super::shared::{PortRt, Shared};
 use super::spec::SwitchSpec;
 use super::tx::TxPort;
@@ -25,47 +26,42 @@ use super::DataplaneError;
 /// Mempool cache per lcore: the config's constant, which the mbuf count assumes.
 use crate::config::MBUF_CACHE_SIZE as MEMPOOL_CACHE;
 
-/// Per port, the speed its link reports (bit/s), for ports with a real link; a link that
-/// is down is waited for up to 3 s (a NIC negotiates after start). None: unknown, or a
-/// device whose speed is nominal.
-pub fn link_speeds(spec: &SwitchSpec, ports: &Ports) -> Vec<Option<u64>> {
+/// A port's link as read once it started.
+#[derive(Debug, Clone, Copy)]
+pub struct LinkAtStart {
+    /// Up. A link that never came up counts as down (as one that went down would):
+    /// nothing is admitted for it, so its backlog cannot hold an upstream PG OFF.
+    pub up: bool,
+    /// The speed it reports (bit/s) where that is real; None: unknown, down, or a device
+    /// whose speed is nominal.
+    pub speed_bps: Option<u64>,
+}
+
+/// Per port, its link after start. A real link (NIC, af_packet, af_xdp) that is down is
+/// waited for up to 3 s (a NIC negotiates after start); a vdev's is read as it is (a
+/// memif server is down until its peer connects).
+pub fn link_states(spec: &SwitchSpec, links: &[LinkSource]) -> Vec<LinkAtStart> {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
     spec.config
         .ports
         .iter()
-        .zip(&ports.ids)
-        .map(|(p, &id)| {
-            if !p.has_real_link() {
-                return None;
-            }
-            let mut l = dpdk::link_of(id);
-            while !l.up && std::time::Instant::now() < until {
+        .zip(links)
+        .map(|(p, src)| {
+            let mut l = src.read();
+            while p.has_real_link() && !l.up && std::time::Instant::now() < until {
                 std::thread::sleep(std::time::Duration::from_millis(20));
-                l = dpdk::link_of(id);
+                l = src.read();
             }
-            // af_packet and af_xdp report a fixed nominal 10G: the kernel knows the real one.
-            let mbps = kernel_iface(&p.devargs).and_then(kernel_speed_mbps).unwrap_or(l.speed_mbps);
-            log::info!("port {}: link {}, {} Mb/s", p.name, if l.up { "up" } else { "down" }, mbps);
+            if !l.up {
+                log::warn!("port {}: link down at start: nothing is sent to it until it comes up", p.name);
+            } else if p.has_real_link() {
+                log::info!("port {}: link up, {} Mb/s", p.name, l.speed_mbps);
+            }
             // RTE_ETH_SPEED_NUM_UNKNOWN is u32::MAX, NONE is 0.
-            (l.up && mbps != 0 && mbps != u32::MAX).then(|| u64::from(mbps) * 1_000_000)
+            let real = p.has_real_link() && l.up && l.speed_mbps != 0 && l.speed_mbps != u32::MAX;
+            LinkAtStart { up: l.up, speed_bps: real.then(|| u64::from(l.speed_mbps) * 1_000_000) }
         })
         .collect()
-}
-
-/// The kernel interface of an af_packet / af_xdp port (`iface=` in its devargs).
-fn kernel_iface(devargs: &str) -> Option<&str> {
-    let driver = devargs.split(',').next()?;
-    if !(driver.starts_with("net_af_packet") || driver.starts_with("net_af_xdp")) {
-        return None;
-    }
-    devargs.split(',').skip(1).find_map(|kv| kv.strip_prefix("iface="))
-}
-
-/// The negotiated speed of kernel interface `iface` (`/sys/class/net/<iface>/speed`, Mb/s;
-/// None when unknown, e.g. -1 on a link that is down).
-fn kernel_speed_mbps(iface: &str) -> Option<u32> {
-    let text = std::fs::read_to_string(format!("/sys/class/net/{iface}/speed")).ok()?;
-    text.trim().parse::<i64>().ok().filter(|&s| s > 0).and_then(|s| u32::try_from(s).ok())
 }
 
 /// The queues behind the MMU can hold everything it can admit (every waiting packet holds
@@ -257,6 +253,7 @@ pub fn shared_state(
     ports: &Ports,
     pfc: &PfcSides,
     (pool, ctl_pool): (Arc<Mempool>, Arc<Mempool>),
+    links: &[LinkAtStart],
     tsc_hz: u64,
 ) -> Arc<Shared> {
     let nports = spec.ports.len();
@@ -277,7 +274,7 @@ pub fn shared_state(
                 pfc_rx_counters: rx.counters(),
                 tx_enable: AtomicBool::new(ps.tx_enable),
                 tx_credit: AtomicU64::new(0),
-                link_up: AtomicBool::new(true),
+                link_up: AtomicBool::new(links[i].up),
                 real_link: spec.config.ports[i].has_real_link(),
                 control_txq: ports.ctl_txqs[i].is_some(),
                 latency: PortLatency::new(tsc_hz),

@@ -42,8 +42,8 @@ pub struct PortRt {
     /// While `tx_enable` is false: data packets that may still leave, one by one
     /// (`/pfcswitch/tx_release`, what `pfcswitch probe` drains with).
     pub tx_credit: AtomicU64,
-    /// Link up, as the control lcore last saw it (true until it has seen the link up and
-    /// then down: a link that is not up yet at start is not a lost link).
+    /// Link up, as read at start and then by the control lcore every millisecond (a link
+    /// that never came up is down).
     pub link_up: AtomicBool,
     /// A physical or kernel link whose reported speed is real (not a vdev's nominal one).
     pub real_link: bool,
