@@ -211,7 +211,12 @@ fn bench_fdb_churn(c: &mut Criterion) {
     }
     let unknown: Vec<[u8; 6]> = (0..1024u32).map(|i| mac(12 << 20 | i)).collect();
     let probes: usize = unknown.iter().map(|m| fdb.probe_len(*m)).sum();
-    eprintln!("fdb after churn: {} empty slots of {}, {:.1} slots per miss", fdb.empty_slots(), fdb.slots(), probes as f64 / 1024.0);
+    eprintln!(
+        "fdb after churn: {} empty slots of {}, {:.1} slots per miss",
+        fdb.empty_slots(),
+        fdb.slots(),
+        probes as f64 / 1024.0
+    );
     let mut k = 0usize;
     c.bench_function("fdb_shared_lookup_miss_after_churn", |b| {
         b.iter(|| {

@@ -282,7 +282,9 @@ fn main() -> ExitCode {
             };
             // Sampling more rarely than once a year is no timeline (and TSC ticks overflow).
             if timeline_interval_us.saturating_mul(1000) > pfcswitch::config::CLI_MAX_NS {
-                eprintln!("--timeline-interval-us: '{timeline_interval_us}' is out of range 0..=31536000000000 (365 days)");
+                eprintln!(
+                    "--timeline-interval-us: '{timeline_interval_us}' is out of range 0..=31536000000000 (365 days)"
+                );
                 return ExitCode::from(2);
             }
             for (flag, path) in [("--stats-json", &stats_json), ("--timeline", &timeline)] {

@@ -13,7 +13,6 @@ pub enum TcSched {
     Dwrr(u32),
 }
 
-
 #[derive(Debug, Clone)]
 pub struct Scheduler {
     kinds: [TcSched; 8],
@@ -36,7 +35,8 @@ impl Scheduler {
     pub fn new(kinds: [TcSched; 8], max_frame: u32) -> Scheduler {
         let unit = u64::from(max_frame.max(crate::wire::MIN_FRAME_LEN as u32));
         // The lightest DWRR class gets one frame a visit, the others in proportion.
-        let w_min = kinds.iter().filter_map(|k| if let TcSched::Dwrr(w) = *k { Some(w.clamp(1, 100)) } else { None }).min();
+        let w_min =
+            kinds.iter().filter_map(|k| if let TcSched::Dwrr(w) = *k { Some(w.clamp(1, 100)) } else { None }).min();
         let mut quantum = [0; 8];
         let mut strict_mask = 0u8;
         let mut dwrr_mask = 0u8;

@@ -75,7 +75,14 @@ fn config(p: &Params) -> MmuConfig {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Admit { in_port: u16, pg: u8, out_port: u16, queue: u8, len: u32, lossless: bool },
+    Admit {
+        in_port: u16,
+        pg: u8,
+        out_port: u16,
+        queue: u8,
+        len: u32,
+        lossless: bool,
+    },
     Release(usize),
     /// The control lcore's periodic Xon check of every PG (T grows when others drain; a
     /// PG paused by a drop may hold nothing to release).

@@ -620,9 +620,18 @@ fn tx_inflight_limit_and_control_tx_queue() {
     assert_err(&set("tx_inflight_limit = 100"), "port[0].tx_inflight_limit", "less than the largest frame");
     // A full 1500-MTU frame is 1542 B on the line (with 802.1Q, FCS, preamble and gap):
     // 1522 (MTU + 22) used to pass, and the port never sent a full frame.
-    let both = |v: &str| set(v).replace("speed = \"25G\"", "speed = \"25G\"\nmtu = 1500").replacen("speed = \"100G\"", "speed = \"100G\"\nmtu = 1500", 1);
+    let both = |v: &str| {
+        set(v).replace("speed = \"25G\"", "speed = \"25G\"\nmtu = 1500").replacen(
+            "speed = \"100G\"",
+            "speed = \"100G\"\nmtu = 1500",
+            1,
+        )
+    };
     assert_err(&both("tx_inflight_limit = 1522"), "port[0].tx_inflight_limit", "1542 B on the wire");
-    assert_eq!(from_str(&both("tx_inflight_limit = 1542"), "t.toml").unwrap().ports[0].tx_inflight, TxInflight::Bytes(1542));
+    assert_eq!(
+        from_str(&both("tx_inflight_limit = 1542"), "t.toml").unwrap().ports[0].tx_inflight,
+        TxInflight::Bytes(1542)
+    );
     // A jumbo port elsewhere raises the floor of every limit: its frames may come here.
     let jumbo = set("tx_inflight_limit = 1542").replacen("speed = \"100G\"", "speed = \"100G\"\nmtu = 1500", 1);
     assert_err(&jumbo, "port[0].tx_inflight_limit", "MTU 9100 of port Ethernet4");

@@ -313,7 +313,8 @@ mod tests {
         // 1: the worker waits for a check; 2: the worker is done.
         let freeze = Arc::new(AtomicU64::new(0));
         let worker = {
-            let (mmu, wire, edges, slot, freeze) = (mmu.clone(), wire.clone(), edges.clone(), slot.clone(), freeze.clone());
+            let (mmu, wire, edges, slot, freeze) =
+                (mmu.clone(), wire.clone(), edges.clone(), slot.clone(), freeze.clone());
             std::thread::spawn(move || {
                 let mut notes = WorkerNotes::new(1);
                 let mut held = Vec::new();
@@ -349,7 +350,7 @@ mod tests {
         };
         let mut tx = PfcPortTx::new(PfcTxConfig::default(), 100_000_000_000, 1_000_000_000);
         let mut pending = PendingPgs::default();
-        let mut pass = |tx: &mut PfcPortTx, pending: &mut PendingPgs| {
+        let pass = |tx: &mut PfcPortTx, pending: &mut PendingPgs| {
             if let Some(t) = slot.take() {
                 tx.note_sent_pause(PRIO, t.t0, t.frames);
             }

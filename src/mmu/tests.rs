@@ -531,7 +531,8 @@ pub(super) mod hook {
 #[test]
 fn resume_rechecked_after_its_cas() {
     let pg = PgProfile { size: 0, xoff: 100_000, xon: 0, xon_offset: 0, threshold: Threshold::Static(2000) };
-    let m = std::sync::Arc::new(Mmu::new(MmuConfig::uniform(2, 1 << 3, pg, QueueProfile::default(), 400_000, 0)).unwrap());
+    let m =
+        std::sync::Arc::new(Mmu::new(MmuConfig::uniform(2, 1 << 3, pg, QueueProfile::default(), 400_000, 0)).unwrap());
     let mut held: Vec<Charge> = (0..20).filter_map(|_| m.admit(0, 3, 1, 3, 100, true).charge()).collect();
     assert!(m.is_off(0, 3), "the 20th packet reached T = 2000");
     let m2 = m.clone();
