@@ -93,6 +93,8 @@ fn main() {
         .allowlist_function("rte_eth_dev_flow_ctrl_set")
         .allowlist_function("rte_eth_rx_burst")
         .allowlist_function("rte_eth_tx_burst")
+        .allowlist_function("rte_eth_tx_done_cleanup")
+        .allowlist_function("rte_mbuf_refcnt_update")
         .allowlist_function("rte_telemetry_register_cmd")
         .allowlist_function("rte_tel_data_.*")
         .allowlist_function("rte_pdump_init")

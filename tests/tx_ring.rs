@@ -217,3 +217,91 @@ fn a_jumbo_leaves_a_slow_shaped_port() {
     let out = read_pcap(&d.join("out1.pcap"));
     assert_eq!(out.iter().filter(|f| f.len() == 9000).count(), 3);
 }
+
+/// PFC frames come from a small mempool of their own. A PMD that frees sent frames lazily
+/// (Intel's keep them until their ring is nearly full; emulated here on each control TX
+/// queue by `PFCSW_TEST_LAZY_TX_FREE`) holds up to a ring's worth per port: three ports
+/// paused at 100G (a refresh every 168 µs) hold ~3000 frames. With the pool of the old
+/// fixed size (2047, forced by `PFCSW_FAULT_CTL_POOL`) it runs dry: the switch must free
+/// completed descriptors and keep its refreshes and RESUMEs leaving. Sized from the
+/// rings (the default), it never runs dry.
+#[test]
+fn pfc_frames_never_run_out_of_mbufs() {
+    let run = |tag: &str, pool: Option<&str>| {
+        let d = TestDir::new(tag);
+        let dir = d.path.display();
+        let x = mac(0xcc);
+        let names = ["Ethernet0", "Ethernet4", "Ethernet8"];
+        let mut cfg = SwitchConfig::new(&d.prefix(), "0@0,1@1");
+        for (i, n) in names.iter().enumerate() {
+            let frames: Vec<Vec<u8>> = (0..60).map(|k| vlan_frame(x, mac(i as u8 + 1), 3, 1, 0x33, k, 1000)).collect();
+            write_pcap(&d.join(&format!("in{i}.pcap")), &frames);
+            cfg = cfg.port(
+                Port::new(
+                    n,
+                    &format!(
+                        "net_pcap{i},rx_pcap={dir}/in{i}.pcap,tx_pcap={dir}/out{i}.pcap,tx_pcap={dir}/ctl{i}.pcap"
+                    ),
+                )
+                .set("trust", "\"pcp\"")
+                .set("control_tx_queue", "true"),
+            );
+        }
+        // The stalled egress learns X from the one frame it receives.
+        write_pcap(&d.join("in3.pcap"), &[vlan_frame(mac(0x01), x, 0, 1, 0, 0, 100)]);
+        let cfg = cfg
+            .port(
+                Port::new("Ethernet12", &format!("net_pcap3,rx_pcap={dir}/in3.pcap,tx_pcap={dir}/out3.pcap"))
+                    .set("trust", "\"pcp\"")
+                    .set("tx_enable", "false"),
+            )
+            .toml(&lossless_buffer(&EXACT_PROFILE, 80_000, &["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"]))
+            .one_worker()
+            .write(&d.join("t.toml"));
+        let json = d.join("stats.json");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pfcswitch"));
+        cmd.args([
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--duration",
+            "1.5",
+            "--stats-json",
+            json.to_str().unwrap(),
+        ])
+        .env("PFCSW_TEST_LAZY_TX_FREE", "1");
+        if let Some(n) = pool {
+            cmd.env("PFCSW_FAULT_CTL_POOL", n);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", show(&out));
+        let j = read_json(&json);
+        assert_conserved(&j);
+        let per_port: Vec<(u64, u64, bool)> = (0..3)
+            .map(|i| {
+                let p = port(&j, names[i]);
+                let ctl = read_pcap(&d.join(&format!("ctl{i}.pcap")));
+                // The last PFC frame on the wire: the RESUME sent at stop.
+                let last_resume = ctl
+                    .last()
+                    .is_some_and(|f| f.len() >= 26 && f[16..18] != [0, 0] && f[18..34].iter().all(|&b| b == 0));
+                (
+                    p["pfc"]["tx_pause"][3].as_u64().unwrap(),
+                    p["tx_ring"]["control_no_mbuf"].as_u64().unwrap(),
+                    last_resume,
+                )
+            })
+            .collect();
+        eprintln!("{tag}: per port (PAUSE frames, no-mbuf events, ends with RESUME): {per_port:?}");
+        per_port
+    };
+    let small = run("ctlpool_small", Some("2047"));
+    assert!(small.iter().any(|p| p.1 > 0), "the old pool size never ran dry: {small:?}");
+    for (pause, _, resume) in &small {
+        // ~1.4 s paused, a refresh every 168 µs: thousands; a dry pool stopped at ~700.
+        assert!(*pause > 2000, "refreshes stopped when the pool ran dry: {small:?}");
+        assert!(*resume, "no RESUME at stop: {small:?}");
+    }
+    let sized = run("ctlpool_sized", None);
+    assert!(sized.iter().all(|p| p.1 == 0 && p.0 > 2000 && p.2), "{sized:?}");
+}

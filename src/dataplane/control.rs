@@ -51,6 +51,9 @@ pub struct Control {
     links: Vec<LinkSource>,
     /// Link polls so far (kernel links are read every 16th, ~16 ms).
     link_polls: u64,
+    /// PFC frames not queued (no room, or no mbuf on any lcore) when last reported, and
+    /// when that was: a warning at most once a second while it keeps happening.
+    warned: (u64, Option<Instant>),
     /// Per port: PGs whose MMU state differed from their PFC state, with no worker note,
     /// at the last reconcile pass. Acted on only when still so at the next pass: the
     /// worker whose admission flips a PG OFF claims its slot a few ns later, and a look
@@ -75,6 +78,7 @@ impl Control {
             ctl_failures: 0,
             links,
             link_polls: 0,
+            warned: (0, None),
         }
     }
 
@@ -120,6 +124,25 @@ impl Control {
                 ));
             }
         }
+    }
+
+    /// Warns (through the I/O thread) when PFC frames could not be queued since the last
+    /// warning, at most once a second: each such frame was retried, but a PAUSE that waits
+    /// is headroom spent, and a pool that stays dry stops PFC altogether.
+    pub fn warn_failures(&mut self, now: Instant) {
+        let no_mbuf: u64 = self.shared.egress.iter().map(|e| e.ctl_no_mbuf.load(Ordering::Relaxed)).sum();
+        let total = no_mbuf + self.ctl_failures;
+        if total == self.warned.0 || self.warned.1.is_some_and(|t| now.duration_since(t) < Duration::from_secs(1)) {
+            return;
+        }
+        self.shared.io.send(IoMsg::Log(
+            log::Level::Warn,
+            format!(
+                "PFC: {} frame(s) could not be queued since the last warning (control mempool empty: {no_mbuf} in all); retried after freeing completed TX descriptors",
+                total - self.warned.0
+            ),
+        ));
+        self.warned = (total, Some(now));
     }
 
     /// At stop, before the ports stop: the workers stop receiving (no new admission, no
@@ -357,6 +380,7 @@ pub fn run_loop(
         }
         next_check = t + check_every;
         control.poll_links();
+        control.warn_failures(Instant::now());
         // FDB aging in bounded slices: FDB_AGE_SLICE slots a millisecond, whatever the size.
         shared.fdb.age_slice(FDB_AGE_SLICE, t);
         if opts.stop.load(Ordering::Relaxed) {

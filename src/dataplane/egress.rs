@@ -5,7 +5,7 @@
 //! port. The switch's own PFC frames wait in the control queue. Queue depths are
 //! published here for telemetry and the timeline.
 
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use crossbeam_queue::ArrayQueue;
 
@@ -68,12 +68,20 @@ pub struct Ctl {
     pub edge_tsc: u64,
 }
 
-pub const NUM_TC: usize = 8;
+pub use crate::wire::NUM_TC;
+
+/// PFC frames a port's control queue holds on their way to its TX owner.
+pub const CONTROL_QUEUE_LEN: usize = 256;
 
 pub struct EgressPort {
     /// From workers that do not own this port's TX.
     pub inbound: ArrayQueue<Queued>,
     pub control: ArrayQueue<Ctl>,
+    /// PFC frames that found no mbuf in the control mempool (each was retried, not lost).
+    pub ctl_no_mbuf: AtomicU64,
+    /// Set when a PFC frame found no mbuf: the TX owner frees what its PMD holds of
+    /// completed sends (`rte_eth_tx_done_cleanup`) before the retry.
+    pub ctl_cleanup: AtomicBool,
     /// Packets in each TC queue, as last published by the owner lcore.
     depth: [AtomicU32; NUM_TC],
 }
@@ -84,7 +92,9 @@ impl EgressPort {
     pub fn new(inbound_len: usize) -> EgressPort {
         EgressPort {
             inbound: ArrayQueue::new(inbound_len.max(1)),
-            control: ArrayQueue::new(256),
+            control: ArrayQueue::new(CONTROL_QUEUE_LEN),
+            ctl_no_mbuf: AtomicU64::new(0),
+            ctl_cleanup: AtomicBool::new(false),
             depth: Default::default(),
         }
     }
@@ -113,7 +123,13 @@ impl EgressPort {
         if self.control.is_full() {
             return false;
         }
-        let Some(mut m) = pool.alloc() else { return false };
+        let Some(mut m) = pool.alloc() else {
+            // The pool is empty: PMDs that free lazily hold sent frames. Ask the TX owner
+            // to free completed descriptors; the caller keeps its state and retries.
+            self.ctl_no_mbuf.fetch_add(1, Relaxed);
+            self.ctl_cleanup.store(true, Relaxed);
+            return false;
+        };
         let Some(buf) = m.append(MIN_FRAME_LEN as u16) else { return false };
         let buf: &mut [u8; MIN_FRAME_LEN] = buf.try_into().expect("appended MIN_FRAME_LEN bytes");
         f.emit(src, buf);

@@ -68,8 +68,8 @@ pub struct RunOptions {
     pub timeline: Option<(std::path::PathBuf, Duration)>,
 }
 
-/// Fault injection for the failure-path tests (README, "Test knobs"): the lcore named by
-/// the environment variable `var`, if any.
+/// Fault injection for the failure-path tests (README, "Test knobs"): the number (an lcore,
+/// a pool size) the environment variable `var` gives, if any.
 fn fault_lcore(var: &str) -> Option<u32> {
     std::env::var(var).ok()?.parse().ok()
 }

@@ -332,6 +332,7 @@ pub(super) fn build(
             tx_ring: json!({
                 "tx_inflight_limit": rt.plan.tx_inflight,
                 "control_tx_queue": rt.control_txq,
+                "control_no_mbuf": shared.egress[i].ctl_no_mbuf.load(std::sync::atomic::Ordering::Relaxed),
                 "headroom_tx_inflight": rt.plan.headroom_calc.terms.iter().find(|t| t.0 == "tx_inflight").map_or(0, |t| t.1),
             }),
             latency: rt

@@ -129,9 +129,32 @@ pub fn mempools(spec: &SwitchSpec) -> Result<(Arc<Mempool>, Arc<Mempool>), Datap
             ..e
         })
     })?;
-    let ctl_pool = Mempool::new("pfcsw_ctl", 2047, 32, 256 + 128, -1).map_err(DataplaneError::Mempool)?;
-    log::info!("mempool: {n_mbufs} mbufs of {data_room} bytes");
+    let need = control_mbufs(spec);
+    let n_ctl = match super::fault_lcore("PFCSW_FAULT_CTL_POOL") {
+        Some(n) => {
+            log::warn!("control mempool: {n} mbufs (PFCSW_FAULT_CTL_POOL), below the {need} its rings may hold");
+            n
+        }
+        None => need,
+    };
+    let ctl_pool = Mempool::new("pfcsw_ctl", n_ctl, MEMPOOL_CACHE, 256 + 128, -1).map_err(DataplaneError::Mempool)?;
+    log::info!("mempool: {n_mbufs} mbufs of {data_room} bytes; PFC frames: {n_ctl} mbufs");
     Ok((Arc::new(pool), Arc::new(ctl_pool)))
+}
+
+/// Mbufs the PFC frames' pool needs so that it never runs dry while frames wait
+/// anywhere they can: every TX ring of every port (a PMD may keep sent frames until its
+/// ring is nearly full: Intel's free lazily), every port's control queue, every worker's
+/// pending bursts (data queue and control queue), and every lcore's mempool cache; plus a
+/// margin. Rounded up to 2^n − 1 (the mempool's best size).
+pub fn control_mbufs(spec: &SwitchSpec) -> u32 {
+    let nports = spec.ports.len() as u64;
+    let rings = nports * 2 * u64::from(spec.tx_ring_size);
+    let queues = nports * super::egress::CONTROL_QUEUE_LEN as u64;
+    let pending = spec.workers.len() as u64 * 2 * crate::dpdk::BURST_CAP as u64;
+    let caches = (spec.workers.len() as u64 + 1) * u64::from(MEMPOOL_CACHE) * 3 / 2;
+    let need = rings + queues + pending + caches + 64;
+    (need + 1).next_power_of_two().saturating_sub(1).min(u64::from(u32::MAX)) as u32
 }
 
 /// The started ports and the queue tokens not yet handed to a worker.
@@ -315,6 +338,9 @@ pub fn workers(
     tsc_hz: u64,
 ) -> Vec<Worker> {
     let now = rdtsc();
+    // Test knob: the control TX queues keep sent frames as a lazily freeing PMD does.
+    let lazy_free =
+        std::env::var_os("PFCSW_TEST_LAZY_TX_FREE").map(|_| usize::from(spec.tx_ring_size).saturating_sub(32).max(1));
     spec.workers
         .iter()
         .enumerate()
@@ -333,7 +359,7 @@ pub fn workers(
             for &p in &ws.tx {
                 if let Some(tq) = ports.txqs[p].take() {
                     let tx = TxPort::new(p, tq, shared, spec, pfc.watchdogs[p].take(), tsc_hz, now)
-                        .with_control_queue(ports.ctl_txqs[p].take());
+                        .with_control_queue(ports.ctl_txqs[p].take(), lazy_free);
                     w.own_tx(tx);
                 }
             }

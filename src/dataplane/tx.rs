@@ -54,6 +54,16 @@ struct ControlTx {
     pending: MbufBurst,
     /// TSC of the MMU edge of `pending[i]` (0 = refresh).
     edge_tsc: [u64; BURST_CAP],
+    /// Test knob `PFCSW_TEST_LAZY_TX_FREE`: sent frames kept as a PMD that frees lazily
+    /// keeps them (Intel's, until its ring is nearly full), up to the ring's size less
+    /// 32; `rte_eth_tx_done_cleanup` frees them. None: off.
+    lazy: Option<LazyFree>,
+}
+
+/// The references a lazily freeing PMD would still hold (allocated at start).
+struct LazyFree {
+    held: std::collections::VecDeque<crate::dpdk::HeldMbuf>,
+    cap: usize,
 }
 
 pub struct TxPort {
@@ -141,9 +151,27 @@ impl TxPort {
     }
 
     /// Send PFC frames on `q` (the port's second TX queue) instead of behind data.
-    pub fn with_control_queue(mut self, q: Option<TxQueue>) -> TxPort {
-        self.ctl = q.map(|q| Box::new(ControlTx { q, pending: MbufBurst::new(), edge_tsc: [0; BURST_CAP] }));
+    /// `lazy_free`: emulate a PMD that keeps this many sent frames (test knob).
+    pub fn with_control_queue(mut self, q: Option<TxQueue>, lazy_free: Option<usize>) -> TxPort {
+        self.ctl = q.map(|q| {
+            let lazy = lazy_free.map(|cap| LazyFree { held: std::collections::VecDeque::with_capacity(cap + 1), cap });
+            Box::new(ControlTx { q, pending: MbufBurst::new(), edge_tsc: [0; BURST_CAP], lazy })
+        });
         self
+    }
+
+    /// A PFC frame found no mbuf: free what the PMD holds of completed sends on this
+    /// port's queues, so the retry finds one.
+    #[cold]
+    fn tx_done_cleanup(&mut self, shared: &Shared) {
+        shared.egress[self.port].ctl_cleanup.store(false, Ordering::Relaxed);
+        let _ = self.txq.done_cleanup();
+        if let Some(t) = self.ctl.as_mut() {
+            let _ = t.q.done_cleanup();
+            if let Some(l) = t.lazy.as_mut() {
+                l.held.clear();
+            }
+        }
     }
 
     /// Put a packet on its TC queue; gives it back when the queue is full (the caller
@@ -223,6 +251,9 @@ impl TxPort {
     /// data already taken for the TX ring: the first free place in the ring is theirs.
     #[inline]
     pub fn serve_control(&mut self, shared: &Shared, worker: usize, now: u64, c: &LcoreCounters) -> usize {
+        if shared.egress[self.port].ctl_cleanup.load(Ordering::Relaxed) {
+            self.tx_done_cleanup(shared);
+        }
         let ctl_waiting = self.ctl.as_ref().is_some_and(|t| !t.pending.is_empty());
         if shared.egress[self.port].control.is_empty() && !ctl_waiting {
             return 0;
@@ -276,7 +307,23 @@ impl TxPort {
         if t.pending.is_empty() {
             return 0;
         }
+        if let Some(l) = t.lazy.as_mut() {
+            for i in 0..t.pending.len() {
+                if let Some(m) = t.pending.get(i) {
+                    l.held.push_back(m.hold());
+                }
+            }
+        }
         let sent = t.q.tx_burst(&mut t.pending);
+        if let Some(l) = t.lazy.as_mut() {
+            // The frames not taken are not held by the PMD; the oldest sent ones are
+            // freed once it holds a ring's worth.
+            let unsent = t.pending.len();
+            l.held.truncate(l.held.len() - unsent);
+            while l.held.len() > l.cap {
+                l.held.pop_front();
+            }
+        }
         let at = rdtsc();
         for &e in &t.edge_tsc[..sent] {
             if e != 0 {
@@ -293,6 +340,9 @@ impl TxPort {
         if !shared.ports[self.port].link_up.load(Ordering::Relaxed) {
             self.flush_link_down(shared, worker, now, c);
             return 0;
+        }
+        if shared.egress[self.port].ctl_cleanup.load(Ordering::Relaxed) {
+            self.tx_done_cleanup(shared);
         }
         // 1. Control frames: first, always.
         let ctl_sent = if self.ctl.is_some() {

@@ -100,6 +100,32 @@ impl Mbuf {
     }
 }
 
+impl Mbuf {
+    /// A second reference to this packet, which does nothing but keep its buffer out of
+    /// the mempool until dropped (`rte_mbuf_refcnt_update` + 1). What a PMD that frees
+    /// lazily does to a sent packet: the test knob `PFCSW_TEST_LAZY_TX_FREE` uses it.
+    pub fn hold(&self) -> HeldMbuf {
+        // SAFETY: we own a valid mbuf; the new reference is released by HeldMbuf's drop.
+        unsafe { sys::rte_mbuf_refcnt_update(self.0.as_ptr(), 1) };
+        HeldMbuf(self.0)
+    }
+}
+
+/// A reference that keeps a sent packet's buffer allocated ([`Mbuf::hold`]); it gives no
+/// access to the data (the owner may have handed the packet on).
+pub struct HeldMbuf(NonNull<sys::rte_mbuf>);
+
+// SAFETY: as for Mbuf: dropping a reference from any lcore is allowed.
+unsafe impl Send for HeldMbuf {}
+
+impl Drop for HeldMbuf {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference; rte_pktmbuf_free drops it (and frees the buffer
+        // when it was the last).
+        unsafe { sys::rte_pktmbuf_free(self.0.as_ptr()) }
+    }
+}
+
 impl Drop for Mbuf {
     fn drop(&mut self) {
         // SAFETY: we own the mbuf; return it to its pool.

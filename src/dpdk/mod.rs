@@ -20,7 +20,7 @@ mod tsc;
 pub use eal::{pdump_init, Eal};
 pub use error::DpdkError;
 pub use lcore::{current_lcore, launch_on, main_lcore, set_timer_slack_ns, LcoreHandle};
-pub use mbuf::{Drain, Mbuf, MbufBurst, BURST_CAP};
+pub use mbuf::{Drain, HeldMbuf, Mbuf, MbufBurst, BURST_CAP};
 pub use mempool::Mempool;
 pub use port::{link_of, max_queues, stats_of, FlowCtrlOutcome, LinkStatus, Port, PortStats, RxQueue, TxQueue};
 pub use tsc::{rdtsc, tsc_hz};

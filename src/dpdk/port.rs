@@ -366,6 +366,16 @@ impl TxQueue {
     pub fn queue(&self) -> u16 {
         self.queue
     }
+    /// Free the mbufs of descriptors the device completed (`rte_eth_tx_done_cleanup`),
+    /// for PMDs that free lazily (Intel's, until the ring is nearly full). Only the lcore
+    /// that transmits on this queue may call it. Returns the packets freed, or None when
+    /// the PMD does not support it.
+    pub fn done_cleanup(&mut self) -> Option<u32> {
+        // SAFETY: our queue, called by its only user; 0 = free all that completed.
+        let r = unsafe { sys::rte_eth_tx_done_cleanup(self.port, self.queue, 0) };
+        u32::try_from(r).ok()
+    }
+
     /// Transmit from the front of `burst`; the packets the driver took leave the burst,
     /// the rest stay (a full TX ring is backpressure, not loss). Returns how many went.
     #[inline(always)]
