@@ -60,3 +60,60 @@ fn adaptive_worker_gives_the_cpu_back_and_still_forwards() {
     assert!(poll > 0.5, "a polling worker uses its CPU: {poll:.2} s in 1 s");
     assert!(adaptive < 0.10, "an idle adaptive instance used {:.1} % of a CPU", adaptive * 100.0);
 }
+
+/// The PAUSE reaction when the worker that crosses Xoff (it polls Ethernet0's RX) is not
+/// the one that transmits on Ethernet0 (`cross`), against the same worker doing both.
+/// Both adaptive and idle when the lossless burst comes: the transmitting worker naps, and
+/// the PAUSE must not wait for its nap (up to 1 ms) to end. Returns the reaction (Xoff
+/// crossing → PAUSE handed to the driver) of the first PAUSE, µs.
+fn first_pause_reaction(tag: &str, cross: bool) -> Option<f64> {
+    if !is_root() {
+        eprintln!("SKIP: needs root (veth pair)");
+        return None;
+    }
+    let d = TestDir::new(tag);
+    let n = std::process::id() % 100_000;
+    let veth = Veth::new(&format!("rx{n}{}a", tag.len()), &format!("rx{n}{}b", tag.len()));
+    let x = mac(0xcc);
+    write_pcap(&d.join("in1.pcap"), &[vlan_frame(mac(0x01), x, 0, 1, 0, 0, 100)]);
+    let (w1_tx, w2_tx) = if cross { ("Ethernet4", "Ethernet0") } else { ("Ethernet0", "Ethernet4") };
+    let cfg = veth_and_pcap(&d, &veth.a)
+        .edit_port("Ethernet0", |p| p.speed("10G").set("shaper_rate", "\"10G\""))
+        .edit_port("Ethernet4", |p| p.set("tx_enable", "false"))
+        .toml(&pcap_pair_buffer(&EXACT_PROFILE))
+        .lcores_set("worker_idle", "\"adaptive\"")
+        .worker(1, &["Ethernet0:0"], &[w1_tx])
+        .worker(2, &["Ethernet4:0"], &[w2_tx])
+        // The RX worker alone on CPU 1; the other with the control lcore on CPU 0.
+        .eal_lcores("0@0,1@1,2@0")
+        .write(&d.join("t.toml"));
+    let json = d.join("stats.json");
+    let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);
+    sw.wait_forwarding(Duration::from_secs(30));
+    // Long enough idle for both workers to nap 1 ms at a time.
+    std::thread::sleep(Duration::from_millis(500));
+    for k in 0..60 {
+        veth.inject(&vlan_frame(x, mac(0x42), 3, 1, 0x33, k, 1000));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    sw.stop();
+    let j = read_json(&json);
+    assert_conserved(&j);
+    let r = &j["pfc_reaction"];
+    assert!(r["count"].as_u64().unwrap() >= 1, "no PAUSE: {j}");
+    Some(r["max_ns"].as_u64().unwrap() as f64 / 1e3)
+}
+
+#[test]
+fn a_napping_tx_owner_does_not_delay_another_workers_pause() {
+    let Some(same) = first_pause_reaction("same", false) else { return };
+    let Some(cross) = first_pause_reaction("cross", true) else { return };
+    eprintln!(
+        "first PAUSE reaction, adaptive workers: same worker {same:.1} µs, another (napping) worker {cross:.1} µs"
+    );
+    // A nap is up to 1 ms; a doorbell's wake-up is a scheduler wake-up.
+    assert!(
+        cross < 400.0,
+        "the PAUSE waited for the transmitting worker's nap: {cross:.1} µs (same worker: {same:.1} µs)"
+    );
+}

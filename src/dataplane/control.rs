@@ -162,7 +162,6 @@ impl Control {
         self.drain_edges(&shared);
         let before: u64 = self.tx_counters().iter().flat_map(|c| c.prio.iter()).map(|p| p.resume_frames.get()).sum();
         for (port, rt) in shared.ports.iter().enumerate() {
-            let (eg, src) = (&shared.egress[port], rt.mac);
             let tx = &mut self.pfc_tx[port];
             let mut pgs = rt.plan.lossless_pgs;
             while pgs != 0 {
@@ -172,7 +171,7 @@ impl Control {
                     self.pending[port].mark(pg, None, 0);
                 }
             }
-            let mut send = |f: &MacControl, tsc: u64| eg.queue_control(&shared.ctl_pool, src, f, tsc);
+            let mut send = |f: &MacControl, tsc: u64| shared.queue_control(port, f, tsc);
             // Every PG reads as ON: what is still buffered is about to be freed.
             let _ = self.pending[port].settle(tx, &rt.plan.pg_priorities, |_| false, rdtsc(), &mut send);
         }
@@ -256,10 +255,9 @@ impl Control {
             return false;
         }
         let mmu_off = |pg: u8| shared.mmu.is_off(port as u16, pg);
-        let (eg, src) = (&shared.egress[port], shared.ports[port].mac);
         let mut sent = false;
         let mut send = |f: &MacControl, tsc: u64| {
-            let ok = eg.queue_control(&shared.ctl_pool, src, f, tsc);
+            let ok = shared.queue_control(port, f, tsc);
             sent |= ok;
             ok
         };

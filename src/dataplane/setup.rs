@@ -324,6 +324,8 @@ pub fn shared_state(
         edges: (0..spec.workers.len()).map(|_| ArrayQueue::new(4096)).collect(),
         ctl_pool,
         pause_quanta: pfc_cfg.pause_quanta,
+        tx_owner: (0..nports).map(|p| spec.workers.iter().position(|w| w.tx.contains(&p))).collect(),
+        doorbells: (0..spec.workers.len()).map(|_| Default::default()).collect(),
     })
 }
 

@@ -2,7 +2,7 @@
 //! counters, the MMU, and the edge rings to the control lcore; and the two things every
 //! lcore does with it after admission (hand an MMU edge over, drop an admitted packet).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crossbeam_queue::ArrayQueue;
@@ -89,6 +89,50 @@ pub struct Shared {
     pub ctl_pool: Arc<Mempool>,
     /// Time carried by PAUSE frames.
     pub pause_quanta: u16,
+    /// Per port: the worker that owns its TX (None: no worker does).
+    pub tx_owner: Vec<Option<usize>>,
+    /// Per worker: its doorbell — set while it naps (adaptive idle), and its thread, to
+    /// wake it when a PFC frame is queued for a port it transmits.
+    pub doorbells: Vec<Doorbell>,
+}
+
+/// A worker's doorbell: whoever queues a PFC frame for one of its ports wakes it if it
+/// naps, so another worker's PAUSE never waits for the end of a nap (up to 1 ms).
+#[derive(Default)]
+pub struct Doorbell {
+    napping: CachePadded<AtomicBool>,
+    thread: std::sync::OnceLock<std::thread::Thread>,
+}
+
+impl Doorbell {
+    /// The worker, on its own thread, before its first nap.
+    pub fn register(&self) {
+        let _ = self.thread.set(std::thread::current());
+    }
+
+    /// Nap up to `d` unless `still_idle()` says otherwise once the doorbell is armed; a
+    /// ring during the nap ends it. (The flag is published before the check, and a ring
+    /// checks the flag after queueing: one of the two sees the other.)
+    pub fn nap(&self, d: std::time::Duration, still_idle: impl FnOnce() -> bool) -> bool {
+        self.napping.store(true, Ordering::SeqCst);
+        let napped = still_idle();
+        if napped {
+            std::thread::park_timeout(d);
+        }
+        self.napping.store(false, Ordering::SeqCst);
+        napped
+    }
+
+    /// Wake the worker if it naps (a futex wake: only when a PFC frame was just queued
+    /// for a napping owner, never on a packet's way).
+    #[inline]
+    pub fn ring(&self) {
+        if self.napping.load(Ordering::SeqCst) {
+            if let Some(t) = self.thread.get() {
+                t.unpark();
+            }
+        }
+    }
 }
 
 impl Shared {
@@ -120,6 +164,18 @@ impl Shared {
     /// crossing it reacts to, 0 for a refresh.
     pub fn queue_pause(&self, port: usize, prios: u8, edge_tsc: u64) -> bool {
         let f = crate::wire::MacControl::pfc_pause(prios, self.pause_quanta);
-        self.egress[port].queue_control(&self.ctl_pool, self.ports[port].mac, &f, edge_tsc)
+        self.queue_control(port, &f, edge_tsc)
+    }
+
+    /// Queue MAC-control frame `f` on `port`'s control queue and wake the port's TX
+    /// owner if it naps. False when there was no room (mbuf or queue).
+    pub fn queue_control(&self, port: usize, f: &crate::wire::MacControl, edge_tsc: u64) -> bool {
+        let ok = self.egress[port].queue_control(&self.ctl_pool, self.ports[port].mac, f, edge_tsc);
+        if ok {
+            if let Some(w) = self.tx_owner[port] {
+                self.doorbells[w].ring();
+            }
+        }
+        ok
     }
 }

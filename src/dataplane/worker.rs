@@ -207,6 +207,7 @@ impl Worker {
         let (mut empty, mut nap_us) = (0u32, NAP_MIN_US);
         if self.adaptive {
             crate::dpdk::set_timer_slack_ns(1_000);
+            shared.doorbells[self.index].register();
         }
         // Pauses that expire on their own are accounted (RxWait) by a periodic settle.
         let settle_every = (self.tsc_hz / 1000).max(1);
@@ -271,9 +272,14 @@ impl Worker {
                     empty += 1;
                 } else if self.may_nap(&shared) {
                     // Idle path only: a syscall here costs no packet anything but latency.
-                    std::thread::sleep(std::time::Duration::from_micros(nap_us));
-                    counters.worker.idle_sleeps.inc();
-                    nap_us = (nap_us * 2).min(NAP_MAX_US);
+                    // A PFC frame queued for one of this lcore's ports rings the doorbell
+                    // and ends the nap (another worker's PAUSE must not wait for it).
+                    let bell = &shared.doorbells[self.index];
+                    let nap = std::time::Duration::from_micros(nap_us);
+                    if bell.nap(nap, || self.txs.iter().all(|t| t.is_idle(&shared))) {
+                        counters.worker.idle_sleeps.inc();
+                        nap_us = (nap_us * 2).min(NAP_MAX_US);
+                    }
                 }
             }
         }

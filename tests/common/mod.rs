@@ -455,6 +455,11 @@ impl SwitchConfig {
             workers: Vec::new(),
         }
     }
+    /// EAL's `--lcores` value instead of the one given to [`SwitchConfig::new`].
+    pub fn eal_lcores(mut self, lcores: &str) -> SwitchConfig {
+        self.lcores = lcores.into();
+        self
+    }
     pub fn memory_mb(mut self, mb: u32) -> SwitchConfig {
         self.memory_mb = mb;
         self
