@@ -37,10 +37,16 @@ fn expected(i: usize) -> Option<bool> {
 /// Run the switch on `frames` into Ethernet0, TX of Ethernet4 off until they are all
 /// queued; WRED profile W (ecn_all, wred_green_enable) on queues 1 and 3 of Ethernet4.
 fn run(tag: &str, frames: &[Vec<u8>]) -> (TestDir, serde_json::Value) {
+    run_with(tag, frames, &[3, 4])
+}
+
+/// [`run`] with PFC on `egress_pfc` of Ethernet4 (Ethernet0 keeps 3 and 4).
+fn run_with(tag: &str, frames: &[Vec<u8>], egress_pfc: &[u8]) -> (TestDir, serde_json::Value) {
     let d = TestDir::new(tag);
     write_pcap(&d.join("in0.pcap"), frames);
     write_pcap(&d.join("in1.pcap"), &[]);
     let cfg = pcap_pair(&d, "10G")
+        .edit_port("Ethernet4", |p| p.pfc_enable(egress_pfc))
         .toml(&format!(
             r#"[buffer]
 total_size = "2MiB"
@@ -160,6 +166,18 @@ fn not_ect_dropped_on_the_lossy_queue_never_on_the_lossless_one() {
             assert_eq!(!lossy.contains(&(i as u32)), w, "lossy packet {i}: dropped? {lossy:?}");
         }
     }
+}
+
+/// Lossless is the ingress PG's class: a packet that arrived on a PFC priority is never
+/// dropped by WRED, even on an egress port whose own PFC settings differ (here it has
+/// none), or its peer, paused to protect it, would lose it all the same.
+#[test]
+fn wred_never_drops_a_lossless_packet_on_a_port_without_pfc() {
+    let frames: Vec<_> = (0..N as u32).map(|i| ipv4_frame(BCAST, mac(1), DSCP_LOSSLESS, 0, i, LEN)).collect();
+    let (d, j) = run_with("ecn-mismatch", &frames, &[]);
+    let out = read_pcap(&d.join("out1.pcap"));
+    assert_eq!(queue(&j, 3)["wred_dropped_packets"], 0, "{}", queue(&j, 3));
+    assert_eq!(out.len(), N, "every lossless packet leaves");
 }
 
 /// sonic-mgmt's `test_red_accuracy` method: thresholds far apart, Pmax 5 %, a deep backlog
