@@ -14,6 +14,7 @@ pub mod counters;
 pub mod fdb;
 pub mod headroom;
 pub mod mmu;
+pub mod pending;
 pub mod pfc;
 pub mod pfcwd;
 pub mod plan;

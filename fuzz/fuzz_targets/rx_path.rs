@@ -12,7 +12,8 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use pfcswitch::mmu::{Charge, Mmu, Verdict};
-use pfcswitch::plan::{Plan, MAX_L2_HEADER};
+use pfcswitch::plan::Plan;
+use pfcswitch::wire::MAX_L2_HEADER;
 use pfcswitch::wire::{self, MacControl, MIN_FRAME_LEN};
 
 const PORTS: usize = 3;
@@ -131,7 +132,7 @@ fuzz_target!(|data: &[u8]| {
         let charge = if in_port % 2 == 1 {
             match mmu.admit(ip, class.pg, op, q, len, lossless) {
                 Verdict::Admit { charge, .. } => Some(charge),
-                Verdict::Drop(_) => None,
+                Verdict::Drop { .. } => None,
             }
         } else {
             mmu.admit_prefix(ip, class.pg, op, q, &[len], lossless)
@@ -141,7 +142,7 @@ fuzz_target!(|data: &[u8]| {
                 })
                 .or_else(|| match mmu.admit(ip, class.pg, op, q, len, lossless) {
                     Verdict::Admit { charge, .. } => Some(charge),
-                    Verdict::Drop(_) => None,
+                    Verdict::Drop { .. } => None,
                 })
         };
         match charge {

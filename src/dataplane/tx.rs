@@ -8,8 +8,9 @@
 //! The port's eight TC queues are FIFOs of runs ([`crate::tcq::TcQueue`]) owned by this
 //! struct: the owner lcore enqueues its own packets without atomics; other lcores'
 //! packets come through the port's inbound ring ([`super::egress::EgressPort`]). Packets
-//! taken for the TX ring keep their runs too ([`PendRun`]), so what the driver accepts is
-//! accounted per run without a per-packet record beyond length and charge.
+//! taken for the TX ring keep their runs too ([`crate::pending::Pending`]), so what the
+//! driver accepts is accounted per run without a per-packet record beyond length and
+//! charge.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -27,26 +28,31 @@ use super::egress::{EgressPort, Queued, RunKey};
 use super::latency::LatencyRecorder;
 use super::shared::Shared;
 use super::spec::SwitchSpec;
+use crate::pending::{Burst, Pending, Settled};
 use crate::tcq::{Slot, TcQueue};
 use crate::wire::WIRE_OVERHEAD;
 
-/// Consecutive packets of the pending list from one run of one TC queue (or one control
-/// frame).
-#[derive(Clone, Copy)]
-struct PendRun {
-    /// None for a control frame.
-    key: Option<RunKey>,
-    /// Control frame: TSC of the MMU edge (0 = refresh).
-    ctl_tsc: u64,
-    /// Packets of the run still pending.
-    n: u32,
-    /// TC queue and run serial it came from (packets from the same one join it);
-    /// `CONTROL` for control frames (never joined).
-    src: u64,
+impl Burst for MbufBurst {
+    type Item = Mbuf;
+    #[inline(always)]
+    fn len(&self) -> usize {
+        MbufBurst::len(self)
+    }
+    #[inline(always)]
+    fn capacity(&self) -> usize {
+        BURST_CAP
+    }
+    #[inline(always)]
+    fn push(&mut self, m: Mbuf) -> Result<(), Mbuf> {
+        MbufBurst::push(self, m)
+    }
+    fn insert(&mut self, i: usize, m: Mbuf) -> Result<(), Mbuf> {
+        MbufBurst::insert(self, i, m)
+    }
+    fn drain_into(&mut self, f: impl FnMut(Mbuf)) {
+        self.drain().for_each(f);
+    }
 }
-
-const CONTROL: u64 = u64::MAX;
-const NO_RUN: PendRun = PendRun { key: None, ctl_tsc: 0, n: 0, src: CONTROL };
 
 /// PFC frames on a TX queue of their own (`control_tx_queue`): they wait behind no data.
 struct ControlTx {
@@ -69,13 +75,8 @@ struct LazyFree {
 pub struct TxPort {
     pub port: usize,
     txq: TxQueue,
-    /// Taken from the queues, not yet accepted by the TX ring: the packets, their runs
-    /// (`runs[..nruns]`, Σ n = pending.len()), and per packet its length and charge.
-    pending: MbufBurst,
-    runs: Box<[PendRun; BURST_CAP]>,
-    nruns: usize,
-    plen: [u32; BURST_CAP],
-    pcharged: [u32; BURST_CAP],
+    /// Taken from the queues (and PFC frames), not yet accepted by the TX ring.
+    pending: Pending<MbufBurst, RunKey, BURST_CAP>,
     /// The TC queues (FIFO of runs, at most `egress_queue_len` packets each).
     tcq: [TcQueue<Mbuf, RunKey>; 8],
     /// Depths last published to the egress port (telemetry).
@@ -125,11 +126,7 @@ impl TxPort {
         TxPort {
             port,
             txq,
-            pending: MbufBurst::new(),
-            runs: Box::new([NO_RUN; BURST_CAP]),
-            nruns: 0,
-            plen: [0; BURST_CAP],
-            pcharged: [0; BURST_CAP],
+            pending: Pending::new(MbufBurst::new()),
             tcq: std::array::from_fn(|_| TcQueue::new(queue_len)),
             published: [0; 8],
             sched: Scheduler::new(plan.sched, max_frame),
@@ -274,21 +271,12 @@ impl TxPort {
     #[cold]
     fn take_control(&mut self, shared: &Shared) {
         let eg = &shared.egress[self.port];
-        let mut at = self.runs[..self.nruns].iter().take_while(|r| r.key.is_none()).count();
         while !self.pending.is_full() {
             let Some(ctl) = eg.control.pop() else { break };
             let len = ctl.m.len() as u32;
-            let n = self.pending.len();
-            if self.pending.insert(at, ctl.m).is_err() {
+            if self.pending.insert_control(ctl.m, len, ctl.edge_tsc).is_err() {
                 break;
             }
-            self.plen.copy_within(at..n, at + 1);
-            self.pcharged.copy_within(at..n, at + 1);
-            (self.plen[at], self.pcharged[at]) = (len, 0);
-            self.runs.copy_within(at..self.nruns, at + 1);
-            self.runs[at] = PendRun { ctl_tsc: ctl.edge_tsc, n: 1, ..NO_RUN };
-            self.nruns += 1;
-            at += 1;
             if let Some(l) = self.inflight.as_mut() {
                 l.sent(len + WIRE_OVERHEAD);
             }
@@ -362,134 +350,7 @@ impl TxPort {
             (port.tx_credit.load(Ordering::Relaxed) as usize).min(self.burst)
         };
         if budget > 0 {
-            if let Some(s) = self.shaper.as_mut() {
-                s.refill(now);
-            }
-            if let Some(l) = self.inflight.as_mut() {
-                l.drain(now);
-            }
-            let paused = self.paused_queues(now);
-            let mut heads_mask = 0u8;
-            for tc in 0..8 {
-                if !self.tcq[tc].is_empty() {
-                    heads_mask |= 1 << tc;
-                }
-            }
-            if self.wd.as_ref().is_some_and(|w| w.due(now)) {
-                heads_mask = self.watchdog(shared, worker, now, heads_mask, c);
-            }
-            let mut moved = 0;
-            while moved < budget && !self.pending.is_full() {
-                let eligible = heads_mask & !paused;
-                if eligible == 0 {
-                    break;
-                }
-                let tcq = &self.tcq;
-                let Some(tc) = self.sched.pick(eligible, |t| tcq[t].front_len().unwrap_or(0)) else {
-                    break;
-                };
-                let wred = self.wred[tc];
-                if wred.is_none() {
-                    // The head run of `tc`, as far as the scheduler's grant (the choices
-                    // `pick` would make packet by packet), the in-flight limit and the
-                    // shaper's tokens let it go: summed here, settled once after the run.
-                    let max = (budget - moved).min(self.pending.room());
-                    let grant = self.sched.grant(tc);
-                    let tokens = self.shaper.as_ref().map_or(u64::MAX, |s| s.available_fixed());
-                    let inflight = &mut self.inflight;
-                    let (mut first, mut stop, mut spent, mut used) = (true, false, 0u64, 0u64);
-                    let admit = |len: u32| {
-                        if !first && spent + u64::from(len) > grant {
-                            return false;
-                        }
-                        let wire = len + WIRE_OVERHEAD;
-                        // The TX ring holds no more than tx_inflight_limit: what stays in the
-                        // TC queues stays under the scheduler and behind any PFC frame.
-                        if inflight.as_ref().is_some_and(|l| !l.admits(wire)) || used + Shaper::fixed(wire) > tokens {
-                            stop = true;
-                            return false;
-                        }
-                        if !first {
-                            spent += u64::from(len);
-                        }
-                        first = false;
-                        used += Shaper::fixed(wire);
-                        if let Some(l) = inflight.as_mut() {
-                            l.sent(wire);
-                        }
-                        true
-                    };
-                    let (pending, plen, pcharged) = (&mut self.pending, &mut self.plen, &mut self.pcharged);
-                    let take = |s: Slot<Mbuf>| {
-                        let i = pending.len();
-                        // The length from the mbuf, not the slot: its header line is warm
-                        // when the PMD takes it (the same as a NIC driver reads it; a
-                        // software loop such as net_ring gives the very mbuf to its
-                        // receiver, whose reaction time otherwise pays that miss).
-                        (plen[i], pcharged[i]) = (s.p.len() as u32, s.charged);
-                        let _ = pending.push(s.p);
-                    };
-                    let head = self.tcq[tc].front_len().unwrap_or(0);
-                    let Some((k, run)) = self.tcq[tc].take_run(max, admit, take) else { break };
-                    self.sched.spend(tc, spent);
-                    if k == 0 {
-                        // The head packet `pick` charged did not go.
-                        self.sched.refund(tc, head);
-                    }
-                    if let Some(s) = self.shaper.as_mut() {
-                        s.consume_fixed(used);
-                    }
-                    if k > 0 {
-                        let (key, serial) = (run.key, run.serial);
-                        self.pend_run(key, tc, serial, k as u32);
-                        moved += k;
-                    }
-                    if self.tcq[tc].is_empty() {
-                        heads_mask &= !(1 << tc);
-                    }
-                    if stop {
-                        break;
-                    }
-                    continue;
-                }
-                // A queue with WRED/ECN: packet by packet (each may be marked or dropped).
-                let len = self.tcq[tc].front_len().unwrap_or(0);
-                let wire = len + WIRE_OVERHEAD;
-                // The TX ring holds no more than tx_inflight_limit: what stays in the TC
-                // queues stays under the scheduler and behind any PFC frame.
-                if self.inflight.as_ref().is_some_and(|l| !l.admits(wire)) {
-                    self.sched.refund(tc, len);
-                    break;
-                }
-                if let Some(s) = self.shaper.as_mut() {
-                    if !s.try_consume(wire) {
-                        self.sched.refund(tc, len);
-                        break;
-                    }
-                }
-                if let Some(l) = self.inflight.as_mut() {
-                    l.sent(wire);
-                }
-                let depth = self.tcq[tc].bytes();
-                let Some((mut slot, run)) = self.tcq[tc].pop() else { break };
-                let (key, serial) = (run.key, run.serial);
-                if self.tcq[tc].is_empty() {
-                    heads_mask &= !(1 << tc);
-                }
-                if let Some(w) = wred {
-                    if !self.wred(&w, &mut slot, tc, depth, key.charge.is_lossless(), c) {
-                        // Dropped: the scheduler's share is not spent on it.
-                        self.sched.refund(tc, len);
-                        shared.drop_admitted(worker, key.queued(slot.p, slot.charged), DropReason::Wred, now, c);
-                        continue;
-                    }
-                }
-                self.pend_run(key, tc, serial, 1);
-                let i = self.pending.len();
-                (self.plen[i], self.pcharged[i]) = (len, slot.charged);
-                let _ = self.pending.push(slot.p);
-                moved += 1;
-            }
+            let moved = self.dequeue(shared, worker, budget, now, c);
             if !port.tx_enable.load(Ordering::Relaxed) && moved > 0 {
                 port.tx_credit.fetch_sub(moved as u64, Ordering::Relaxed);
             }
@@ -498,19 +359,143 @@ impl TxPort {
         ctl_sent + self.transmit(shared, worker, now, c)
     }
 
-    /// Count `n` packets of run `serial` of TC queue `tc` (key `key`) just added to the
-    /// pending list: they join the last pending run if it is the same one.
-    #[inline]
-    fn pend_run(&mut self, key: RunKey, tc: usize, serial: u32, n: u32) {
-        self.progress |= 1 << (key.tc & 7);
-        let src = (tc as u64) << 32 | u64::from(serial);
-        match self.nruns.checked_sub(1).map(|l| &mut self.runs[l]) {
-            Some(last) if last.src == src => last.n += n,
-            _ => {
-                self.runs[self.nruns] = PendRun { key: Some(key), ctl_tsc: 0, n, src };
-                self.nruns += 1;
+    /// Up to `budget` packets from the TC queues to the pending list, in the scheduler's
+    /// order, over the classes that have a packet and are not paused, within the shaper's
+    /// tokens and the in-flight limit. Returns how many moved.
+    fn dequeue(&mut self, shared: &Shared, worker: usize, budget: usize, now: u64, c: &LcoreCounters) -> usize {
+        if let Some(s) = self.shaper.as_mut() {
+            s.refill(now);
+        }
+        if let Some(l) = self.inflight.as_mut() {
+            l.drain(now);
+        }
+        let paused = self.paused_queues(now);
+        let mut heads_mask = (0..8).filter(|&tc| !self.tcq[tc].is_empty()).fold(0u8, |m, tc| m | 1 << tc);
+        if self.wd.as_ref().is_some_and(|w| w.due(now)) {
+            heads_mask = self.watchdog(shared, worker, now, heads_mask, c);
+        }
+        let mut moved = 0;
+        while moved < budget && !self.pending.is_full() {
+            let eligible = heads_mask & !paused;
+            if eligible == 0 {
+                break;
+            }
+            let tcq = &self.tcq;
+            let Some(tc) = self.sched.pick(eligible, |t| tcq[t].front_len().unwrap_or(0)) else {
+                break;
+            };
+            let step = match self.wred[tc] {
+                None => self.dequeue_run(tc, budget - moved),
+                // A queue with WRED/ECN: packet by packet (each may be marked or dropped).
+                Some(w) => self.dequeue_wred(shared, worker, tc, &w, now, c),
+            };
+            moved += step.moved;
+            if self.tcq[tc].is_empty() {
+                heads_mask &= !(1 << tc);
+            }
+            if step.stop {
+                break;
             }
         }
+        moved
+    }
+
+    /// The head run of `tc` (which `pick` chose), as far as the scheduler's grant (the
+    /// choices `pick` would make packet by packet), the in-flight limit and the shaper's
+    /// tokens let it go: summed here, settled once after the run.
+    #[inline]
+    fn dequeue_run(&mut self, tc: usize, max: usize) -> Step {
+        let max = max.min(self.pending.room());
+        let grant = self.sched.grant(tc);
+        let tokens = self.shaper.as_ref().map_or(u64::MAX, |s| s.available_fixed());
+        let inflight = &mut self.inflight;
+        let (mut first, mut stop, mut spent, mut used) = (true, false, 0u64, 0u64);
+        let admit = |len: u32| {
+            if !first && spent + u64::from(len) > grant {
+                return false;
+            }
+            let wire = len + WIRE_OVERHEAD;
+            if !line_admits(inflight, tokens, used, wire) {
+                stop = true;
+                return false;
+            }
+            if !first {
+                spent += u64::from(len);
+            }
+            first = false;
+            used += Shaper::fixed(wire);
+            if let Some(l) = inflight.as_mut() {
+                l.sent(wire);
+            }
+            true
+        };
+        let head = self.tcq[tc].front_len().unwrap_or(0);
+        let since = self.pending.len();
+        let pending = &mut self.pending;
+        // The length from the mbuf, not the slot: its header line is warm when the PMD
+        // takes it (the same as a NIC driver reads it; a software loop such as net_ring
+        // gives the very mbuf to its receiver, whose reaction time otherwise pays that miss).
+        let taken = self.tcq[tc].take_run(max, admit, |s: Slot<Mbuf>| {
+            let len = s.p.len() as u32;
+            pending.push(s.p, len, s.charged)
+        });
+        let Some((k, run)) = taken else {
+            return Step { moved: 0, stop: true };
+        };
+        self.sched.spend(tc, spent);
+        if k == 0 {
+            // The head packet `pick` charged did not go.
+            self.sched.refund(tc, head);
+        }
+        if let Some(s) = self.shaper.as_mut() {
+            s.consume_fixed(used);
+        }
+        if self.pending.close_run(since, run.key, pending_src(tc, run.serial)) > 0 {
+            self.progress |= 1 << (run.key.tc & 7);
+        }
+        Step { moved: k, stop }
+    }
+
+    /// The head packet of `tc` (which `pick` chose), a queue with a WRED/ECN profile:
+    /// marked, passed or dropped at dequeue, within the same limits as a run.
+    fn dequeue_wred(
+        &mut self,
+        shared: &Shared,
+        worker: usize,
+        tc: usize,
+        w: &WredProfile,
+        now: u64,
+        c: &LcoreCounters,
+    ) -> Step {
+        let len = self.tcq[tc].front_len().unwrap_or(0);
+        let wire = len + WIRE_OVERHEAD;
+        let tokens = self.shaper.as_ref().map_or(u64::MAX, |s| s.available_fixed());
+        if !line_admits(&self.inflight, tokens, 0, wire) {
+            self.sched.refund(tc, len);
+            return Step { moved: 0, stop: true };
+        }
+        if let Some(s) = self.shaper.as_mut() {
+            s.consume_fixed(Shaper::fixed(wire));
+        }
+        if let Some(l) = self.inflight.as_mut() {
+            l.sent(wire);
+        }
+        let depth = self.tcq[tc].bytes();
+        let Some((mut slot, run)) = self.tcq[tc].pop() else {
+            return Step { moved: 0, stop: true };
+        };
+        let (key, serial) = (run.key, run.serial);
+        if !self.wred(w, &mut slot, tc, depth, key.charge.is_lossless(), c) {
+            // Dropped: the scheduler's share is not spent on it.
+            self.sched.refund(tc, len);
+            shared.drop_admitted(worker, key.queued(slot.p, slot.charged), DropReason::Wred, now, c);
+            return Step { moved: 0, stop: false };
+        }
+        let since = self.pending.len();
+        self.pending.push(slot.p, len, slot.charged);
+        self.pending.close_run(since, key, pending_src(tc, serial));
+        self.progress |= 1 << (key.tc & 7);
+        Step { moved: 1, stop: false }
     }
 
     /// WRED/ECN at dequeue on a packet taken from queue `qi`, `depth` bytes deep (itself
@@ -552,56 +537,35 @@ impl TxPort {
         if self.pending.is_empty() {
             return 0;
         }
-        let sent = self.txq.tx_burst(&mut self.pending);
+        let sent = self.txq.tx_burst(self.pending.burst_mut());
         let pc = &c.ports[self.port];
         let (mut data, mut bytes, mut ctl) = (0u64, 0u64, 0u64);
+        let (lat, wd_forward) = (&mut self.lat, self.wd_forward_queues);
+        let (wd, priority_queue, port) = (&self.wd, &self.priority_queue, self.port);
         // Per pending run (same account, RX burst and TC): one MMU release, one counter
         // update, one histogram record.
-        let (mut off, mut r) = (0usize, 0usize);
-        while off < sent {
-            let run = self.runs[r];
-            let k = (run.n as usize).min(sent - off);
-            match run.key {
-                None => {
-                    ctl += k as u64;
-                    if run.ctl_tsc != 0 {
-                        // A fresh reading: `now` may be the RX burst's, the crossing's own.
-                        c.pfc_reaction.record(rdtsc().saturating_sub(run.ctl_tsc));
-                    }
-                }
-                Some(key) => {
-                    let run_bytes: u64 = self.plen[off..off + k].iter().map(|&l| u64::from(l)).sum();
-                    let run_charged: u64 = self.pcharged[off..off + k].iter().map(|&b| u64::from(b)).sum();
-                    shared.push_edge(worker, shared.mmu.release_run(key.charge, run_charged), now, c);
-                    let (n, queue) = (k as u64, key.charge.queue() as usize & 7);
-                    if self.wd_forward_queues & (1 << queue) != 0 {
-                        self.count_watchdog_tx_ok(shared, queue as u8, n);
-                    }
-                    pc.queue_tx_packets[queue].add(n);
-                    pc.queue_tx_bytes[queue].add(run_bytes);
-                    c.ports[key.charge.in_port() as usize].tc_tx[key.tc as usize & 7].add(n);
-                    self.lat.record_n(key.tc, now.saturating_sub(key.rx_tsc), n);
-                    data += n;
-                    bytes += run_bytes;
+        self.pending.settle(sent, |s| match s {
+            Settled::Control { edge_tsc } => {
+                ctl += 1;
+                if edge_tsc != 0 {
+                    // A fresh reading: `now` may be the RX burst's, the crossing's own.
+                    c.pfc_reaction.record(rdtsc().saturating_sub(edge_tsc));
                 }
             }
-            off += k;
-            if k < run.n as usize {
-                // Partly taken: the rest stays first.
-                self.runs[r].n -= k as u32;
-                break;
+            Settled::Data { key, n, bytes: run_bytes, charged } => {
+                shared.push_edge(worker, shared.mmu.release_run(key.charge, charged), now, c);
+                let (n, queue) = (u64::from(n), key.charge.queue() as usize & 7);
+                if wd_forward & (1 << queue) != 0 {
+                    count_watchdog_tx_ok(wd, priority_queue, shared, port, queue as u8, n);
+                }
+                pc.queue_tx_packets[queue].add(n);
+                pc.queue_tx_bytes[queue].add(run_bytes);
+                c.ports[key.charge.in_port() as usize].tc_tx[key.tc as usize & 7].add(n);
+                lat.record_n(key.tc, now.saturating_sub(key.rx_tsc), n);
+                data += n;
+                bytes += run_bytes;
             }
-            r += 1;
-        }
-        if r > 0 {
-            self.runs.copy_within(r..self.nruns, 0);
-            self.nruns -= r;
-        }
-        if sent > 0 && !self.pending.is_empty() {
-            let left = sent..sent + self.pending.len();
-            self.plen.copy_within(left.clone(), 0);
-            self.pcharged.copy_within(left, 0);
-        }
+        });
         pc.tx_packets.add(data);
         pc.tx_bytes.add(bytes);
         pc.control_tx.add(ctl);
@@ -684,19 +648,11 @@ impl TxPort {
     /// on its way from another lcore — to `f`, which owns it (dropping it frees the
     /// mbuf). Pending control frames are freed.
     fn drain_held(&mut self, eg: &EgressPort, mut f: impl FnMut(Queued)) {
-        let mut pending = self.pending.drain();
-        let mut i = 0;
-        for run in &self.runs[..self.nruns] {
-            for m in pending.by_ref().take(run.n as usize) {
-                match run.key {
-                    Some(key) => f(key.queued(m, self.pcharged[i])),
-                    None => drop(m),
-                }
-                i += 1;
+        self.pending.drain(|key, m, charged| {
+            if let Some(key) = key {
+                f(key.queued(m, charged));
             }
-        }
-        drop(pending);
-        self.nruns = 0;
+        });
         for tcq in self.tcq.iter_mut() {
             while let Some((slot, run)) = tcq.pop() {
                 f(run.key.queued(slot.p, slot.charged));
@@ -718,17 +674,6 @@ impl TxPort {
             && eg.control.is_empty()
     }
 
-    /// `n` packets left `queue` while the watchdog forwards its stormed priority.
-    #[cold]
-    fn count_watchdog_tx_ok(&self, shared: &Shared, queue: u8, n: u64) {
-        let (Some(wd), Some(state)) = (&self.wd, &shared.ports[self.port].pfcwd) else { return };
-        let forward = wd.ignore_pfc_mask() & !wd.drop_mask();
-        if let Some(prio) = (0..8u8).find(|&p| forward & (1 << p) != 0 && self.priority_queue[p as usize] & 7 == queue)
-        {
-            state.count_tx_ok(prio, n);
-        }
-    }
-
     /// At stop (every worker has stopped enqueueing): free everything held here or on
     /// its way here, releasing the MMU charges.
     pub fn flush(&mut self, shared: &Shared, c: &LcoreCounters) {
@@ -743,5 +688,37 @@ impl TxPort {
         });
         self.publish_depths(shared);
         self.lat.publish(&shared.ports[self.port].latency, true);
+    }
+}
+
+/// What one dequeue step did: packets moved to the pending list, and whether the line
+/// (shaper, in-flight limit) or the queue stops this serve.
+struct Step {
+    moved: usize,
+    stop: bool,
+}
+
+/// Whether a frame of `wire` bytes on the line may go now: the in-flight limit admits it
+/// and the shaper's `tokens` (16.16 fixed point) cover it after `used` of them.
+#[inline(always)]
+fn line_admits(inflight: &Option<InflightLimit>, tokens: u64, used: u64, wire: u32) -> bool {
+    // The TX ring holds no more than tx_inflight_limit: what stays in the TC queues stays
+    // under the scheduler and behind any PFC frame.
+    inflight.as_ref().is_none_or(|l| l.admits(wire)) && used + Shaper::fixed(wire) <= tokens
+}
+
+/// The source of a run on the pending list: its TC queue and the queue's run serial.
+#[inline(always)]
+fn pending_src(tc: usize, serial: u32) -> u64 {
+    (tc as u64) << 32 | u64::from(serial)
+}
+
+/// `n` packets left `queue` while the watchdog forwards its stormed priority.
+#[cold]
+fn count_watchdog_tx_ok(wd: &Option<Pfcwd>, priority_queue: &[u8; 8], shared: &Shared, port: usize, queue: u8, n: u64) {
+    let (Some(wd), Some(state)) = (wd, &shared.ports[port].pfcwd) else { return };
+    let forward = wd.ignore_pfc_mask() & !wd.drop_mask();
+    if let Some(prio) = (0..8u8).find(|&p| forward & (1 << p) != 0 && priority_queue[p as usize] & 7 == queue) {
+        state.count_tx_ok(prio, n);
     }
 }
