@@ -31,7 +31,7 @@ use crate::dpdk::{self, launch_on, tsc_hz, Eal, LcoreHandle, PortStats};
 use crate::mmu::Mmu;
 use shared::Shared;
 
-pub use egress::{EgressPort, NUM_TC};
+pub use egress::EgressPort;
 pub use report::{PortReport, RunReport};
 pub use spec::{PortSpec, SwitchSpec, WorkerSpec};
 
