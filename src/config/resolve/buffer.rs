@@ -1,6 +1,7 @@
 //! `[buffer]`: pools, profiles, PG and queue bindings, or the generated default buffer.
 
 use super::*;
+use crate::wire::NUM_TC;
 
 pub(super) fn generated_buffer(
     total_size: u64,
