@@ -12,6 +12,7 @@ mod egress;
 mod io;
 pub mod latency;
 mod link;
+mod main_loop;
 mod pause_handoff;
 mod report;
 mod setup;
@@ -179,7 +180,7 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     let elapsed = match launch_err {
         None => {
             log::info!("forwarding: {} ports, {} worker lcore(s)", spec.ports.len(), spec.workers.len());
-            let elapsed = control::run_loop(&mut control, spec, opts, timeline);
+            let elapsed = main_loop::run(&mut control, spec, opts, timeline);
             let resumed = control.resume_all_at_stop(Duration::from_millis(50));
             if resumed > 0 {
                 log::info!("stop: {resumed} RESUME frame(s) sent for PGs still paused");
