@@ -161,7 +161,7 @@ pub fn probe(opts: &Options) -> Result<(String, Vec<Probed>), ProbeError> {
             .ok_or_else(|| err(format!("{}: no DSCP, PCP or default TC classifies into TC {}", row.port, row.tc)))?;
         let prefix = format!("{tag}-{k}");
         let cfg_path = write(&derive_for(&base, egress, &prefix)?, &format!("probe-{k}.toml"))?;
-        let run = Run {
+        let pg = PgProbe {
             bin: &opts.bin,
             cfg: &cfg_path,
             dir: &dir.0,
@@ -173,15 +173,15 @@ pub fn probe(opts: &Options) -> Result<(String, Vec<Probed>), ProbeError> {
             frame: opts.frame as usize,
             row: &row,
         };
-        let pause = run.check_pause()?;
-        let (drop, xon) = run.check_drop_and_xon()?;
+        let pause = pg.check_pause()?;
+        let (drop, xon) = pg.check_drop_and_xon()?;
         out.push(Probed { row, pause, xon, drop });
     }
     Ok((policy, out))
 }
 
-/// One (port, PG)'s runs.
-struct Run<'a> {
+/// The probe of one (port, PG): the switch runs it starts, and what it checks in each.
+struct PgProbe<'a> {
     bin: &'a Path,
     cfg: &'a Path,
     dir: &'a Path,
@@ -258,7 +258,7 @@ impl Switch {
     }
 }
 
-impl Run<'_> {
+impl PgProbe<'_> {
     fn prio(&self) -> usize {
         usize::from(self.row.tc)
     }
