@@ -33,7 +33,7 @@ use crate::mmu::Mmu;
 use shared::Shared;
 
 pub use egress::EgressPort;
-pub use report::{PortReport, RunReport};
+pub use report::{Audit, PortReport, RunReport};
 pub use spec::{PortSpec, SwitchSpec, WorkerSpec};
 
 #[derive(Debug, thiserror::Error)]
