@@ -1,11 +1,12 @@
 //! The lcore side: starts EAL, the mempools and the ports, launches the worker loops on
 //! their lcores, runs the control loop on the main lcore, and stops everything cleanly.
 //!
-//! A packet's way: [`worker`] (RX → parse → classify → FDB → MMU admit → enqueue) →
-//! [`tx`] (scheduler → `tx_burst` → MMU release). A PAUSE's way: the worker that crosses
-//! Xoff queues it itself ([`pause_handoff`]), [`control`] commits it, refreshes it and
-//! sends the RESUME. [`setup`] builds what they share ([`shared`]); [`report`] and
-//! [`telemetry`] read it.
+//! A packet's way: `worker` (RX → parse → classify → FDB → MMU admit → enqueue) → `tx`
+//! (scheduler → `tx_burst` → MMU release). A PAUSE's way: the worker that crosses Xoff
+//! queues it itself (`pause_handoff`), `control` commits it, refreshes it and sends the
+//! RESUME, driven by `main_loop` on the main lcore. `setup` builds what they share
+//! (`shared`); `report` and `telemetry` read it. (Private modules: plain names, not links,
+//! so the public documentation has no dead link.)
 
 mod control;
 mod egress;

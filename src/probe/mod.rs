@@ -1,7 +1,7 @@
 //! `pfcswitch probe`: proves on a running switch that `pfcswitch thresholds` is right.
 //!
 //! For every lossless (port, PG) of a configuration (optionally in another headroom
-//! mode), the switch is started on net_pcap vdevs ([`derive`]) with the stalled egress's
+//! mode), the switch is started on net_pcap vdevs ([`mod@derive`]) with the stalled egress's
 //! `tx_enable = false`, and a burst of equal frames of the PG's TC is sent into the port,
 //! the way sonic-mgmt's `PFCtest` / `XonHysteresisTest` do it on hardware:
 //! * `pause_at − 1` frames: no PAUSE on the wire; `pause_at` frames: a PAUSE naming the
