@@ -70,8 +70,8 @@ pub struct RunOptions {
     pub timeline: Option<(std::path::PathBuf, Duration)>,
 }
 
-/// Fault injection for the failure-path tests (README, "Test knobs"): the number (an lcore,
-/// a pool size) the environment variable `var` gives, if any.
+/// Fault injection for the failure-path tests (docs/lossless.md, "Test knobs"): the number
+/// (an lcore, a pool size) the environment variable `var` gives, if any.
 fn fault_lcore(var: &str) -> Option<u32> {
     std::env::var(var).ok()?.parse().ok()
 }
@@ -87,7 +87,7 @@ pub fn run(spec: &SwitchSpec, opts: &RunOptions) -> Result<RunReport, DataplaneE
         tsc_hz()
     );
     if spec.eal_args.iter().any(|a| a == "--no-huge") {
-        log::info!("capture: running without hugepages, dpdk-dumpcap cannot attach (see README)");
+        log::info!("capture: running without hugepages, dpdk-dumpcap cannot attach (see docs/operating.md, Capture)");
     } else {
         match dpdk::pdump_init() {
             Ok(()) => log::info!("capture: rte_pdump_init done; dpdk-dumpcap --file-prefix=<prefix> can capture"),

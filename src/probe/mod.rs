@@ -322,7 +322,8 @@ impl PgProbe<'_> {
 
     /// The PFC frames naming the PG's priority that the ingress port sent: (PAUSEs,
     /// RESUMEs), read from its pcap after the switch stopped. A switch that stops with
-    /// the PG OFF sends one last RESUME (README, "On a real NIC"); it is not counted.
+    /// the PG OFF sends one last RESUME (docs/lossless.md, "On a real NIC"); it is not
+    /// counted.
     fn wire_pfc(&self, stopped_off: bool) -> (u64, u64) {
         let b = std::fs::read(self.dir.join(format!("out{}.pcap", self.ingress))).unwrap_or_default();
         let bit = 1u8 << self.row.tc;
