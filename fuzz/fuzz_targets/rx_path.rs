@@ -131,7 +131,7 @@ fuzz_target!(|data: &[u8]| {
         let charge = if in_port % 2 == 1 {
             match mmu.admit(ip, class.pg, op, q, len, lossless) {
                 Verdict::Admit { charge, .. } => Some(charge),
-                Verdict::Drop(_) => None,
+                Verdict::Drop { .. } => None,
             }
         } else {
             mmu.admit_prefix(ip, class.pg, op, q, &[len], lossless)
@@ -141,7 +141,7 @@ fuzz_target!(|data: &[u8]| {
                 })
                 .or_else(|| match mmu.admit(ip, class.pg, op, q, len, lossless) {
                     Verdict::Admit { charge, .. } => Some(charge),
-                    Verdict::Drop(_) => None,
+                    Verdict::Drop { .. } => None,
                 })
         };
         match charge {
