@@ -688,7 +688,7 @@ def fmt(v, unit=""):
 rows = [
     ("null: pfcswitch (both ports, Mpps)", fmt(res["null_mpps"]), "full lossless pipeline, 2 x net_null, worker on CPU 1"),
     ("null: testpmd macswap (Mpps)", fmt(res["testpmd_macswap_mpps"]), "same vdevs, forwarding lcore on CPU 1"),
-    ("null_ratio", fmt(res["null_ratio"]), "median of per-run-pair ratios; goal >= 0.85 (issue 17)"),
+    ("null_ratio", fmt(res["null_ratio"]), "median of per-run-pair ratios; goal >= 0.85"),
     ("memif: pfcswitch (both dirs, Mpps)", fmt(res["memif_mpps"]), f"generator sent {fmt(extra['memif_generator_sent_mpps'])} Mpps, worker busy {fmt(extra['memif_switch_worker_busy_fraction'])}"),
     ("memif: testpmd io (Mpps)", fmt(res["testpmd_io_memif_mpps"]), "generator flowgen on CPU 0"),
     ("memif_ratio", fmt(res["memif_ratio"]), "median of per-run-pair ratios; goal >= 0.95"),

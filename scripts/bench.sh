@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pfcswitch benchmarks (issue 6): the switch against DPDK's own forwarding on the same
+# pfcswitch benchmarks (docs/benchmarks.md): the switch against DPDK's own forwarding on the same
 # vdevs and cores, in one invocation. Prints a table and ends with ONE JSON line.
 #
 #   scripts/bench.sh            full mode (5 runs per figure, callgrind + perf profile, ~8 minutes)

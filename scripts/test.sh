@@ -7,10 +7,13 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 [ -d "$HOME/.cargo/bin" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
-echo "== lint: rustfmt, clippy (warnings are errors), pyflakes, shellcheck =="
+echo "== lint: rustfmt, clippy and rustdoc (warnings are errors), module circles, pyflakes, shellcheck =="
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 cargo clippy --no-default-features --lib -- -D warnings
+# Private items too: most modules are private, and their intra-doc links rot as well.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --document-private-items
+python3 scripts/module_cycles.py
 pyflakes3 scripts/*.py scripts/lib/*.py
 shellcheck scripts/*.sh .ci/run
 echo "== pure engine without DPDK =="

@@ -1,7 +1,7 @@
 //! The `pfcswitch` command: run the switch, validate configurations, size headroom.
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use pfcswitch::config::Config;
 use pfcswitch::dataplane::{self, RunOptions};
+use pfcswitch::plan::Plan;
 
 #[derive(Parser)]
 #[command(
@@ -25,27 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Start EAL, the ports and the lcores, and forward until SIGINT/SIGTERM or --duration.
-    Run {
-        /// Configuration file (TOML), e.g. dpdk-config/null.toml
-        #[arg(long, short)]
-        config: PathBuf,
-        /// Stop after this long: seconds ("10", "2.5") or with a unit ("500ms", "1s").
-        #[arg(long, allow_hyphen_values = true)]
-        duration: Option<String>,
-        /// Write the counters as JSON here at stop.
-        #[arg(long)]
-        stats_json: Option<PathBuf>,
-        /// Print a live counters line this often: seconds or with a unit (0 = off).
-        #[arg(long, default_value = "0", allow_hyphen_values = true)]
-        stats_interval: String,
-        /// Sample per-PG occupancy, OFF/ON, T, queue depth and PFC frames into this CSV
-        /// (draw it with scripts/plot_timeline.py).
-        #[arg(long)]
-        timeline: Option<PathBuf>,
-        /// Timeline sampling interval in microseconds.
-        #[arg(long, default_value_t = 100)]
-        timeline_interval_us: u64,
-    },
+    Run(RunArgs),
     /// Validate a configuration: exit 0 if valid, else one line naming the field, exit 2.
     CheckConfig { file: PathBuf },
     /// Show live state of a running switch (SONiC-style tables, or --json), read over DPDK
@@ -75,27 +57,7 @@ enum Cmd {
         config: PathBuf,
     },
     /// Headroom a lossless PG needs on a link: every term and the total.
-    Headroom {
-        /// Link speed, e.g. 100G
-        #[arg(long)]
-        speed: String,
-        /// Cable length, e.g. 300m
-        #[arg(long)]
-        cable: String,
-        /// MTU in bytes (the largest frame)
-        #[arg(long)]
-        mtu: u32,
-        /// This switch's reaction delay in ns (default: the documented measured figure)
-        #[arg(long)]
-        sw_response_ns: Option<u64>,
-        /// Data that can be in the TX ring ahead of a PFC frame: the port's
-        /// tx_inflight_limit, e.g. 48K (default 0: PFC frames on their own TX queue)
-        #[arg(long)]
-        tx_inflight: Option<String>,
-        /// Print JSON
-        #[arg(long)]
-        json: bool,
-    },
+    Headroom(HeadroomArgs),
     /// Check `thresholds` on a running switch: per lossless (port, PG), start the switch
     /// with this configuration on net_pcap vdevs (stalled egress), send bursts, and compare
     /// the PAUSE, Xon and first-drop packets with what `thresholds` computes. Exit 1 on a
@@ -119,6 +81,54 @@ enum Cmd {
     },
 }
 
+// The flags of `run`.
+#[derive(Args)]
+struct RunArgs {
+    /// Configuration file (TOML), e.g. dpdk-config/null.toml
+    #[arg(long, short)]
+    config: PathBuf,
+    /// Stop after this long: seconds ("10", "2.5") or with a unit ("500ms", "1s").
+    #[arg(long, allow_hyphen_values = true)]
+    duration: Option<String>,
+    /// Write the counters as JSON here at stop.
+    #[arg(long)]
+    stats_json: Option<PathBuf>,
+    /// Print a live counters line this often: seconds or with a unit (0 = off).
+    #[arg(long, default_value = "0", allow_hyphen_values = true)]
+    stats_interval: String,
+    /// Sample per-PG occupancy, OFF/ON, T, queue depth and PFC frames into this CSV
+    /// (draw it with scripts/plot_timeline.py).
+    #[arg(long)]
+    timeline: Option<PathBuf>,
+    /// Timeline sampling interval in microseconds.
+    #[arg(long, default_value_t = 100)]
+    timeline_interval_us: u64,
+}
+
+// The flags of `headroom`.
+#[derive(Args)]
+struct HeadroomArgs {
+    /// Link speed, e.g. 100G
+    #[arg(long)]
+    speed: String,
+    /// Cable length, e.g. 300m
+    #[arg(long)]
+    cable: String,
+    /// MTU in bytes (the largest frame)
+    #[arg(long)]
+    mtu: u32,
+    /// This switch's reaction delay in ns (default: the documented measured figure)
+    #[arg(long)]
+    sw_response_ns: Option<u64>,
+    /// Data that can be in the TX ring ahead of a PFC frame: the port's
+    /// tx_inflight_limit, e.g. 48K (default 0: PFC frames on their own TX queue)
+    #[arg(long)]
+    tx_inflight: Option<String>,
+    /// Print JSON
+    #[arg(long)]
+    json: bool,
+}
+
 /// Which lossless (port, PG)s `thresholds` and `probe` look at, and with what frames.
 #[derive(Args)]
 struct PgSelection {
@@ -136,251 +146,195 @@ struct PgSelection {
     frame_size: u32,
 }
 
-/// Load, validate and plan a configuration; on error print one line and give exit 2.
-fn load(path: &std::path::Path) -> Result<(pfcswitch::config::Config, pfcswitch::plan::Plan), ExitCode> {
-    let cfg = pfcswitch::config::load(path).map_err(|e| {
-        eprintln!("{e}");
-        ExitCode::from(2)
-    })?;
-    let plan = pfcswitch::plan::plan(&cfg, cfg.switch.sw_response_ns).map_err(|e| {
-        eprintln!("{e}");
-        ExitCode::from(2)
-    })?;
-    Ok((cfg, plan))
+/// Why a command failed: one line to print, and the exit code it gives.
+enum Fail {
+    /// Bad input (a configuration, a flag, an argument), or a probe that cannot run: exit
+    /// 2, before anything started.
+    Input(String),
+    /// The command could not do its work (EAL, a port, a signal handler, a file, the
+    /// telemetry socket): exit 1.
+    Runtime(String),
 }
+
+impl Fail {
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            Fail::Input(_) => ExitCode::from(2),
+            Fail::Runtime(_) => ExitCode::FAILURE,
+        }
+    }
+
+    fn line(&self) -> &str {
+        match self {
+            Fail::Input(s) | Fail::Runtime(s) => s,
+        }
+    }
+}
+
+/// What a command gives: its exit code when it ran to the end (0, or 1 for a mismatch it
+/// found), else why it failed.
+type Outcome = Result<ExitCode, Fail>;
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
         .format_timestamp_millis()
         .init();
     install_panic_hook();
-    let cli = Cli::parse();
-    match cli.cmd {
-        Cmd::CheckConfig { file } => match load(&file) {
-            Ok((cfg, plan)) => {
-                for w in cfg.warnings.iter().chain(&plan.warnings) {
-                    println!("warning: {w}");
-                }
-                println!("{}: ok", file.display());
-                ExitCode::SUCCESS
-            }
-            Err(code) => code,
-        },
-        Cmd::Thresholds { sel: PgSelection { config, port, pg, frame_size }, json } => match load(&config) {
-            Ok((cfg, plan)) => {
-                let names: Vec<String> = cfg.ports.iter().map(|p| p.name.clone()).collect();
-                match pfcswitch::thresholds::compute(&plan, &names, frame_size, port.as_deref(), pg) {
-                    Ok(rows) if json => {
-                        let v: Vec<_> = rows.iter().map(|r| r.to_json()).collect();
-                        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
-                        ExitCode::SUCCESS
-                    }
-                    Ok(rows) => {
-                        let policy = match plan.mmu.headroom_policy {
-                            pfcswitch::mmu::HeadroomPolicy::SharedPool { size } => {
-                                format!("shared_pool, a {size}-byte pool every PG draws on, each up to its xoff")
-                            }
-                            pfcswitch::mmu::HeadroomPolicy::Dsh => {
-                                "dsh: queue PAUSE at T − xoff, port PAUSE at Nq·T, one insurance xoff per port"
-                                    .to_string()
-                            }
-                            _ => "static, each PG its own xoff".to_string(),
-                        };
-                        print!("{}", pfcswitch::thresholds::render(&rows, &policy));
-                        ExitCode::SUCCESS
-                    }
-                    Err(e) => {
-                        eprintln!("{e}");
-                        ExitCode::from(2)
-                    }
-                }
-            }
-            Err(code) => code,
-        },
-        Cmd::Probe { sel: PgSelection { config, port, pg, frame_size }, headroom_policy } => {
-            let bin = match std::env::current_exe() {
-                Ok(b) => b,
-                Err(e) => {
-                    eprintln!("probe: cannot find this binary: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let opts = pfcswitch::probe::Options { config, policy: headroom_policy, frame: frame_size, port, pg, bin };
-            match pfcswitch::probe::probe(&opts) {
-                Ok((policy, rows)) => {
-                    print!("{}", pfcswitch::probe::render(&policy, frame_size, &rows));
-                    if rows.iter().all(|r| r.ok()) {
-                        ExitCode::SUCCESS
-                    } else {
-                        ExitCode::from(1)
-                    }
-                }
-                Err(e) => {
-                    eprintln!("probe: {e}");
-                    ExitCode::from(2)
-                }
-            }
-        }
-        Cmd::Ecn { config } => match load(&config) {
-            Ok((cfg, plan)) => {
-                print!("{}", pfcswitch::show::render_ecn(&cfg));
-                for w in plan.warnings.iter().filter(|w| w.contains("(Kmin)") || w.contains("(Kmax)")) {
-                    println!("warning: {w}");
-                }
-                ExitCode::SUCCESS
-            }
-            Err(code) => code,
-        },
+    let outcome = match Cli::parse().cmd {
+        Cmd::Run(args) => run(args),
+        Cmd::CheckConfig { file } => check_config(&file),
         Cmd::Show { prefix, json, what } => show(prefix, json, &what, false),
         Cmd::Clear { prefix, what } => show(prefix, false, &what, true),
-        Cmd::Headroom { speed, cable, mtu, sw_response_ns, tx_inflight, json } => {
-            let tx_inflight_bytes = match tx_inflight.as_deref().map(pfcswitch::units::parse_bytes).transpose() {
-                Ok(b) => b.unwrap_or(0),
-                Err(e) => {
-                    eprintln!("--tx-inflight: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let speed_bps = match pfcswitch::units::parse_speed(&speed) {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("--speed: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let cable_m = match pfcswitch::units::parse_length_m(&cable) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("--cable: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let inputs = pfcswitch::headroom::HeadroomInputs {
-                speed_bps,
-                cable_m,
-                mtu,
-                sw_response_ns: sw_response_ns.unwrap_or(pfcswitch::headroom::DEFAULT_SW_RESPONSE_NS),
-                tx_inflight_bytes,
-            };
-            let b = pfcswitch::headroom::compute(&inputs);
-            if json {
-                println!("{}", serde_json::to_string_pretty(&b.to_json()).expect("json"));
-            } else {
-                print!("{}", b.render_text());
-            }
-            ExitCode::SUCCESS
+        Cmd::Ecn { config } => ecn(&config),
+        Cmd::Headroom(args) => headroom(args),
+        Cmd::Probe { sel, headroom_policy } => probe(sel, headroom_policy),
+        Cmd::Thresholds { sel, json } => thresholds(sel, json),
+    };
+    outcome.unwrap_or_else(|fail| {
+        eprintln!("{}", fail.line());
+        fail.exit_code()
+    })
+}
+
+/// Load, validate and plan a configuration.
+fn load(path: &Path) -> Result<(Config, Plan), Fail> {
+    let cfg = pfcswitch::config::load(path).map_err(|e| Fail::Input(e.to_string()))?;
+    let plan = pfcswitch::plan::plan(&cfg, cfg.switch.sw_response_ns).map_err(|e| Fail::Input(e.to_string()))?;
+    Ok((cfg, plan))
+}
+
+/// `check-config`: the warnings, then `<file>: ok`.
+fn check_config(file: &Path) -> Outcome {
+    let (cfg, plan) = load(file)?;
+    for w in cfg.warnings.iter().chain(&plan.warnings) {
+        println!("warning: {w}");
+    }
+    println!("{}: ok", file.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `thresholds`: per lossless (port, PG), the PAUSE, Xon and first-drop packets.
+fn thresholds(sel: PgSelection, json: bool) -> Outcome {
+    let PgSelection { config, port, pg, frame_size } = sel;
+    let (cfg, plan) = load(&config)?;
+    let names: Vec<String> = cfg.ports.iter().map(|p| p.name.clone()).collect();
+    let rows = pfcswitch::thresholds::compute(&plan, &names, frame_size, port.as_deref(), pg)
+        .map_err(|e| Fail::Input(e.to_string()))?;
+    if json {
+        let v: Vec<_> = rows.iter().map(|r| r.to_json()).collect();
+        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let policy = match plan.mmu.headroom_policy {
+        pfcswitch::mmu::HeadroomPolicy::SharedPool { size } => {
+            format!("shared_pool, a {size}-byte pool every PG draws on, each up to its xoff")
         }
-        Cmd::Run { config, duration, stats_json, stats_interval, timeline, timeline_interval_us } => {
-            // Everything the command line can get wrong is found before EAL starts.
-            let duration = match duration.as_deref().map(|d| cli_duration("--duration", d)).transpose() {
-                Ok(d) => d.filter(|d| !d.is_zero()),
-                Err(code) => return code,
-            };
-            let stats_interval = match cli_duration("--stats-interval", &stats_interval) {
-                Ok(d) => Some(d).filter(|d| !d.is_zero()),
-                Err(code) => return code,
-            };
-            // Sampling more rarely than once a year is no timeline (and TSC ticks overflow).
-            if timeline_interval_us.saturating_mul(1000) > pfcswitch::config::CLI_MAX_NS {
-                eprintln!(
-                    "--timeline-interval-us: '{timeline_interval_us}' is out of range 0..=31536000000000 (365 days)"
-                );
-                return ExitCode::from(2);
-            }
-            for (flag, path) in [("--stats-json", &stats_json), ("--timeline", &timeline)] {
-                if let Some(p) = path {
-                    if let Err(e) = check_writable(p) {
-                        eprintln!("{flag}: cannot write {}: {e}", p.display());
-                        return ExitCode::from(2);
-                    }
-                }
-            }
-            let (cfg, plan) = match load(&config) {
-                Ok(x) => x,
-                Err(code) => return code,
-            };
-            for w in cfg.warnings.iter().chain(&plan.warnings) {
-                log::warn!("{w}");
-            }
-            let spec = dataplane::SwitchSpec::from_config(&cfg, plan);
-            let tx_enable_all = Arc::new(AtomicBool::new(false));
-            if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGUSR1, tx_enable_all.clone()) {
-                eprintln!("pfcswitch: cannot install signal handler: {e}");
-                return ExitCode::FAILURE;
-            }
-            let stop = Arc::new(AtomicBool::new(false));
-            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-                if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
-                    eprintln!("pfcswitch: cannot install signal handler: {e}");
-                    return ExitCode::FAILURE;
-                }
-            }
-            let opts = RunOptions {
-                duration,
-                stats_interval,
-                stop,
-                tx_enable_all,
-                timeline: timeline.map(|p| (p, Duration::from_micros(timeline_interval_us.max(1)))),
-            };
-            let report = match dataplane::run(&spec, &opts) {
-                Ok(r) => r,
-                Err(e @ dataplane::DataplaneError::Speed(_)) => {
-                    // The config does not match the hardware: a config error, found late.
-                    eprintln!("pfcswitch: {e}");
-                    return ExitCode::from(2);
-                }
-                Err(e) => {
-                    eprintln!("pfcswitch: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            print_summary(&report);
-            if let Some(path) = stats_json {
-                let text = serde_json::to_string_pretty(&report.to_json()).expect("json");
-                if let Err(e) = std::fs::write(&path, text + "\n") {
-                    eprintln!("pfcswitch: cannot write {}: {e}", path.display());
-                    return ExitCode::FAILURE;
-                }
-            }
-            let t = report.totals();
-            let mut ok = true;
-            if !report.conservation_ok() {
-                eprintln!(
-                    "pfcswitch: CONSERVATION MISMATCH: entered {} (rx + flood copies) vs left {} (tx + consumed + drops); MMU bytes still charged {}",
-                    t.entered(),
-                    t.left(),
-                    report.mmu_bytes_after_stop
-                );
-                ok = false;
-            }
-            for (port, tc, i, o) in report.tc_mismatches() {
-                eprintln!(
-                    "pfcswitch: CONSERVATION MISMATCH on {port} TC{tc}: {i} in (rx + copies) vs {o} out (tx + dropped)"
-                );
-            }
-            let ll = report.lossless_loss();
-            if ll.total() > 0 {
-                eprintln!(
-                    "pfcswitch: LOSSLESS DROPS: {} packets of a lossless class were lost: {} dropped by the switch (headroom or lossless queue too small?), {} by the NIC (imissed + rx_nombuf: RX ring or mempool too small?)",
-                    ll.total(),
-                    ll.switch,
-                    ll.nic
-                );
-            }
-            if report.mbufs_in_use_after_stop != 0 {
-                eprintln!(
-                    "pfcswitch: MBUF LEAK: {} of {} mbufs not returned to the pool",
-                    report.mbufs_in_use_after_stop, report.mbufs_total
-                );
-                ok = false;
-            }
-            if ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
+        pfcswitch::mmu::HeadroomPolicy::Dsh => {
+            "dsh: queue PAUSE at T − xoff, port PAUSE at Nq·T, one insurance xoff per port".to_string()
+        }
+        _ => "static, each PG its own xoff".to_string(),
+    };
+    print!("{}", pfcswitch::thresholds::render(&rows, &policy));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `probe`: what `thresholds` computes, checked on a running switch; 1 on a mismatch.
+fn probe(sel: PgSelection, headroom_policy: Option<String>) -> Outcome {
+    let PgSelection { config, port, pg, frame_size } = sel;
+    let bin = std::env::current_exe().map_err(|e| Fail::Input(format!("probe: cannot find this binary: {e}")))?;
+    let opts = pfcswitch::probe::Options { config, policy: headroom_policy, frame: frame_size, port, pg, bin };
+    let (policy, rows) = pfcswitch::probe::probe(&opts).map_err(|e| Fail::Input(format!("probe: {e}")))?;
+    print!("{}", pfcswitch::probe::render(&policy, frame_size, &rows));
+    Ok(if rows.iter().all(|r| r.ok()) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// `ecn`: the WRED/ECN profiles, their bindings, and the ECN-vs-PFC warnings.
+fn ecn(config: &Path) -> Outcome {
+    let (cfg, plan) = load(config)?;
+    print!("{}", pfcswitch::show::render_ecn(&cfg));
+    for w in plan.warnings.iter().filter(|w| w.contains("(Kmin)") || w.contains("(Kmax)")) {
+        println!("warning: {w}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `headroom`: every term of a lossless PG's headroom on one link, and the total.
+fn headroom(args: HeadroomArgs) -> Outcome {
+    let HeadroomArgs { speed, cable, mtu, sw_response_ns, tx_inflight, json } = args;
+    fn flag(flag: &'static str) -> impl Fn(pfcswitch::units::UnitError) -> Fail {
+        move |e| Fail::Input(format!("{flag}: {e}"))
+    }
+    let tx_inflight_bytes =
+        tx_inflight.as_deref().map(pfcswitch::units::parse_bytes).transpose().map_err(flag("--tx-inflight"))?;
+    let inputs = pfcswitch::headroom::HeadroomInputs {
+        speed_bps: pfcswitch::units::parse_speed(&speed).map_err(flag("--speed"))?,
+        cable_m: pfcswitch::units::parse_length_m(&cable).map_err(flag("--cable"))?,
+        mtu,
+        sw_response_ns: sw_response_ns.unwrap_or(pfcswitch::headroom::DEFAULT_SW_RESPONSE_NS),
+        tx_inflight_bytes: tx_inflight_bytes.unwrap_or(0),
+    };
+    let b = pfcswitch::headroom::compute(&inputs);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&b.to_json()).expect("json"));
+    } else {
+        print!("{}", b.render_text());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `run`: everything the command line can get wrong is found before EAL starts; then the
+/// switch runs until a signal or `--duration`, prints its summary, writes `--stats-json`,
+/// and exits 1 if a packet or an mbuf is unaccounted for.
+fn run(args: RunArgs) -> Outcome {
+    let RunArgs { config, duration, stats_json, stats_interval, timeline, timeline_interval_us } = args;
+    let duration = duration.as_deref().map(|d| cli_duration("--duration", d)).transpose()?.filter(|d| !d.is_zero());
+    let stats_interval = Some(cli_duration("--stats-interval", &stats_interval)?).filter(|d| !d.is_zero());
+    // Sampling more rarely than once a year is no timeline (and TSC ticks overflow).
+    if timeline_interval_us.saturating_mul(1000) > pfcswitch::config::CLI_MAX_NS {
+        return Err(Fail::Input(format!(
+            "--timeline-interval-us: '{timeline_interval_us}' is out of range 0..=31536000000000 (365 days)"
+        )));
+    }
+    for (flag, path) in [("--stats-json", &stats_json), ("--timeline", &timeline)] {
+        if let Some(p) = path {
+            check_writable(p).map_err(|e| Fail::Input(format!("{flag}: cannot write {}: {e}", p.display())))?;
         }
     }
+    let (cfg, plan) = load(&config)?;
+    for w in cfg.warnings.iter().chain(&plan.warnings) {
+        log::warn!("{w}");
+    }
+    let spec = dataplane::SwitchSpec::from_config(&cfg, plan);
+    let signal_err = |e: std::io::Error| Fail::Runtime(format!("pfcswitch: cannot install signal handler: {e}"));
+    let tx_enable_all = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGUSR1, tx_enable_all.clone()).map_err(signal_err)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).map_err(signal_err)?;
+    }
+    let opts = RunOptions {
+        duration,
+        stats_interval,
+        stop,
+        tx_enable_all,
+        timeline: timeline.map(|p| (p, Duration::from_micros(timeline_interval_us.max(1)))),
+    };
+    let report = dataplane::run(&spec, &opts).map_err(|e| match e {
+        // The config does not match the hardware: a config error, found late.
+        dataplane::DataplaneError::Speed(_) => Fail::Input(format!("pfcswitch: {e}")),
+        _ => Fail::Runtime(format!("pfcswitch: {e}")),
+    })?;
+    print_summary(&report);
+    if let Some(path) = stats_json {
+        let text = serde_json::to_string_pretty(&report.to_json()).expect("json");
+        std::fs::write(&path, text + "\n")
+            .map_err(|e| Fail::Runtime(format!("pfcswitch: cannot write {}: {e}", path.display())))?;
+    }
+    let audit = report.audit();
+    for line in &audit.lines {
+        eprintln!("pfcswitch: {line}");
+    }
+    Ok(if audit.ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 /// A panic anywhere ends the process (release builds are `panic = "abort"`; unwinding
@@ -404,17 +358,16 @@ fn install_panic_hook() {
     }));
 }
 
-/// A command-line duration, or one line naming the flag and exit 2.
-fn cli_duration(flag: &str, text: &str) -> Result<Duration, ExitCode> {
-    pfcswitch::config::parse_cli_duration_ns(text).map(Duration::from_nanos).map_err(|e| {
-        eprintln!("{flag}: {e}");
-        ExitCode::from(2)
-    })
+/// A command-line duration, or one line naming the flag (exit 2).
+fn cli_duration(flag: &str, text: &str) -> Result<Duration, Fail> {
+    pfcswitch::config::parse_cli_duration_ns(text)
+        .map(Duration::from_nanos)
+        .map_err(|e| Fail::Input(format!("{flag}: {e}")))
 }
 
 /// Can `path` be written? Opens it for writing without truncating; a file this check
 /// created is removed again, so a failed run leaves nothing behind.
-fn check_writable(path: &std::path::Path) -> std::io::Result<()> {
+fn check_writable(path: &Path) -> std::io::Result<()> {
     let existed = path.exists();
     std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(path)?;
     if !existed {
@@ -520,47 +473,31 @@ fn find_socket(prefix: Option<String>) -> Result<PathBuf, String> {
     }
 }
 
-fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> ExitCode {
+/// `show` (and `clear`, which stores what `show` would print as the new zero): read the
+/// running instance's telemetry socket and print its tables.
+fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> Outcome {
     use pfcswitch::show::{self, render, Instance, Snapshot, View};
-    let view = match View::parse(what) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("pfcswitch: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let view = View::parse(what).map_err(|e| Fail::Input(format!("pfcswitch: {e}")))?;
     if clear && !view.clearable() {
-        eprintln!("pfcswitch: {} shows gauges and watermarks, nothing to clear", what.join(" "));
-        return ExitCode::from(2);
+        return Err(Fail::Input(format!(
+            "pfcswitch: {} shows gauges and watermarks, nothing to clear",
+            what.join(" ")
+        )));
     }
-    let sock = match find_socket(prefix) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("pfcswitch: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
     // One port per command: DPDK 22.11 truncates replies above 16 KB.
-    let fetched = pfcswitch::dpdk::telemetry::Client::connect(&sock)
+    let (pid, reading) = pfcswitch::dpdk::telemetry::Client::connect(&sock)
         .map_err(|e| e.to_string())
-        .and_then(|mut c| show::fetch(view, &mut |cmd| c.query(cmd)).map(|r| (c.pid, r)).map_err(|e| e.to_string()));
-    let (pid, reading) = match fetched {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("pfcswitch: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+        .and_then(|mut c| show::fetch(view, &mut |cmd| c.query(cmd)).map(|r| (c.pid, r)).map_err(|e| e.to_string()))
+        .map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
     let instance = Instance { pid, start_time_ns: reading.start_time_ns };
     // The instance's own runtime directory (EAL's, 0700), where its socket is.
-    let snap_path = show::snapshot_path(sock.parent().unwrap_or(std::path::Path::new(".")), view);
+    let snap_path = show::snapshot_path(sock.parent().unwrap_or(Path::new(".")), view);
     if clear {
-        if let Err(e) = show::write_snapshot(&snap_path, &Snapshot { instance, data: reading.value }) {
-            eprintln!("pfcswitch: cannot write {}: {e}", snap_path.display());
-            return ExitCode::FAILURE;
-        }
+        show::write_snapshot(&snap_path, &Snapshot { instance, data: reading.value })
+            .map_err(|e| Fail::Runtime(format!("pfcswitch: cannot write {}: {e}", snap_path.display())))?;
         println!("Cleared {} (snapshot {})", what.join(" "), snap_path.display());
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
     let shown = show::since_clear(view, reading.value, show::read_snapshot(&snap_path).as_ref(), &instance);
     if json {
@@ -568,5 +505,5 @@ fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> Exi
     } else {
         print!("{}", render(view, &shown));
     }
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }

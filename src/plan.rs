@@ -86,119 +86,10 @@ pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
     let lossy_pool_size: u64 = b.pools.iter().filter(|p| p.kind == PoolType::Egress).map(|p| p.size).sum();
     let mut ports = Vec::new();
     let mut mmu_ports = Vec::new();
-    for (pi, p) in cfg.ports.iter().enumerate() {
-        let qos = QosMaps {
-            trust: p.trust,
-            dscp_to_tc: cfg.qos.dscp_to_tc,
-            dot1p_to_tc: cfg.qos.dot1p_to_tc,
-            tc_to_pg: cfg.qos.tc_to_pg,
-            tc_to_queue: cfg.qos.tc_to_queue,
-            default_tc: p.default_tc,
-        };
-        let frame = p.mtu as u32 + L2_OVERHEAD;
-        let tx_inflight = tx_inflight_limit(p, cfg.switch.burst_size);
-        // A PFC frame on its own TX queue waits for no data (the one frame already on the
-        // wire is `mtu_local`). `auto` may put it there on a NIC; counted as not, to be safe.
-        let ahead = match p.control_tx_queue {
-            config::ControlTxQueue::On => 0,
-            _ => tx_inflight.unwrap_or(0),
-        };
-        let calc = headroom::compute(&HeadroomInputs {
-            speed_bps: p.speed_bps,
-            cable_m: p.cable_length_m,
-            mtu: frame,
-            sw_response_ns,
-            tx_inflight_bytes: ahead,
-        });
-        // PGs with an ingress profile that carry a PFC priority are lossless.
-        let mut lossless_pgs = 0u8;
-        let mut pg_priorities = [0u8; 8];
-        for prio in 0..8u8 {
-            if p.pfc_mask & (1 << prio) != 0 {
-                let pg = qos.tc_to_pg[prio as usize] & 7;
-                pg_priorities[pg as usize] |= 1 << prio;
-            }
-        }
-        let mut pgs = [PgProfile::default(); 8];
-        let mut headroom_used = [0u64; 8];
-        for pg in 0..8 {
-            let Some(prof_idx) = b.pg_profile.get(pi).and_then(|a| a[pg]) else { continue };
-            let prof = &b.profiles[prof_idx];
-            let pool = &b.pools[prof.pool];
-            if pool.kind != PoolType::Ingress || pg_priorities[pg] == 0 {
-                continue;
-            }
-            lossless_pgs |= 1 << pg;
-            let field = format!("buffer.profile.{}.xoff", prof.name);
-            let xoff = match prof.xoff {
-                Some(x) => {
-                    if let Some(w) = headroom::check_explicit(x, calc.headroom_bytes) {
-                        warnings.push(format!("{}: {field} on {}|{pg}: {w}", cfg.origin, p.name));
-                    }
-                    x
-                }
-                None => calc.headroom_bytes,
-            };
-            if xoff < frame as u64 {
-                return Err(err(
-                    field,
-                    format!("headroom {xoff} bytes on {}|{pg} is smaller than one frame ({frame} bytes)", p.name),
-                ));
-            }
-            headroom_used[pg] = xoff;
-            pgs[pg] = PgProfile {
-                size: prof.size,
-                xoff,
-                // Defaults: resume two frames above private at the latest, one frame
-                // below the Xoff point (SONiC-style xon / xon_offset).
-                xon: prof.xon.unwrap_or(2 * frame as u64),
-                xon_offset: prof.xon_offset.unwrap_or(frame as u64),
-                threshold: match prof.threshold {
-                    config::Threshold::Dynamic(a) => mmu::Threshold::Dynamic(a),
-                    config::Threshold::Static(s) => mmu::Threshold::Static(s),
-                },
-            };
-        }
-        let mut queues = [QueueProfile::default(); 8];
-        for q in 0..8 {
-            if let Some(prof_idx) = b.queue_profile.get(pi).and_then(|a| a[q]) {
-                let prof = &b.profiles[prof_idx];
-                queues[q] = QueueProfile {
-                    size: prof.size,
-                    threshold: match prof.threshold {
-                        config::Threshold::Dynamic(a) => mmu::Threshold::Dynamic(a),
-                        config::Threshold::Static(s) => mmu::Threshold::Static(s),
-                    },
-                };
-            }
-        }
-        // Priority n is TC n on the wire (dot1p identity): its queue is tc_to_queue[n].
-        let priority_queue: [u8; 8] = qos.tc_to_queue.map(|q| q & 7);
-        let sched = cfg.qos.scheduler.map(|s| match s {
-            config::Scheduler::Strict => TcSched::Strict,
-            config::Scheduler::Dwrr(w) => TcSched::Dwrr(w as u32),
-        });
-        let wred = std::array::from_fn(|q| {
-            let bound = cfg.qos.queue_wred.get(pi).and_then(|a| a[q])?;
-            cfg.qos.wred_profiles[bound].engine()
-        });
-        let lossless_queues =
-            (0..8).filter(|&prio| p.pfc_mask & (1 << prio) != 0).fold(0u8, |m, prio| m | 1 << priority_queue[prio]);
-        mmu_ports.push(PortMmuConfig { lossless_pgs, pgs, queues });
-        ports.push(PortPlan {
-            qos,
-            pfc_mask: p.pfc_mask,
-            lossless_pgs,
-            pg_priorities,
-            priority_queue,
-            sched,
-            shaper_bps: p.shaper_bps,
-            headroom: headroom_used,
-            headroom_calc: calc,
-            tx_inflight,
-            wred,
-            lossless_queues,
-        });
+    for pi in 0..cfg.ports.len() {
+        let (port, mmu_port) = plan_port(cfg, pi, sw_response_ns, &mut warnings)?;
+        ports.push(port);
+        mmu_ports.push(mmu_port);
     }
     let mut mmu_cfg = MmuConfig {
         total_size: b.total_size,
@@ -232,6 +123,146 @@ pub fn plan(cfg: &Config, sw_response_ns: u64) -> Result<Plan, PlanError> {
     };
     ecn_check(cfg, &ports, &mmu_cfg, shared, &mut warnings);
     Ok(Plan { mmu: mmu_cfg, ports, warnings })
+}
+
+/// One port's plan and MMU profile: classification, headroom, lossless PGs and queues,
+/// scheduler, WRED.
+fn plan_port(
+    cfg: &Config,
+    pi: usize,
+    sw_response_ns: u64,
+    warnings: &mut Vec<String>,
+) -> Result<(PortPlan, PortMmuConfig), PlanError> {
+    let p = &cfg.ports[pi];
+    let b = &cfg.buffer;
+    let qos = QosMaps {
+        trust: p.trust,
+        dscp_to_tc: cfg.qos.dscp_to_tc,
+        dot1p_to_tc: cfg.qos.dot1p_to_tc,
+        tc_to_pg: cfg.qos.tc_to_pg,
+        tc_to_queue: cfg.qos.tc_to_queue,
+        default_tc: p.default_tc,
+    };
+    let frame = p.mtu as u32 + L2_OVERHEAD;
+    let tx_inflight = tx_inflight_limit(p, cfg.switch.burst_size);
+    // A PFC frame on its own TX queue waits for no data (the one frame already on the
+    // wire is `mtu_local`). `auto` may put it there on a NIC; counted as not, to be safe.
+    let ahead = match p.control_tx_queue {
+        config::ControlTxQueue::On => 0,
+        _ => tx_inflight.unwrap_or(0),
+    };
+    let calc = headroom::compute(&HeadroomInputs {
+        speed_bps: p.speed_bps,
+        cable_m: p.cable_length_m,
+        mtu: frame,
+        sw_response_ns,
+        tx_inflight_bytes: ahead,
+    });
+    let mut pg_priorities = [0u8; 8];
+    for prio in 0..8u8 {
+        if p.pfc_mask & (1 << prio) != 0 {
+            let pg = qos.tc_to_pg[prio as usize] & 7;
+            pg_priorities[pg as usize] |= 1 << prio;
+        }
+    }
+    let (lossless_pgs, pgs, headroom_used) =
+        ingress_pgs(cfg, pi, frame, calc.headroom_bytes, &pg_priorities, warnings)?;
+    let mut queues = [QueueProfile::default(); 8];
+    for q in 0..8 {
+        if let Some(prof_idx) = b.queue_profile.get(pi).and_then(|a| a[q]) {
+            let prof = &b.profiles[prof_idx];
+            queues[q] = QueueProfile { size: prof.size, threshold: mmu_threshold(prof.threshold) };
+        }
+    }
+    // Priority n is TC n on the wire (dot1p identity): its queue is tc_to_queue[n].
+    let priority_queue: [u8; 8] = qos.tc_to_queue.map(|q| q & 7);
+    let sched = cfg.qos.scheduler.map(|s| match s {
+        config::Scheduler::Strict => TcSched::Strict,
+        config::Scheduler::Dwrr(w) => TcSched::Dwrr(w as u32),
+    });
+    let wred = std::array::from_fn(|q| {
+        let bound = cfg.qos.queue_wred.get(pi).and_then(|a| a[q])?;
+        cfg.qos.wred_profiles[bound].engine()
+    });
+    let lossless_queues =
+        (0..8).filter(|&prio| p.pfc_mask & (1 << prio) != 0).fold(0u8, |m, prio| m | 1 << priority_queue[prio]);
+    let port = PortPlan {
+        qos,
+        pfc_mask: p.pfc_mask,
+        lossless_pgs,
+        pg_priorities,
+        priority_queue,
+        sched,
+        shaper_bps: p.shaper_bps,
+        headroom: headroom_used,
+        headroom_calc: calc,
+        tx_inflight,
+        wred,
+        lossless_queues,
+    };
+    Ok((port, PortMmuConfig { lossless_pgs, pgs, queues }))
+}
+
+/// The lossless PGs of port `pi` (an ingress profile and a PFC priority) and their MMU
+/// profiles: xoff is the profile's or the calculator's `headroom` (warned about if it
+/// differs), never below one `frame`. Returns (lossless mask, profiles, xoff per PG).
+fn ingress_pgs(
+    cfg: &Config,
+    pi: usize,
+    frame: u32,
+    headroom: u64,
+    pg_priorities: &[u8; 8],
+    warnings: &mut Vec<String>,
+) -> Result<(u8, [PgProfile; 8], [u64; 8]), PlanError> {
+    let (p, b) = (&cfg.ports[pi], &cfg.buffer);
+    let err = |field: String, msg: String| PlanError { file: cfg.origin.clone(), field, msg };
+    let mut lossless_pgs = 0u8;
+    let mut pgs = [PgProfile::default(); 8];
+    let mut headroom_used = [0u64; 8];
+    for pg in 0..8 {
+        let Some(prof_idx) = b.pg_profile.get(pi).and_then(|a| a[pg]) else { continue };
+        let prof = &b.profiles[prof_idx];
+        let pool = &b.pools[prof.pool];
+        if pool.kind != PoolType::Ingress || pg_priorities[pg] == 0 {
+            continue;
+        }
+        lossless_pgs |= 1 << pg;
+        let field = format!("buffer.profile.{}.xoff", prof.name);
+        let xoff = match prof.xoff {
+            Some(x) => {
+                if let Some(w) = headroom::check_explicit(x, headroom) {
+                    warnings.push(format!("{}: {field} on {}|{pg}: {w}", cfg.origin, p.name));
+                }
+                x
+            }
+            None => headroom,
+        };
+        if xoff < frame as u64 {
+            return Err(err(
+                field,
+                format!("headroom {xoff} bytes on {}|{pg} is smaller than one frame ({frame} bytes)", p.name),
+            ));
+        }
+        headroom_used[pg] = xoff;
+        pgs[pg] = PgProfile {
+            size: prof.size,
+            xoff,
+            // Defaults: resume two frames above private at the latest, one frame
+            // below the Xoff point (SONiC-style xon / xon_offset).
+            xon: prof.xon.unwrap_or(2 * frame as u64),
+            xon_offset: prof.xon_offset.unwrap_or(frame as u64),
+            threshold: mmu_threshold(prof.threshold),
+        };
+    }
+    Ok((lossless_pgs, pgs, headroom_used))
+}
+
+/// The config's threshold as the MMU takes it.
+fn mmu_threshold(t: config::Threshold) -> mmu::Threshold {
+    match t {
+        config::Threshold::Dynamic(a) => mmu::Threshold::Dynamic(a),
+        config::Threshold::Static(s) => mmu::Threshold::Static(s),
+    }
 }
 
 /// Where an ingress PG pauses when it is the only congested one: φ + s with s = T =

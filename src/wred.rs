@@ -39,7 +39,7 @@ pub struct WredProfile {
 
 /// What to do with a packet at dequeue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum WredAction {
     /// Unchanged.
     Pass,
     /// Marked CE (the frame was rewritten).
@@ -66,22 +66,22 @@ impl WredProfile {
 
     /// The decision for `frame` on a queue at `depth` bytes; marks the frame in place.
     /// `lossless`: the queue belongs to a lossless class (never dropped by WRED).
-    pub fn apply(&self, frame: &mut [u8], depth: u64, lossless: bool, r: u32) -> Verdict {
+    pub fn apply(&self, frame: &mut [u8], depth: u64, lossless: bool, r: u32) -> WredAction {
         if !self.selected(depth, r) {
-            return Verdict::Pass;
+            return WredAction::Pass;
         }
         if self.mark {
             match mark_ce(frame) {
-                Mark::Marked => return Verdict::Marked,
+                Mark::Marked => return WredAction::Marked,
                 // Already congestion-experienced: nothing to add, nothing to drop.
-                Mark::AlreadyCe => return Verdict::Pass,
+                Mark::AlreadyCe => return WredAction::Pass,
                 Mark::NotEct => {}
             }
         }
         if self.drop && !lossless {
-            Verdict::Drop
+            WredAction::Drop
         } else {
-            Verdict::Pass
+            WredAction::Pass
         }
     }
 }
@@ -229,18 +229,18 @@ mod tests {
     fn not_ect_dropped_on_lossy_never_on_lossless() {
         let p = profile(0, 1, 100);
         let mut f = v4(0, false, 64);
-        assert_eq!(p.apply(&mut f, 10, false, 0), Verdict::Drop);
-        assert_eq!(p.apply(&mut f, 10, true, 0), Verdict::Pass);
+        assert_eq!(p.apply(&mut f, 10, false, 0), WredAction::Drop);
+        assert_eq!(p.apply(&mut f, 10, true, 0), WredAction::Pass);
         let mut e = v4(ecn::ECT0, false, 64);
-        assert_eq!(p.apply(&mut e, 10, true, 0), Verdict::Marked);
+        assert_eq!(p.apply(&mut e, 10, true, 0), WredAction::Marked);
         // A profile that does not mark drops ECT packets too (lossy only).
         let nomark = WredProfile { mark: false, ..p };
         let mut e = v4(ecn::ECT0, false, 64);
-        assert_eq!(nomark.apply(&mut e, 10, false, 0), Verdict::Drop);
+        assert_eq!(nomark.apply(&mut e, 10, false, 0), WredAction::Drop);
         assert_eq!(e, v4(ecn::ECT0, false, 64));
         // Marking only (wred_green_enable false): Not-ECT passes even on lossy.
         let markonly = WredProfile { drop: false, ..p };
-        assert_eq!(markonly.apply(&mut f, 10, false, 0), Verdict::Pass);
+        assert_eq!(markonly.apply(&mut f, 10, false, 0), WredAction::Pass);
     }
 
     proptest! {

@@ -1,4 +1,4 @@
-//! ECN marking at dequeue on real EAL instances (issue: WRED/ECN for RoCEv2), the
+//! ECN marking at dequeue on real EAL instances (WRED/ECN for RoCEv2), the
 //! sonic-mgmt `test_dequeue_ecn` method: the egress port starts with TX off, a backlog of
 //! 101 × 1024-byte packets builds on one queue, TX is enabled, and the capture shows which
 //! packets left marked CE. Kmin 50000, Kmax 51000, Pmax 100: a packet dequeued from a

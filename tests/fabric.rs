@@ -1,6 +1,6 @@
-//! The leaf-spine fabric on one machine (`scripts/fabric.sh`, issue 15): three pfcswitch
-//! processes (2 leaves, 1 spine, memif between them), kernel hosts h1, h2, h3 in network
-//! namespaces on af_packet veths, real kernel sockets.
+//! The leaf-spine fabric on one machine (`scripts/fabric.sh`, docs/operating.md "Fabric on one
+//! machine"): three pfcswitch processes (2 leaves, 1 spine, memif between them), kernel
+//! hosts h1, h2, h3 in network namespaces on af_packet veths, real kernel sockets.
 //!
 //! * incast with PFC: h1 and h2 at 3 Mbit/s each into h3's 5 Mbit/s port — every datagram
 //!   arrives, no switch drops the lossless class, and PAUSE goes hop by hop: leaf 2 pauses

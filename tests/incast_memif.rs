@@ -490,8 +490,8 @@ fn incast_pfc_off_lossless_class_drops() {
     );
 }
 
-/// ECN under incast (the WRED/ECN issue's test 4): the same chained switches with a
-/// marking profile on the bottleneck's lossless queue. Congested (3M bottleneck): CE marks
+/// ECN under incast (marking where the incast builds its queue): the same chained
+/// switches with a marking profile on the bottleneck's lossless queue. Congested (3M bottleneck): CE marks
 /// are counted and every counted mark is a CE frame in the capture, the lossless class
 /// still loses nothing. Not congested (the bottleneck at the port speed, fed at 6M): no
 /// mark at all.

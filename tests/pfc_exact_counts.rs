@@ -190,7 +190,8 @@ fn run_with(
 
 /// The PFC frames sent while the switch ran. A switch that stops with PG 3 OFF ends with
 /// one RESUME, sent at stop so that the peer does not stay paused for a pause time after
-/// the switch is gone (README, "On a real NIC"); it is checked here and left out.
+/// the switch is gone (docs/lossless.md, "On a real NIC"); it is checked here and left
+/// out.
 fn while_running(o: &Outcome) -> &[(u16, u16)] {
     match o.pfc.split_last() {
         Some((&(0x0008, 0), rest)) => rest,

@@ -1,4 +1,5 @@
-//! A PFC frame never waits behind a deep TX ring (issue 11, item 1).
+//! A PFC frame never waits behind a deep TX ring (`tx_inflight_limit`, `control_tx_queue`;
+//! docs/lossless.md, "On a real NIC").
 //!
 //! 1. `control_tx_queue`: a port whose device has a second TX queue sends its PFC frames
 //!    there, never in the data queue (net_pcap with two `tx_pcap` files: one per queue).

@@ -13,8 +13,7 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use pfcswitch::mmu::{Charge, Mmu, Verdict};
 use pfcswitch::plan::Plan;
-use pfcswitch::wire::MAX_L2_HEADER;
-use pfcswitch::wire::{self, MacControl, MIN_FRAME_LEN};
+use pfcswitch::wire::{self, MacControl, MAX_L2_HEADER, MIN_FRAME_LEN};
 
 const PORTS: usize = 3;
 const MTU: u32 = 1500;

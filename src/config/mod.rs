@@ -170,13 +170,11 @@ mod error;
 mod raw;
 mod resolve;
 mod types;
-mod wred;
 
 pub use duration::{parse_cli_duration_ns, parse_duration_ns, DurationError, CLI_MAX_NS};
 pub use error::ConfigError;
 pub use resolve::{defaults, parse_bdf, parse_devargs, parse_lcore_set, VDEV_PREFIXES};
 pub use types::*;
-pub use wred::{EcnMode, WredColour, WredProfileConfig};
 
 use std::path::Path;
 

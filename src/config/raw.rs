@@ -239,13 +239,39 @@ pub(crate) struct RawQos {
     pub tc_to_pg: Option<Table>,
     pub tc_to_queue: Option<Table>,
     pub scheduler: Option<Table>,
-    /// Accepted here (`deny_unknown_fields`), resolved from the table by `config::wred`
+    /// Accepted here (`deny_unknown_fields`), resolved from the table by `config::resolve::wred`
     /// (the bindings need the ports).
     #[allow(dead_code)]
     pub wred_profile: Option<Table>,
     #[allow(dead_code)]
     pub queue: Option<Table>,
     pub wred_seed: Option<IntLike>,
+}
+
+/// `[qos.wred_profile.<NAME>]` as written (SONiC `WRED_PROFILE`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWredProfile {
+    pub green_min_threshold: Option<Human>,
+    pub green_max_threshold: Option<Human>,
+    pub green_drop_probability: Option<IntLike>,
+    pub wred_green_enable: Option<bool>,
+    pub yellow_min_threshold: Option<Human>,
+    pub yellow_max_threshold: Option<Human>,
+    pub yellow_drop_probability: Option<IntLike>,
+    pub wred_yellow_enable: Option<bool>,
+    pub red_min_threshold: Option<Human>,
+    pub red_max_threshold: Option<Human>,
+    pub red_drop_probability: Option<IntLike>,
+    pub wred_red_enable: Option<bool>,
+    pub ecn: Option<String>,
+}
+
+/// `[qos.queue] "<port>|<q>"` as written (SONiC `QUEUE|<port>|<q>`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawQueueBinding {
+    pub wred_profile: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

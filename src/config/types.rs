@@ -2,6 +2,9 @@
 
 use serde::Serialize;
 
+use crate::wire::NUM_TC;
+use crate::wred::WredProfile;
+
 /// Highest lcore id + 1 accepted (DPDK `RTE_MAX_LCORE` of the Debian build).
 pub const MAX_LCORE: u32 = 128;
 /// Per-lcore mempool cache size assumed when computing `mbuf_count`.
@@ -9,8 +12,6 @@ pub const MBUF_CACHE_SIZE: u32 = 256;
 /// Largest `switch.burst_size`: the dataplane's burst arrays hold this many packets
 /// (`dpdk::BURST_CAP`), so the config refuses more instead of the dataplane clamping.
 pub const MAX_BURST_SIZE: u16 = 256;
-/// Number of traffic classes, priority groups and queues per port.
-pub const NUM_TC: usize = 8;
 
 /// The whole configuration, validated. Build it with [`super::load`] or
 /// [`super::from_str`].
@@ -390,11 +391,85 @@ pub struct QosConfig {
     pub tc_to_queue: [u8; NUM_TC],
     pub scheduler: [Scheduler; NUM_TC],
     /// `[qos.wred_profile.<NAME>]`.
-    pub wred_profiles: Vec<super::WredProfileConfig>,
+    pub wred_profiles: Vec<WredProfileConfig>,
     /// Per port, per egress queue: the WRED profile bound by `[qos.queue]`.
     pub queue_wred: Vec<[Option<usize>; NUM_TC]>,
     /// `[qos] wred_seed`: a fixed PRNG seed for WRED/ECN (tests); None = from the TSC.
     pub wred_seed: Option<u64>,
+}
+
+/// SONiC's `ecn` field: which colours are marked instead of dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EcnMode {
+    EcnNone,
+    EcnGreen,
+    EcnYellow,
+    EcnRed,
+    EcnGreenYellow,
+    EcnGreenRed,
+    EcnYellowRed,
+    EcnAll,
+}
+
+impl EcnMode {
+    /// SONiC's names, for parsing and printing.
+    pub(crate) const ALL: [(&'static str, EcnMode); 8] = [
+        ("ecn_none", EcnMode::EcnNone),
+        ("ecn_green", EcnMode::EcnGreen),
+        ("ecn_yellow", EcnMode::EcnYellow),
+        ("ecn_red", EcnMode::EcnRed),
+        ("ecn_green_yellow", EcnMode::EcnGreenYellow),
+        ("ecn_green_red", EcnMode::EcnGreenRed),
+        ("ecn_yellow_red", EcnMode::EcnYellowRed),
+        ("ecn_all", EcnMode::EcnAll),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        Self::ALL.iter().find(|(_, m)| *m == self).map_or("ecn_none", |(s, _)| s)
+    }
+
+    /// Green packets (all of them, without a policer) are ECN-marked.
+    pub fn marks_green(self) -> bool {
+        matches!(self, EcnMode::EcnGreen | EcnMode::EcnGreenYellow | EcnMode::EcnGreenRed | EcnMode::EcnAll)
+    }
+}
+
+/// One colour's thresholds as written (bytes, percent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct WredColour {
+    pub enabled: bool,
+    pub min_threshold: Option<u64>,
+    pub max_threshold: Option<u64>,
+    pub drop_probability: u8,
+}
+
+/// A resolved `[qos.wred_profile.<NAME>]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WredProfileConfig {
+    pub name: String,
+    pub ecn: EcnMode,
+    pub green: WredColour,
+    pub yellow: WredColour,
+    pub red: WredColour,
+}
+
+impl WredProfileConfig {
+    /// What the dataplane runs: the green colour. None if the profile neither marks nor
+    /// drops green packets (it then does nothing without a policer).
+    pub fn engine(&self) -> Option<WredProfile> {
+        let mark = self.ecn.marks_green();
+        if !mark && !self.green.enabled {
+            return None;
+        }
+        Some(WredProfile {
+            min_bytes: self.green.min_threshold?,
+            max_bytes: self.green.max_threshold?,
+            probability_pct: self.green.drop_probability,
+            mark,
+            drop: self.green.enabled,
+        })
+    }
 }
 
 fn ser_slice<S: serde::Serializer>(v: &[u8; 64], s: S) -> Result<S::Ok, S::Error> {

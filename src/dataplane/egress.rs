@@ -12,7 +12,7 @@ use crossbeam_queue::ArrayQueue;
 use crate::dpdk::{Mbuf, Mempool};
 use crate::mmu::Charge;
 use crate::tcq::Slot;
-use crate::wire::{MacAddr, MacControl, MIN_FRAME_LEN};
+use crate::wire::{MacAddr, MacControl, MIN_FRAME_LEN, NUM_TC};
 
 /// A packet waiting for transmission, with what the fast path must remember about it.
 pub struct Queued {
@@ -67,8 +67,6 @@ pub struct Ctl {
     pub m: Mbuf,
     pub edge_tsc: u64,
 }
-
-pub use crate::wire::NUM_TC;
 
 /// PFC frames a port's control queue holds on their way to its TX owner.
 pub const CONTROL_QUEUE_LEN: usize = 256;

@@ -1,17 +1,19 @@
 //! The lcore side: starts EAL, the mempools and the ports, launches the worker loops on
 //! their lcores, runs the control loop on the main lcore, and stops everything cleanly.
 //!
-//! A packet's way: [`worker`] (RX → parse → classify → FDB → MMU admit → enqueue) →
-//! [`tx`] (scheduler → `tx_burst` → MMU release). A PAUSE's way: the worker that crosses
-//! Xoff queues it itself ([`pause_handoff`]), [`control`] commits it, refreshes it and
-//! sends the RESUME. [`setup`] builds what they share ([`shared`]); [`report`] and
-//! [`telemetry`] read it.
+//! A packet's way: `worker` (RX → parse → classify → FDB → MMU admit → enqueue) → `tx`
+//! (scheduler → `tx_burst` → MMU release). A PAUSE's way: the worker that crosses Xoff
+//! queues it itself (`pause_handoff`), `control` commits it, refreshes it and sends the
+//! RESUME, driven by `main_loop` on the main lcore. `setup` builds what they share
+//! (`shared`); `report` and `telemetry` read it. (Private modules: plain names, not links,
+//! so the public documentation has no dead link.)
 
 mod control;
 mod egress;
 mod io;
 pub mod latency;
 mod link;
+mod main_loop;
 mod pause_handoff;
 mod report;
 mod setup;
@@ -31,8 +33,8 @@ use crate::dpdk::{self, launch_on, tsc_hz, Eal, LcoreHandle, PortStats};
 use crate::mmu::Mmu;
 use shared::Shared;
 
-pub use egress::{EgressPort, NUM_TC};
-pub use report::{PortReport, RunReport};
+pub use egress::EgressPort;
+pub use report::{Audit, PortReport, RunReport};
 pub use spec::{PortSpec, SwitchSpec, WorkerSpec};
 
 #[derive(Debug, thiserror::Error)]
@@ -68,8 +70,8 @@ pub struct RunOptions {
     pub timeline: Option<(std::path::PathBuf, Duration)>,
 }
 
-/// Fault injection for the failure-path tests (README, "Test knobs"): the number (an lcore,
-/// a pool size) the environment variable `var` gives, if any.
+/// Fault injection for the failure-path tests (docs/lossless.md, "Test knobs"): the number
+/// (an lcore, a pool size) the environment variable `var` gives, if any.
 fn fault_lcore(var: &str) -> Option<u32> {
     std::env::var(var).ok()?.parse().ok()
 }
@@ -85,7 +87,7 @@ pub fn run(spec: &SwitchSpec, opts: &RunOptions) -> Result<RunReport, DataplaneE
         tsc_hz()
     );
     if spec.eal_args.iter().any(|a| a == "--no-huge") {
-        log::info!("capture: running without hugepages, dpdk-dumpcap cannot attach (see README)");
+        log::info!("capture: running without hugepages, dpdk-dumpcap cannot attach (see docs/operating.md, Capture)");
     } else {
         match dpdk::pdump_init() {
             Ok(()) => log::info!("capture: rte_pdump_init done; dpdk-dumpcap --file-prefix=<prefix> can capture"),
@@ -179,7 +181,7 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     let elapsed = match launch_err {
         None => {
             log::info!("forwarding: {} ports, {} worker lcore(s)", spec.ports.len(), spec.workers.len());
-            let elapsed = control::run_loop(&mut control, spec, opts, timeline);
+            let elapsed = main_loop::run(&mut control, spec, opts, timeline);
             let resumed = control.resume_all_at_stop(Duration::from_millis(50));
             if resumed > 0 {
                 log::info!("stop: {resumed} RESUME frame(s) sent for PGs still paused");

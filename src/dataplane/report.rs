@@ -97,6 +97,15 @@ pub struct WorkerReport {
     pub counters: WorkerTotals,
 }
 
+/// What [`RunReport::audit`] found at stop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Audit {
+    /// Every packet and mbuf accounted for (the run's exit status).
+    pub ok: bool,
+    /// One line per finding (conservation, per (port, TC), lossless loss, leak).
+    pub lines: Vec<String>,
+}
+
 #[derive(Debug, Clone)]
 pub struct RunReport {
     pub ports: Vec<PortReport>,
@@ -126,6 +135,48 @@ impl RunReport {
     pub fn conservation_ok(&self) -> bool {
         let t = self.totals();
         t.entered() == t.left() && self.mmu_bytes_after_stop == 0 && self.tc_mismatches().is_empty()
+    }
+
+    /// The checks at stop, a line for each that fails: conservation (every packet that
+    /// entered left: sent, consumed or dropped, in all and per (port, TC); no MMU byte still
+    /// charged), no mbuf leaked, and lossless-class loss. `ok` is false on a conservation
+    /// mismatch or a leak; lossless loss is reported, not a failure (a run may be sized to
+    /// drop).
+    pub fn audit(&self) -> Audit {
+        let t = self.totals();
+        let mut lines = Vec::new();
+        let mut ok = true;
+        if !self.conservation_ok() {
+            lines.push(format!(
+                "CONSERVATION MISMATCH: entered {} (rx + flood copies) vs left {} (tx + consumed + drops); MMU bytes still charged {}",
+                t.entered(),
+                t.left(),
+                self.mmu_bytes_after_stop
+            ));
+            ok = false;
+        }
+        for (port, tc, i, o) in self.tc_mismatches() {
+            lines.push(format!(
+                "CONSERVATION MISMATCH on {port} TC{tc}: {i} in (rx + copies) vs {o} out (tx + dropped)"
+            ));
+        }
+        let ll = self.lossless_loss();
+        if ll.total() > 0 {
+            lines.push(format!(
+                "LOSSLESS DROPS: {} packets of a lossless class were lost: {} dropped by the switch (headroom or lossless queue too small?), {} by the NIC (imissed + rx_nombuf: RX ring or mempool too small?)",
+                ll.total(),
+                ll.switch,
+                ll.nic
+            ));
+        }
+        if self.mbufs_in_use_after_stop != 0 {
+            lines.push(format!(
+                "MBUF LEAK: {} of {} mbufs not returned to the pool",
+                self.mbufs_in_use_after_stop, self.mbufs_total
+            ));
+            ok = false;
+        }
+        Audit { ok, lines }
     }
 
     /// Per (ingress port, TC): received + flood copies = transmitted + dropped (including

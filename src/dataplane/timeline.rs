@@ -21,10 +21,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::pfc::PfcTxCounters;
+use crate::wire::NUM_TC;
 
 use super::io::{IoMsg, IoSink};
 use super::shared::Shared;
-use super::NUM_TC;
 
 pub const HEADER: &str =
     "t_us,port,series,index,occupancy_bytes,shared_bytes,headroom_bytes,off,threshold_bytes,pfc_tx_frames,depth_pkts";

@@ -22,7 +22,7 @@ use crate::pfcwd::{prio_mask_from_queues, Pfcwd};
 
 use super::io::IoMsg;
 use crate::sched::{InflightLimit, Scheduler, Shaper};
-use crate::wred::{Rng, Verdict, WredProfile};
+use crate::wred::{Rng, WredAction, WredProfile};
 
 use super::egress::{EgressPort, Queued, RunKey};
 use super::latency::LatencyRecorder;
@@ -519,13 +519,13 @@ impl TxPort {
         let len = u64::from(slot.len);
         let pc = &c.ports[self.port];
         match w.apply(slot.p.data_mut(), depth, lossless, self.rng.next_u32()) {
-            Verdict::Pass => true,
-            Verdict::Marked => {
+            WredAction::Pass => true,
+            WredAction::Marked => {
                 pc.queue_ecn_marked_packets[qi].inc();
                 pc.queue_ecn_marked_bytes[qi].add(len);
                 true
             }
-            Verdict::Drop => {
+            WredAction::Drop => {
                 pc.queue_wred_dropped_packets[qi].inc();
                 pc.queue_wred_dropped_bytes[qi].add(len);
                 false

@@ -13,7 +13,7 @@ pub struct Eal {
 }
 
 impl Eal {
-    /// `rte_eal_init` with `args` (args[0] is the program name, as in `argv`).
+    /// `rte_eal_init` with `args` (`args[0]` is the program name, as in `argv`).
     pub fn init(args: &[String]) -> Result<Eal, DpdkError> {
         if EAL_UP.swap(true, Ordering::SeqCst) {
             return Err(DpdkError::msg("rte_eal_init", "EAL already initialised in this process"));

@@ -1,7 +1,7 @@
 //! `pfcswitch probe`: proves on a running switch that `pfcswitch thresholds` is right.
 //!
 //! For every lossless (port, PG) of a configuration (optionally in another headroom
-//! mode), the switch is started on net_pcap vdevs ([`derive`]) with the stalled egress's
+//! mode), the switch is started on net_pcap vdevs ([`mod@derive`]) with the stalled egress's
 //! `tx_enable = false`, and a burst of equal frames of the PG's TC is sent into the port,
 //! the way sonic-mgmt's `PFCtest` / `XonHysteresisTest` do it on hardware:
 //! * `pause_at − 1` frames: no PAUSE on the wire; `pause_at` frames: a PAUSE naming the
@@ -161,7 +161,7 @@ pub fn probe(opts: &Options) -> Result<(String, Vec<Probed>), ProbeError> {
             .ok_or_else(|| err(format!("{}: no DSCP, PCP or default TC classifies into TC {}", row.port, row.tc)))?;
         let prefix = format!("{tag}-{k}");
         let cfg_path = write(&derive_for(&base, egress, &prefix)?, &format!("probe-{k}.toml"))?;
-        let run = Run {
+        let pg = PgProbe {
             bin: &opts.bin,
             cfg: &cfg_path,
             dir: &dir.0,
@@ -173,15 +173,15 @@ pub fn probe(opts: &Options) -> Result<(String, Vec<Probed>), ProbeError> {
             frame: opts.frame as usize,
             row: &row,
         };
-        let pause = run.check_pause()?;
-        let (drop, xon) = run.check_drop_and_xon()?;
+        let pause = pg.check_pause()?;
+        let (drop, xon) = pg.check_drop_and_xon()?;
         out.push(Probed { row, pause, xon, drop });
     }
     Ok((policy, out))
 }
 
-/// One (port, PG)'s runs.
-struct Run<'a> {
+/// The probe of one (port, PG): the switch runs it starts, and what it checks in each.
+struct PgProbe<'a> {
     bin: &'a Path,
     cfg: &'a Path,
     dir: &'a Path,
@@ -258,7 +258,7 @@ impl Switch {
     }
 }
 
-impl Run<'_> {
+impl PgProbe<'_> {
     fn prio(&self) -> usize {
         usize::from(self.row.tc)
     }
@@ -322,7 +322,8 @@ impl Run<'_> {
 
     /// The PFC frames naming the PG's priority that the ingress port sent: (PAUSEs,
     /// RESUMEs), read from its pcap after the switch stopped. A switch that stops with
-    /// the PG OFF sends one last RESUME (README, "On a real NIC"); it is not counted.
+    /// the PG OFF sends one last RESUME (docs/lossless.md, "On a real NIC"); it is not
+    /// counted.
     fn wire_pfc(&self, stopped_off: bool) -> (u64, u64) {
         let b = std::fs::read(self.dir.join(format!("out{}.pcap", self.ingress))).unwrap_or_default();
         let bit = 1u8 << self.row.tc;

@@ -14,6 +14,7 @@ mod lcores;
 mod ports;
 mod qos;
 mod switch;
+mod wred;
 
 use buffer::resolve_buffer;
 pub use eal::parse_lcore_set;
@@ -21,8 +22,7 @@ use eal::{check_eal, warn_devargs};
 use lcores::resolve_lcores;
 pub use ports::{parse_bdf, parse_devargs, VDEV_PREFIXES};
 use ports::{port_by_name, resolve_ports};
-pub(crate) use qos::parse_binding_key;
-use qos::resolve_qos;
+use qos::{parse_binding_key, resolve_qos};
 use switch::{compute_mbufs, resolve_pfcwd, resolve_switch};
 
 /// Defaults, documented in the module docs.
@@ -60,7 +60,7 @@ impl Ctx<'_> {
     }
 }
 
-pub(crate) fn in_range(v: i64, lo: i64, hi: i64, path: &str) -> FResult<i64> {
+fn in_range(v: i64, lo: i64, hi: i64, path: &str) -> FResult<i64> {
     if v < lo || v > hi {
         Err(FieldError::new(path, format!("{v} is out of range {lo}..={hi}")))
     } else {
@@ -81,7 +81,7 @@ fn speed(h: &Human, path: &str) -> FResult<u64> {
     parse_speed(&h.text()).map_err(|e| FieldError::new(path, e.to_string()))
 }
 
-pub(crate) fn bytes(h: &Human, path: &str) -> FResult<u64> {
+fn bytes(h: &Human, path: &str) -> FResult<u64> {
     if let Human::Int(i) = h {
         if *i < 0 {
             return Err(FieldError::new(path, format!("{i} is negative")));
@@ -133,7 +133,7 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
         None => QosConfig::default(),
     };
     let qos_table = top.get("qos").and_then(|v| v.as_table()).cloned().unwrap_or_default();
-    (qos.wred_profiles, qos.queue_wred) = super::wred::resolve(&qos_table, &ports)?;
+    (qos.wred_profiles, qos.queue_wred) = wred::resolve(&qos_table, &ports)?;
     let pfcwd = match top.get("pfcwd") {
         Some(v) => {
             expect_table(v, "pfcwd")?;

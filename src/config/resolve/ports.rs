@@ -127,6 +127,8 @@ fn check_inflight_limits(ports: &[PortConfig]) -> FResult<()> {
     Ok(())
 }
 
+/// One `[[port]]` (`path` = `port[i]`), on its own: what needs every port (duplicate
+/// names, devices and MACs, the largest frame) is [`resolve_ports`]'s.
 pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -> FResult<PortConfig> {
     let f = |k: &str| join(path, k);
     let name = raw.name.clone();
@@ -159,73 +161,10 @@ pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -
         Some(t) => in_range(t, 0, 7, &f("default_tc"))? as u8,
         None => 0,
     };
-    let mut pfc_mask = 0u8;
-    let pfc_list: Vec<i64> = match &raw.pfc_enable {
-        Some(l) => l.clone(),
-        None => defaults::PFC_ENABLE.iter().map(|&p| p as i64).collect(),
-    };
-    for (j, &p) in pfc_list.iter().enumerate() {
-        let pp = format!("{}[{j}]", f("pfc_enable"));
-        let p = in_range(p, 0, 7, &pp)? as u8;
-        if pfc_mask & (1 << p) != 0 {
-            return Err(FieldError::new(pp, format!("priority {p} listed twice")));
-        }
-        pfc_mask |= 1 << p;
-    }
-    let pfc_enable: Vec<u8> = (0..8).filter(|p| pfc_mask & (1 << p) != 0).collect();
-    let shaper_bps = match &raw.shaper_rate {
-        Some(h) => {
-            let r = speed(h, &f("shaper_rate"))?;
-            if r > speed_bps {
-                return Err(FieldError::new(
-                    f("shaper_rate"),
-                    format!("{} exceeds the port speed {}", format_speed(r), format_speed(speed_bps)),
-                ));
-            }
-            Some(r)
-        }
-        // A nominal vdev has no wire: its shaper at `speed` stands for the line. A real
-        // link paces itself; `tx_inflight_limit` bounds what waits in its TX ring.
-        None => match &device {
-            PortDevice::Vdev { driver, .. } if !is_kernel_link(driver) => Some(speed_bps),
-            _ => None,
-        },
-    };
-    let tx_inflight = match &raw.tx_inflight_limit {
-        None => TxInflight::Auto,
-        Some(Human::Str(s)) if s == "auto" => TxInflight::Auto,
-        Some(Human::Str(s)) if s == "off" => TxInflight::Off,
-        Some(Human::Int(0)) => TxInflight::Off,
-        Some(h) => {
-            // Checked against the largest frame of every port once all are known.
-            TxInflight::Bytes(bytes(h, &f("tx_inflight_limit"))?)
-        }
-    };
-    let control_tx_queue = match &raw.control_tx_queue {
-        None => ControlTxQueue::Auto,
-        Some(toml::Value::Boolean(true)) => ControlTxQueue::On,
-        Some(toml::Value::Boolean(false)) => ControlTxQueue::Off,
-        Some(toml::Value::String(s)) if s == "auto" => ControlTxQueue::Auto,
-        Some(other) => {
-            return Err(FieldError::new(f("control_tx_queue"), format!("{other} is not one of true, false, \"auto\"")))
-        }
-    };
-    let mac = match &raw.mac {
-        Some(s) => {
-            let m = s
-                .parse::<crate::wire::MacAddr>()
-                .map(|m| m.0)
-                .map_err(|_| FieldError::new(f("mac"), format!("'{s}' is not a MAC address (aa:bb:cc:dd:ee:ff)")))?;
-            if m[0] & 1 != 0 {
-                return Err(FieldError::new(f("mac"), format!("'{s}' is a group (multicast) address")));
-            }
-            if m == [0; 6] {
-                return Err(FieldError::new(f("mac"), "the all-zero MAC is not valid"));
-            }
-            Some(m)
-        }
-        None => None,
-    };
+    let (pfc_mask, pfc_enable) = pfc_priorities(raw, path)?;
+    let shaper_bps = shaper(raw, path, speed_bps, &device)?;
+    let (tx_inflight, control_tx_queue) = tx_ring(raw, path)?;
+    let mac = raw.mac.as_deref().map(|m| unicast_mac(m, &f("mac"))).transpose()?;
     // 802.1Qbb: link-level PAUSE and PFC are exclusive on a link; a port with PFC ignores
     // 802.3x PAUSE unless told otherwise.
     let obey_8023x = match raw.pause_8023x.as_deref() {
@@ -277,6 +216,91 @@ pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -
         ));
     }
     Ok(port)
+}
+
+/// `pfc_enable` (default [3, 4]): the mask and the sorted list, each priority once.
+fn pfc_priorities(raw: &RawPort, path: &str) -> FResult<(u8, Vec<u8>)> {
+    let f = |k: &str| join(path, k);
+    let mut pfc_mask = 0u8;
+    let pfc_list: Vec<i64> = match &raw.pfc_enable {
+        Some(l) => l.clone(),
+        None => defaults::PFC_ENABLE.iter().map(|&p| p as i64).collect(),
+    };
+    for (j, &p) in pfc_list.iter().enumerate() {
+        let pp = format!("{}[{j}]", f("pfc_enable"));
+        let p = in_range(p, 0, 7, &pp)? as u8;
+        if pfc_mask & (1 << p) != 0 {
+            return Err(FieldError::new(pp, format!("priority {p} listed twice")));
+        }
+        pfc_mask |= 1 << p;
+    }
+    let pfc_enable: Vec<u8> = (0..8).filter(|p| pfc_mask & (1 << p) != 0).collect();
+    Ok((pfc_mask, pfc_enable))
+}
+
+/// `shaper_rate`, at most the port's speed; by default a nominal vdev is shaped at its
+/// speed.
+fn shaper(raw: &RawPort, path: &str, speed_bps: u64, device: &PortDevice) -> FResult<Option<u64>> {
+    let f = |k: &str| join(path, k);
+    Ok(match &raw.shaper_rate {
+        Some(h) => {
+            let r = speed(h, &f("shaper_rate"))?;
+            if r > speed_bps {
+                return Err(FieldError::new(
+                    f("shaper_rate"),
+                    format!("{} exceeds the port speed {}", format_speed(r), format_speed(speed_bps)),
+                ));
+            }
+            Some(r)
+        }
+        // A nominal vdev has no wire: its shaper at `speed` stands for the line. A real
+        // link paces itself; `tx_inflight_limit` bounds what waits in its TX ring.
+        None => match device {
+            PortDevice::Vdev { driver, .. } if !is_kernel_link(driver) => Some(speed_bps),
+            _ => None,
+        },
+    })
+}
+
+/// `tx_inflight_limit` and `control_tx_queue`: what may wait in the TX ring ahead of a
+/// PFC frame.
+fn tx_ring(raw: &RawPort, path: &str) -> FResult<(TxInflight, ControlTxQueue)> {
+    let f = |k: &str| join(path, k);
+    let tx_inflight = match &raw.tx_inflight_limit {
+        None => TxInflight::Auto,
+        Some(Human::Str(s)) if s == "auto" => TxInflight::Auto,
+        Some(Human::Str(s)) if s == "off" => TxInflight::Off,
+        Some(Human::Int(0)) => TxInflight::Off,
+        Some(h) => {
+            // Checked against the largest frame of every port once all are known.
+            TxInflight::Bytes(bytes(h, &f("tx_inflight_limit"))?)
+        }
+    };
+    let control_tx_queue = match &raw.control_tx_queue {
+        None => ControlTxQueue::Auto,
+        Some(toml::Value::Boolean(true)) => ControlTxQueue::On,
+        Some(toml::Value::Boolean(false)) => ControlTxQueue::Off,
+        Some(toml::Value::String(s)) if s == "auto" => ControlTxQueue::Auto,
+        Some(other) => {
+            return Err(FieldError::new(f("control_tx_queue"), format!("{other} is not one of true, false, \"auto\"")))
+        }
+    };
+    Ok((tx_inflight, control_tx_queue))
+}
+
+/// `mac`: a unicast, non-zero address.
+fn unicast_mac(s: &str, path: &str) -> FResult<[u8; 6]> {
+    let m = s
+        .parse::<crate::wire::MacAddr>()
+        .map(|m| m.0)
+        .map_err(|_| FieldError::new(path, format!("'{s}' is not a MAC address (aa:bb:cc:dd:ee:ff)")))?;
+    if m[0] & 1 != 0 {
+        return Err(FieldError::new(path, format!("'{s}' is a group (multicast) address")));
+    }
+    if m == [0; 6] {
+        return Err(FieldError::new(path, "the all-zero MAC is not valid"));
+    }
+    Ok(m)
 }
 
 pub(super) fn port_by_name(ports: &[PortConfig], name: &str, path: &str) -> FResult<usize> {

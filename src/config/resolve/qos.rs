@@ -63,7 +63,7 @@ pub(super) fn resolve_qos(raw: &RawQos) -> FResult<QosConfig> {
 }
 
 /// `<port>|<n>` or `<port>|<a>-<b>` → (port index, lo, hi).
-pub(crate) fn parse_binding_key(k: &str, ports: &[PortConfig], path: &str) -> FResult<(usize, u8, u8)> {
+pub(super) fn parse_binding_key(k: &str, ports: &[PortConfig], path: &str) -> FResult<(usize, u8, u8)> {
     let (pname, range) = k
         .rsplit_once('|')
         .ok_or_else(|| FieldError::new(path, format!("key '{k}' is not '<port>|<n>' or '<port>|<a>-<b>'")))?;

@@ -3,110 +3,8 @@
 //! `QUEUE|<port>|<q>.wred_profile`). There is no policer, so every packet is green: the
 //! green fields act; yellow and red are accepted and validated for compatibility.
 
-use serde::{Deserialize, Serialize};
-
-use super::error::{join, FResult, FieldError};
-use super::raw::{de, expect_table, Human, IntLike};
-use super::resolve::{bytes, in_range, parse_binding_key};
-use super::types::{PortConfig, NUM_TC};
-use crate::wred::WredProfile;
-
-/// SONiC's `ecn` field: which colours are marked instead of dropped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EcnMode {
-    EcnNone,
-    EcnGreen,
-    EcnYellow,
-    EcnRed,
-    EcnGreenYellow,
-    EcnGreenRed,
-    EcnYellowRed,
-    EcnAll,
-}
-
-impl EcnMode {
-    const ALL: [(&'static str, EcnMode); 8] = [
-        ("ecn_none", EcnMode::EcnNone),
-        ("ecn_green", EcnMode::EcnGreen),
-        ("ecn_yellow", EcnMode::EcnYellow),
-        ("ecn_red", EcnMode::EcnRed),
-        ("ecn_green_yellow", EcnMode::EcnGreenYellow),
-        ("ecn_green_red", EcnMode::EcnGreenRed),
-        ("ecn_yellow_red", EcnMode::EcnYellowRed),
-        ("ecn_all", EcnMode::EcnAll),
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        Self::ALL.iter().find(|(_, m)| *m == self).map_or("ecn_none", |(s, _)| s)
-    }
-
-    /// Green packets (all of them, without a policer) are ECN-marked.
-    pub fn marks_green(self) -> bool {
-        matches!(self, EcnMode::EcnGreen | EcnMode::EcnGreenYellow | EcnMode::EcnGreenRed | EcnMode::EcnAll)
-    }
-}
-
-/// One colour's thresholds as written (bytes, percent).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct WredColour {
-    pub enabled: bool,
-    pub min_threshold: Option<u64>,
-    pub max_threshold: Option<u64>,
-    pub drop_probability: u8,
-}
-
-/// A resolved `[qos.wred_profile.<NAME>]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct WredProfileConfig {
-    pub name: String,
-    pub ecn: EcnMode,
-    pub green: WredColour,
-    pub yellow: WredColour,
-    pub red: WredColour,
-}
-
-impl WredProfileConfig {
-    /// What the dataplane runs: the green colour. None if the profile neither marks nor
-    /// drops green packets (it then does nothing without a policer).
-    pub fn engine(&self) -> Option<WredProfile> {
-        let mark = self.ecn.marks_green();
-        if !mark && !self.green.enabled {
-            return None;
-        }
-        Some(WredProfile {
-            min_bytes: self.green.min_threshold?,
-            max_bytes: self.green.max_threshold?,
-            probability_pct: self.green.drop_probability,
-            mark,
-            drop: self.green.enabled,
-        })
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawWredProfile {
-    green_min_threshold: Option<Human>,
-    green_max_threshold: Option<Human>,
-    green_drop_probability: Option<IntLike>,
-    wred_green_enable: Option<bool>,
-    yellow_min_threshold: Option<Human>,
-    yellow_max_threshold: Option<Human>,
-    yellow_drop_probability: Option<IntLike>,
-    wred_yellow_enable: Option<bool>,
-    red_min_threshold: Option<Human>,
-    red_max_threshold: Option<Human>,
-    red_drop_probability: Option<IntLike>,
-    wred_red_enable: Option<bool>,
-    ecn: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawQueueBinding {
-    wred_profile: Option<String>,
-}
+use super::*;
+use crate::wire::NUM_TC;
 
 fn colour(
     path: &str,
@@ -144,11 +42,11 @@ fn colour(
 }
 
 /// Per port, per egress queue: an index into the profiles.
-pub(crate) type QueueBindings = Vec<[Option<usize>; NUM_TC]>;
+type QueueBindings = Vec<[Option<usize>; NUM_TC]>;
 
 /// The profiles of `[qos.wred_profile]` and, per port, the profile bound to each egress
 /// queue by `[qos.queue]` (empty when nothing is bound).
-pub(crate) fn resolve(qos: &toml::Table, ports: &[PortConfig]) -> FResult<(Vec<WredProfileConfig>, QueueBindings)> {
+pub(super) fn resolve(qos: &toml::Table, ports: &[PortConfig]) -> FResult<(Vec<WredProfileConfig>, QueueBindings)> {
     let mut profiles = Vec::new();
     if let Some(v) = qos.get("wred_profile") {
         for (name, pv) in expect_table(v, "qos.wred_profile")? {
