@@ -15,6 +15,7 @@ pub mod fdb;
 pub mod headroom;
 pub mod mmu;
 pub mod pfc;
+pub mod pfcgen;
 pub mod pfcwd;
 pub mod plan;
 pub mod sched;
