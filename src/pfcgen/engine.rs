@@ -26,6 +26,8 @@ use crate::wire::MacAddr;
 
 /// Frames per burst.
 pub const BURST: usize = 32;
+/// Most RX bursts per port and poll (a full burst is followed by another).
+pub const RX_BURSTS: usize = 4;
 
 /// One port the generator drives.
 pub struct GenPort {
@@ -61,7 +63,15 @@ pub struct PortCounters {
 }
 
 impl GenPort {
-    pub fn new(name: &str, mac: MacAddr, speed_bps: u64, pfc: PfcRx, pfc_enable: u8, rxq: RxQueue, txq: TxQueue) -> GenPort {
+    pub fn new(
+        name: &str,
+        mac: MacAddr,
+        speed_bps: u64,
+        pfc: PfcRx,
+        pfc_enable: u8,
+        rxq: RxQueue,
+        txq: TxQueue,
+    ) -> GenPort {
         GenPort {
             name: name.to_string(),
             mac,
@@ -224,11 +234,13 @@ impl Generator {
         }
     }
 
-    /// Receive one burst on port `p`.
+    /// Receive on port `p`: up to [`RX_BURSTS`] bursts, so that a PFC frame queued behind
+    /// a burst of data is applied before this poll transmits.
     pub fn receive(&mut self, p: usize, now: u64) {
         let Generator { ports, rx, rx_burst, live, hz, last_rx, .. } = self;
         let port = &mut ports[p];
-        if port.rxq.rx_burst(rx_burst, BURST) > 0 {
+        for _ in 0..RX_BURSTS {
+            let n = port.rxq.rx_burst(rx_burst, BURST);
             for m in rx_burst.drain() {
                 port.counters.rx_packets += 1;
                 match frame::receive(m.data()) {
@@ -237,7 +249,12 @@ impl Generator {
                         let id = usize::from(pl.stream);
                         match rx.get_mut(id) {
                             Some(r) => {
-                                r.on_frame(pl.seq32, payload::elapsed(pl.tsc48, now), ecn == 3, u64::from(m.pkt_len()) + 4);
+                                r.on_frame(
+                                    pl.seq32,
+                                    payload::elapsed(pl.tsc48, now),
+                                    ecn == 3,
+                                    u64::from(m.pkt_len()) + 4,
+                                );
                                 let l = &live.streams[id];
                                 l.rx_packets.set(r.frames);
                                 l.rx_unique.set(r.unique());
@@ -255,6 +272,9 @@ impl Generator {
                     Received::MacControl(Err(_)) => port.counters.bad_mac_control += 1,
                     Received::Other => port.counters.rx_other += 1,
                 }
+            }
+            if n < BURST {
+                break;
             }
         }
         // Close pauses that expired (pause time counters).

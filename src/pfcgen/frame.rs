@@ -63,7 +63,16 @@ impl FrameBuilder {
                 Sizes::Imix(c, acc.max(1))
             }
         };
-        let mac = u64::from_be_bytes([0, 0, port_mac.0[0], port_mac.0[1], port_mac.0[2], port_mac.0[3], port_mac.0[4], port_mac.0[5]]);
+        let mac = u64::from_be_bytes([
+            0,
+            0,
+            port_mac.0[0],
+            port_mac.0[1],
+            port_mac.0[2],
+            port_mac.0[3],
+            port_mac.0[4],
+            port_mac.0[5],
+        ]);
         FrameBuilder {
             stream: s.id,
             salt: mix(u64::from(s.id) << 32 | 0x5eed),
@@ -185,7 +194,9 @@ mod tests {
 
     #[test]
     fn tagged_roce_frame_of_64_bytes() {
-        let s = stream("size=64,pcp=3,vlan=100,dscp=26,ecn=ect0,dst_port=4791,src_port=49152-49153,dst_mac=02:00:00:00:00:02,id=9");
+        let s = stream(
+            "size=64,pcp=3,vlan=100,dscp=26,ecn=ect0,dst_port=4791,src_port=49152-49153,dst_mac=02:00:00:00:00:02,id=9",
+        );
         let b = FrameBuilder::new(&s, MacAddr([2, 0, 0, 0, 0, 1]));
         let mut f = [0xaau8; 60];
         assert_eq!(b.build(1, 0x1234, &mut f), 60);
@@ -251,7 +262,8 @@ mod tests {
             prop_assert!(size >= lo && size <= lo + span);
             let mut buf = vec![0u8; usize::from(size) - 4];
             prop_assert_eq!(b.build(seq, tsc, &mut buf), buf.len());
-            prop_assert!(Ipv4Packet::new_checked(&buf[if tagged { 18 } else { 14 }..]).unwrap().verify_checksum());
+            let l3 = if tagged { 18 } else { 14 };
+            prop_assert!(Ipv4Packet::new_checked(&buf[l3..]).unwrap().verify_checksum());
             match receive(&buf) {
                 Received::Ours { payload, ecn } => {
                     prop_assert_eq!(payload.seq32, seq as u32);

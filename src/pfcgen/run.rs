@@ -104,7 +104,8 @@ fn run_with_eal(eal: &Eal, spec: &GenSpec, opts: &RunOptions) -> Result<Value, R
         .zip(&ports)
         .map(|((ps, id, mac, rxq, txq), port)| {
             let l = port.link();
-            let link_bps = (l.up && l.speed_mbps != 0 && l.speed_mbps != u32::MAX).then(|| u64::from(l.speed_mbps) * 1_000_000);
+            let link_bps =
+                (l.up && l.speed_mbps != 0 && l.speed_mbps != u32::MAX).then(|| u64::from(l.speed_mbps) * 1_000_000);
             let speed = ps.speed_bps.or(link_bps).unwrap_or(DEFAULT_SPEED);
             log::info!(
                 "port {} = DPDK port {id} ({}), mac {mac}, link {}, speed {}, obeys PFC for priorities {:?}{}",
@@ -333,7 +334,10 @@ pub fn print_summary(s: &Value) {
         let resume = p["pfc"]["rx_resume"].as_array().cloned().unwrap_or_default();
         let dur = p["pfc"]["rx_pause_duration_us"].as_array().cloned().unwrap_or_default();
         let prios: Vec<String> = (0..8)
-            .filter(|&i| pause.get(i).and_then(Value::as_u64).unwrap_or(0) + resume.get(i).and_then(Value::as_u64).unwrap_or(0) > 0)
+            .filter(|&i| {
+                pause.get(i).and_then(Value::as_u64).unwrap_or(0) + resume.get(i).and_then(Value::as_u64).unwrap_or(0)
+                    > 0
+            })
             .map(|i| format!("prio {i}: {} PAUSE {} RESUME, paused {} us", pause[i], resume[i], dur[i]))
             .collect();
         println!(

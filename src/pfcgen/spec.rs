@@ -64,7 +64,9 @@ impl RateSpec {
         }
         let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
         let (num, unit) = t.split_at(split);
-        let n: f64 = num.parse().map_err(|_| format!("'{s}' is not a rate (e.g. \"3Mbit/s\", \"1000pps\", \"50%\", \"max\")"))?;
+        let n: f64 = num
+            .parse()
+            .map_err(|_| format!("'{s}' is not a rate (e.g. \"3Mbit/s\", \"1000pps\", \"50%\", \"max\")"))?;
         if !n.is_finite() || n <= 0.0 {
             return Err(format!("'{s}' must be greater than zero"));
         }
@@ -88,7 +90,11 @@ impl RateSpec {
                     "m" => 1e6,
                     "g" => 1e9,
                     "t" => 1e12,
-                    _ => return Err(format!("unknown unit '{unit}' in '{s}' (pps, kpps, Mpps, k/M/G/T[bit/s|bps], %, max)")),
+                    _ => {
+                        return Err(format!(
+                            "unknown unit '{unit}' in '{s}' (pps, kpps, Mpps, k/M/G/T[bit/s|bps], %, max)"
+                        ))
+                    }
                 };
                 RateSpec::Bps(n * mult)
             }
@@ -133,7 +139,8 @@ impl SizeSpec {
         if let Some(list) = t.strip_prefix("imix:") {
             let mut v = Vec::new();
             for part in list.split('/') {
-                let (size, w) = part.split_once('x').ok_or_else(|| format!("'{part}' is not SIZExWEIGHT (e.g. 64x7)"))?;
+                let (size, w) =
+                    part.split_once('x').ok_or_else(|| format!("'{part}' is not SIZExWEIGHT (e.g. 64x7)"))?;
                 let w: u32 = w.trim().parse().map_err(|_| format!("'{w}' is not a weight"))?;
                 if w == 0 || w > 1_000_000 {
                     return Err(format!("weight {w} is outside 1..=1000000"));
@@ -360,7 +367,9 @@ pub fn parse_kv(s: &str) -> Result<Table, String> {
             let items: Result<Vec<toml::Value>, String> = v[1..v.len() - 1]
                 .split(['/', ' ', ';'])
                 .filter(|x| !x.is_empty())
-                .map(|x| x.parse::<i64>().map(toml::Value::Integer).map_err(|_| format!("'{x}' in {k} is not a number")))
+                .map(|x| {
+                    x.parse::<i64>().map(toml::Value::Integer).map_err(|_| format!("'{x}' in {k} is not a number"))
+                })
                 .collect();
             toml::Value::Array(items?)
         } else {
@@ -432,7 +441,9 @@ const PORT_KEYS: &[&str] = &["name", "devargs", "speed", "pfc_enable", "pause_80
 pub fn resolve_port(t: &Table, index: usize, origin: &str, path: &str) -> Result<GenPortSpec, SpecError> {
     let f = Fields { t, origin, path: path.to_string() };
     f.check_known(PORT_KEYS)?;
-    let devargs = f.text("devargs")?.ok_or_else(|| f.e("devargs", "missing (e.g. \"net_memif0,role=client,socket=/tmp/a.sock\")"))?;
+    let devargs = f
+        .text("devargs")?
+        .ok_or_else(|| f.e("devargs", "missing (e.g. \"net_memif0,role=client,socket=/tmp/a.sock\")"))?;
     let device = parse_devargs(&devargs).map_err(|m| f.e("devargs", m))?;
     let name = f.text("name")?.unwrap_or_else(|| format!("p{index}"));
     let speed_bps = f.parsed("speed", |s| crate::units::parse_speed(s).map_err(|e| e.to_string()))?;
@@ -456,8 +467,27 @@ pub fn resolve_port(t: &Table, index: usize, origin: &str, path: &str) -> Result
 }
 
 const STREAM_KEYS: &[&str] = &[
-    "name", "id", "port", "rate", "size", "count", "duration", "start", "burst_on", "burst_off", "src_mac", "dst_mac",
-    "src_ip", "dst_ip", "src_port", "dst_port", "dscp", "ecn", "vlan", "pcp", "priority",
+    "name",
+    "id",
+    "port",
+    "rate",
+    "size",
+    "count",
+    "duration",
+    "start",
+    "burst_on",
+    "burst_off",
+    "src_mac",
+    "dst_mac",
+    "src_ip",
+    "dst_ip",
+    "src_port",
+    "dst_port",
+    "dscp",
+    "ecn",
+    "vlan",
+    "pcp",
+    "priority",
 ];
 
 fn ecn_value(s: &str) -> Result<u8, String> {
@@ -596,12 +626,20 @@ pub fn resolve(file: Option<(&str, &str)>, cli: &CliSpec) -> Result<GenSpec, Spe
                         match (ek.as_str(), ev) {
                             ("args", toml::Value::Array(a)) => {
                                 for (i, x) in a.iter().enumerate() {
-                                    let s = x.as_str().ok_or_else(|| err(origin, format!("eal.args[{i}]"), "expected a string"))?;
+                                    let s = x
+                                        .as_str()
+                                        .ok_or_else(|| err(origin, format!("eal.args[{i}]"), "expected a string"))?;
                                     eal_args.push(s.to_string());
                                 }
                             }
                             ("file_prefix", toml::Value::String(s)) => eal_args.push(format!("--file-prefix={s}")),
-                            _ => return Err(err(origin, format!("eal.{ek}"), "unknown field or wrong type (expected args = [..], file_prefix = \"..\")")),
+                            _ => {
+                                return Err(err(
+                                    origin,
+                                    format!("eal.{ek}"),
+                                    "unknown field or wrong type (expected args = [..], file_prefix = \"..\")",
+                                ))
+                            }
                         }
                     }
                 }
@@ -615,12 +653,24 @@ pub fn resolve(file: Option<(&str, &str)>, cli: &CliSpec) -> Result<GenSpec, Spe
                 ("port" | "stream", toml::Value::Array(a)) => {
                     for (i, x) in a.iter().enumerate() {
                         let path = format!("{k}[{i}]");
-                        let t = x.as_table().ok_or_else(|| err(origin, &path, "expected a table ([[port]] / [[stream]])"))?;
+                        let t = x
+                            .as_table()
+                            .ok_or_else(|| err(origin, &path, "expected a table ([[port]] / [[stream]])"))?;
                         let t: Table = t.iter().map(|(a, b)| (a.clone(), b.clone())).collect();
-                        if k == "port" { &mut port_tables } else { &mut stream_tables }.push((t, origin.to_string(), path));
+                        if k == "port" { &mut port_tables } else { &mut stream_tables }.push((
+                            t,
+                            origin.to_string(),
+                            path,
+                        ));
                     }
                 }
-                _ => return Err(err(origin, k, "unknown field or wrong type (expected [eal], [[port]], [[stream]], rx_streams)")),
+                _ => {
+                    return Err(err(
+                        origin,
+                        k,
+                        "unknown field or wrong type (expected [eal], [[port]], [[stream]], rx_streams)",
+                    ))
+                }
             }
         }
     }
@@ -645,17 +695,27 @@ pub fn resolve(file: Option<(&str, &str)>, cli: &CliSpec) -> Result<GenSpec, Spe
             } else {
                 p.split(',').map(|x| x.trim().parse::<i64>().map(toml::Value::Integer)).collect()
             };
-            let list = list.map_err(|_| err("--pfc-enable", "pfc-enable", format!("'{p}' is not a list of priorities or 'none'")))?;
+            let list = list.map_err(|_| {
+                err("--pfc-enable", "pfc-enable", format!("'{p}' is not a list of priorities or 'none'"))
+            })?;
             t.entry("pfc_enable".into()).or_insert(toml::Value::Array(list));
         }
         let p = resolve_port(&t, i, &origin, &path)?;
         if let Some(o) = ports.iter().find(|q: &&GenPortSpec| q.name == p.name || q.dpdk_name() == p.dpdk_name()) {
-            return Err(err(&origin, format!("{path}.name"), format!("port '{}' ({}) given twice", o.name, o.dpdk_name())));
+            return Err(err(
+                &origin,
+                format!("{path}.name"),
+                format!("port '{}' ({}) given twice", o.name, o.dpdk_name()),
+            ));
         }
         ports.push(p);
     }
     if ports.is_empty() {
-        return Err(err(file.map_or("pfcgen", |f| f.0), "port", "no port (give [[port]] in the file or --port DEVARGS)"));
+        return Err(err(
+            file.map_or("pfcgen", |f| f.0),
+            "port",
+            "no port (give [[port]] in the file or --port DEVARGS)",
+        ));
     }
     if stream_tables.len() > MAX_STREAMS {
         return Err(err(file.map_or("pfcgen", |f| f.0), "stream", format!("more than {MAX_STREAMS} streams")));
@@ -716,8 +776,14 @@ mod tests {
 
     #[test]
     fn cli_stream_and_defaults() {
-        let s = resolve(None, &cli(&["net_null0"], &["rate=3Mbit/s,size=1000,dst_port=4791,src_port=49152-65535,pcp=3,vlan=100,ecn=ect0"]))
-            .unwrap();
+        let s = resolve(
+            None,
+            &cli(
+                &["net_null0"],
+                &["rate=3Mbit/s,size=1000,dst_port=4791,src_port=49152-65535,pcp=3,vlan=100,ecn=ect0"],
+            ),
+        )
+        .unwrap();
         let st = &s.streams[0];
         assert_eq!(st.rate, RateSpec::Bps(3e6));
         assert_eq!(st.dst_port, Range::one(4791));
@@ -785,9 +851,10 @@ burst_off = "9ms"
         assert_eq!(st.burst, Some(Burst { on_ns: 1_000_000, off_ns: 9_000_000 }));
         let argv = s.eal_argv(&[]);
         assert!(argv.contains(&"-a".to_string()) && !argv.contains(&"--no-pci".to_string()), "{argv:?}");
-        let e = resolve(Some(("g.toml", "[[stream]]\nrate = \"1pps\"\n[[port]]\nspeed = \"1G\"\n")), &CliSpec::default())
-            .unwrap_err()
-            .to_string();
+        let e =
+            resolve(Some(("g.toml", "[[stream]]\nrate = \"1pps\"\n[[port]]\nspeed = \"1G\"\n")), &CliSpec::default())
+                .unwrap_err()
+                .to_string();
         assert_eq!(e, "g.toml: port[0].devargs: missing (e.g. \"net_memif0,role=client,socket=/tmp/a.sock\")");
         let e = resolve(Some(("g.toml", "[[port]\n")), &CliSpec::default()).unwrap_err().to_string();
         assert!(e.starts_with("g.toml: line 1:") && !e.contains('\n'), "{e}");
