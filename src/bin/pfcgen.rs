@@ -98,7 +98,8 @@ struct SpecArgs {
     /// Priorities whose PFC frames every port obeys unless its table says: "3,4" or "none".
     #[arg(long)]
     pfc_enable: Option<String>,
-    /// Frames per stream (overrides the file: short CI runs of a long soak).
+    /// At most this many frames per stream (caps the file's counts: short CI runs of a
+    /// long soak).
     #[arg(long)]
     count: Option<u64>,
     /// Receive slots for stream ids this process does not send (a sink for another

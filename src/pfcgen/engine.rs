@@ -114,6 +114,9 @@ pub struct TxStream {
     pub paused: bool,
     /// Times the stream was stopped by PFC (running → paused).
     pub pauses: u64,
+    /// TSC of the first PFC stop and the wire bits sent by then: the rate from there on
+    /// is the rate PFC let through.
+    pub first_stop: Option<(u64, u64)>,
     pub first_tx: Option<u64>,
     pub last_tx: u64,
 }
@@ -183,6 +186,7 @@ impl Generator {
                     end: s.duration_ns.map_or(u64::MAX, |d| t0.saturating_add(ns_to_ticks(d, hz))),
                     paused: false,
                     pauses: 0,
+                    first_stop: None,
                     first_tx: None,
                     last_tx: 0,
                     spec: s.clone(),
@@ -251,6 +255,7 @@ impl Generator {
                             Some(r) => {
                                 r.on_frame(
                                     pl.seq32,
+                                    now,
                                     payload::elapsed(pl.tsc48, now),
                                     ecn == 3,
                                     u64::from(m.pkt_len()) + 4,
@@ -295,6 +300,7 @@ impl Generator {
                 s.pacer.rebase(now);
             } else if !s.paused && now_paused {
                 s.pauses += 1;
+                s.first_stop.get_or_insert((now, s.wire_bits));
             }
             s.paused = now_paused;
         }

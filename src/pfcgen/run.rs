@@ -242,6 +242,11 @@ fn summary(gen: &Generator, pmd: &[dpdk::PortStats], elapsed: f64, now: u64) -> 
                 "tx_seconds": span, "tx_wire_bps": bps.round(), "tx_pps": pps.round(),
                 "pfc_stops": s.pauses,
             });
+            // From the first PFC stop on, the stream goes at the rate PFC lets through.
+            if let Some((t, bits)) = s.first_stop.filter(|f| s.last_tx > f.0) {
+                let span = (s.last_tx - t) as f64 / hz as f64;
+                v["tx_wire_bps_after_first_stop"] = json!(((s.wire_bits - bits) as f64 - per).max(0.0) / span);
+            }
             let r = gen.rx[id].to_json(Some(s.seq), hz);
             t.add(s.seq, &r);
             merge(&mut v, r);

@@ -26,6 +26,9 @@ pub struct RxStream {
     pub duplicates: u64,
     pub reordered: u64,
     pub ce: u64,
+    /// TSC of the first and the last arrival.
+    pub first_rx: u64,
+    pub last_rx: u64,
     /// Highest sequence number seen + 1 (0: none yet).
     next: u64,
     seen: [u64; WORDS],
@@ -41,6 +44,8 @@ impl RxStream {
             duplicates: 0,
             reordered: 0,
             ce: 0,
+            first_rx: 0,
+            last_rx: 0,
             next: 0,
             seen: [0; WORDS],
             latency: Histogram::new_with_bounds(1, tsc_hz.max(1_000_000) * 60, 2).expect("histogram bounds"),
@@ -53,10 +58,14 @@ impl RxStream {
         (&mut self.seen[i / 64], 1u64 << (i % 64))
     }
 
-    /// A frame of this stream arrived: its 32-bit sequence number, its latency in ticks,
-    /// whether it carries CE, its length.
+    /// A frame of this stream arrived at `now`: its 32-bit sequence number, its latency in
+    /// ticks, whether it carries CE, its length (FCS included).
     #[inline]
-    pub fn on_frame(&mut self, seq32: u32, latency_ticks: u64, ce: bool, bytes: u64) {
+    pub fn on_frame(&mut self, seq32: u32, now: u64, latency_ticks: u64, ce: bool, bytes: u64) {
+        if self.frames == 0 {
+            self.first_rx = now;
+        }
+        self.last_rx = now;
         self.frames += 1;
         self.bytes += bytes;
         self.ce += u64::from(ce);
@@ -115,8 +124,18 @@ impl RxStream {
                 "p999_ns": ns(h.value_at_quantile(0.999)), "max_ns": ns(h.max()),
             })
         };
+        // Wire bits ((size + 20) · 8) between the first and the last arrival: N frames
+        // span N − 1 intervals, so the rate leaves one (average) frame out.
+        let span = self.last_rx.saturating_sub(self.first_rx) as f64 / tsc_hz.max(1) as f64;
+        let bits = (self.bytes + 20 * self.frames) as f64 * 8.0;
+        let bps = if span > 0.0 && self.frames > 1 {
+            bits * (self.frames - 1) as f64 / self.frames as f64 / span
+        } else {
+            0.0
+        };
         json!({
             "rx_packets": self.frames, "rx_bytes": self.bytes, "unique": self.unique(),
+            "rx_seconds": span, "rx_wire_bps": bps.round(),
             "lost": self.lost(sent), "reordered": self.reordered, "duplicates": self.duplicates,
             "ecn_ce": self.ce, "latency": latency,
         })
@@ -131,7 +150,7 @@ mod tests {
     fn feed(seqs: &[u64]) -> RxStream {
         let mut r = RxStream::new(1_000_000_000);
         for &s in seqs {
-            r.on_frame(s as u32, 1000, s % 10 == 0, 100);
+            r.on_frame(s as u32, s, 1000, s % 10 == 0, 100);
         }
         r
     }
@@ -163,7 +182,7 @@ mod tests {
         let base = (1u64 << 32) - 3;
         r.next = base; // as if 2^32 - 3 frames had arrived
         for s in base..base + 6 {
-            r.on_frame(s as u32, 1, false, 64);
+            r.on_frame(s as u32, s, 1, false, 64);
         }
         assert_eq!((r.highest_plus_one(), r.reordered, r.duplicates), (base + 6, 0, 0));
     }

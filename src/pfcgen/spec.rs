@@ -602,7 +602,8 @@ pub struct CliSpec {
     /// `--pfc-enable 3,4` (or `none`): every port's obeyed priorities unless the file
     /// gives them.
     pub pfc_enable: Option<String>,
-    /// `--count N`: every stream's count (overrides the file: keeps CI runs short).
+    /// `--count N`: at most N frames per stream (caps the file's counts: keeps CI runs of a
+    /// long soak short).
     pub count: Option<u64>,
     /// `--rx-streams N`: receive slots for streams this process does not send.
     pub rx_streams: Option<usize>,
@@ -724,7 +725,7 @@ pub fn resolve(file: Option<(&str, &str)>, cli: &CliSpec) -> Result<GenSpec, Spe
     for (i, (t, origin, path)) in stream_tables.iter().enumerate() {
         let mut s = resolve_stream(t, i, &ports, origin, path)?;
         if let Some(c) = cli.count {
-            s.count = Some(c);
+            s.count = Some(s.count.map_or(c, |x| x.min(c)));
         }
         if let Some(o) = streams.iter().find(|o| o.id == s.id) {
             return Err(err(origin, format!("{path}.id"), format!("id {} is also stream '{}'", s.id, o.name)));
