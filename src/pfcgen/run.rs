@@ -247,7 +247,10 @@ fn summary(gen: &Generator, pmd: &[dpdk::PortStats], elapsed: f64, now: u64) -> 
                 let span = (s.last_tx - t) as f64 / hz as f64;
                 v["tx_wire_bps_after_first_stop"] = json!(((s.wire_bits - bits) as f64 - per).max(0.0) / span);
             }
-            let r = gen.rx[id].to_json(Some(s.seq), hz);
+            // Loss is only known for a stream this process receives: one that never
+            // arrived here may be received by another process.
+            let rx = &gen.rx[id];
+            let r = rx.to_json(Some(s.seq).filter(|_| rx.frames > 0), hz);
             t.add(s.seq, &r);
             merge(&mut v, r);
             v

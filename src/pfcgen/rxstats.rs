@@ -136,7 +136,7 @@ impl RxStream {
         json!({
             "rx_packets": self.frames, "rx_bytes": self.bytes, "unique": self.unique(),
             "rx_seconds": span, "rx_wire_bps": bps.round(),
-            "lost": self.lost(sent), "reordered": self.reordered, "duplicates": self.duplicates,
+            "lost": if self.frames == 0 { Value::Null } else { json!(self.lost(sent)) }, "reordered": self.reordered, "duplicates": self.duplicates,
             "ecn_ce": self.ce, "latency": latency,
         })
     }
