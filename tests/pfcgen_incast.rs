@@ -52,7 +52,7 @@ fn params() -> (u64, u64, String) {
 /// headroom that covers a generator and a switch descheduled for a few ms on a loaded
 /// 2-core machine (and what a memif ring holds), frames of `size` bytes.
 fn buffer(ports: &[&str], pfc: bool, size: u64) -> String {
-    let total = (8u64 << 20).min(size * 12_000);
+    let total = (8u64 << 20).min((size * 12_000).max(4 << 20));
     let xoff = (512u64 << 10).min(total / 4);
     let (mut pg, mut queue) = (String::new(), String::new());
     for p in ports {
@@ -94,24 +94,41 @@ dynamic_th = -2
     )
 }
 
-/// Every switch port: 100 Mb/s declared (PFC quanta: 0xFFFF = 335 ms, far above any
-/// scheduling delay here), 802.1p trusted, MTU 9100 (the shaper's bucket is two maximum
-/// frames: ~1.5 ms at 100M rides out the time slices of busy-polling processes).
+/// The switches' MTU and mbufs for frames of `size`: MTU 9100 for the usual 1000-byte
+/// frames (the shaper's bucket is two maximum frames: ~1.5 ms at 100M rides out the time
+/// slices of busy-polling processes), 1500 with more mbufs for the small frames of the
+/// soak (a 4 MiB buffer of 64-byte frames).
+fn mtu_mbufs(size: u64) -> (u32, u32) {
+    if size <= 512 {
+        (1500, 65535)
+    } else {
+        (9100, 16383)
+    }
+}
+
+/// Every port's declared speed (switches and generator alike: PFC quanta are bit-times at
+/// it): 100 Mb/s (0xFFFF quanta = 335 ms, far above any scheduling delay here), 1 Gb/s
+/// (33.5 ms) for a bottleneck above 100 Mb/s.
+fn speed() -> &'static str {
+    if pfcswitch::units::parse_speed(&params().2).unwrap() > 100_000_000 {
+        "1G"
+    } else {
+        "100M"
+    }
+}
+
+/// Every switch port: the declared [`speed`], 802.1p trusted.
 fn sw_port(name: &str, devargs: &str, pfc: &[u8]) -> Port {
-    Port::new(name, devargs)
-        .speed("100M")
-        .set("cable_length", "\"5m\"")
-        .set("trust", "\"pcp\"")
-        .mtu(9100)
-        .pfc_enable(pfc)
+    Port::new(name, devargs).speed(speed()).set("cable_length", "\"5m\"").set("trust", "\"pcp\"").pfc_enable(pfc)
 }
 
 fn switch(prefix: &str, lcores: &str, ports: Vec<Port>, names: &[&str], pfc: bool, size: u64) -> SwitchConfig {
+    let (mtu, mbufs) = mtu_mbufs(size);
     let mut c = SwitchConfig::new(prefix, lcores)
         .memory_mb(512)
-        .toml("[switch]\nrx_ring_size = 512\ntx_ring_size = 512\nmbuf_count = 16383");
+        .toml(&format!("[switch]\nrx_ring_size = 512\ntx_ring_size = 512\nmbuf_count = {mbufs}"));
     for p in ports {
-        c = c.port(p);
+        c = c.port(p.mtu(mtu));
     }
     c.toml(&buffer(names, pfc, size)).lcores_set("worker_idle", "\"adaptive\"").one_worker()
 }
@@ -236,9 +253,9 @@ fn run(pfc: bool) -> Outcome {
         &gen_cfg,
         format!(
             "[eal]\nargs = [\"--no-huge\", \"-m\", \"256\", \"--no-pci\", \"--lcores=0@1\", \"--file-prefix={prefix}-gen\"]\n\
-             [[port]]\nname = \"g0\"\ndevargs = \"{}\"\nspeed = \"100M\"\n\
-             [[port]]\nname = \"g1\"\ndevargs = \"{}\"\nspeed = \"100M\"\n\
-             [[port]]\nname = \"g2\"\ndevargs = \"{}\"\nspeed = \"100M\"\n\
+             [[port]]\nname = \"g0\"\ndevargs = \"{}\"\nspeed = \"{speed}\"\n\
+             [[port]]\nname = \"g1\"\ndevargs = \"{}\"\nspeed = \"{speed}\"\n\
+             [[port]]\nname = \"g2\"\ndevargs = \"{}\"\nspeed = \"{speed}\"\n\
              {}{}\
              [[stream]]\nname = \"learn\"\nport = \"g2\"\nrate = \"100pps\"\ncount = 3\nsrc_mac = \"{RX_MAC}\"\npcp = 1\nvlan = 100\n",
             memif(0, "client", &sa0),
@@ -246,6 +263,7 @@ fn run(pfc: bool) -> Outcome {
             memif(2, "client", &sb1),
             stream(0, "g0"),
             stream(1, "g1"),
+            speed = speed(),
         ),
     )
     .unwrap();
