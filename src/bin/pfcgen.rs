@@ -56,7 +56,8 @@ enum Cmd {
         /// Stop after this long: seconds ("10", "2.5") or with a unit ("500ms").
         #[arg(long, allow_hyphen_values = true)]
         duration: Option<String>,
-        /// When every stream is done, keep receiving until nothing arrived for this long.
+        /// When sending stops (streams done, --duration, SIGINT), keep receiving until
+        /// nothing arrived for this long (a second SIGINT ends that at once).
         #[arg(long, default_value = "500ms", allow_hyphen_values = true)]
         drain: String,
         /// Print a live line this often (0 = off).

@@ -241,6 +241,13 @@ impl Generator {
         }
     }
 
+    /// Receive on every port, send nothing (the drain after sending stopped).
+    pub fn receive_all(&mut self, now: u64) {
+        for p in 0..self.ports.len() {
+            self.receive(p, now);
+        }
+    }
+
     /// Receive on port `p`: up to [`RX_BURSTS`] bursts, so that a PFC frame queued behind
     /// a burst of data is applied before this poll transmits.
     pub fn receive(&mut self, p: usize, now: u64) {

@@ -36,7 +36,8 @@ pub enum RunError {
 pub struct RunOptions {
     /// Stop after this long, whatever the streams do.
     pub duration: Option<Duration>,
-    /// Once every stream is done, keep receiving until no pfcgen frame arrived for this long.
+    /// When sending stops (streams done, `duration`, a signal), keep receiving until no
+    /// pfcgen frame arrived for this long.
     pub drain: Duration,
     /// Print a live line this often.
     pub stats_interval: Option<Duration>,
@@ -152,30 +153,40 @@ fn run_with_eal(eal: &Eal, spec: &GenSpec, opts: &RunOptions) -> Result<Value, R
     let end = opts.duration.map(|d| start.saturating_add(ns_to_ticks(d.as_nanos() as u64, hz)));
     let drain = ns_to_ticks(opts.drain.as_nanos() as u64, hz);
     let check_every = (hz / 1000).max(1);
-    let (mut next_check, mut tx_done_at) = (start, None::<u64>);
+    let mut next_check = start;
     let has_streams = !spec.streams.is_empty();
-    let now = loop {
+    // Send (and receive) until every stream is done, --duration, or a signal.
+    let sent_until = loop {
         let now = rdtsc();
         gen.poll(now);
         if now < next_check {
             continue;
         }
         next_check = now + check_every;
-        if opts.stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e) {
+        if opts.stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e) || (has_streams && gen.tx_done(now)) {
             break now;
         }
-        if has_streams && gen.tx_done(now) {
-            let at = *tx_done_at.get_or_insert(now);
-            if now.saturating_sub(at.max(gen.last_rx)) >= drain {
-                break now;
-            }
+    };
+    // Then only receive, until nothing of ours arrived for `drain` (what is still on its
+    // way is counted, not lost). A second signal ends this at once.
+    opts.stop.store(false, Ordering::Relaxed);
+    let now = loop {
+        let now = rdtsc();
+        gen.receive_all(now);
+        if now < next_check {
+            continue;
+        }
+        next_check = now + check_every;
+        if opts.stop.load(Ordering::Relaxed) || now.saturating_sub(sent_until.max(gen.last_rx)) >= drain {
+            break now;
         }
     };
     done.store(true, Ordering::Relaxed);
     if let Some(t) = printer {
         let _ = t.join();
     }
-    let elapsed = (now - start) as f64 / hz as f64;
+    let elapsed = (sent_until - start) as f64 / hz as f64;
+    log::info!("stopped sending after {elapsed:.3} s, received for {:.3} s more", (now - sent_until) as f64 / hz as f64);
     for p in &mut gen.ports {
         p.pfc.poll(now);
     }
