@@ -50,6 +50,7 @@ enum Cmd {
     /// Start EAL and the ports, send the streams (obeying PFC), receive, print live lines
     /// and a summary. EAL arguments go after `--` (default: --no-huge -m 512 --no-pci
     /// --lcores=0@0; a unique --file-prefix is added unless given).
+    #[command(after_help = AFTER_HELP)]
     Run {
         #[command(flatten)]
         spec: SpecArgs,
@@ -76,6 +77,7 @@ enum Cmd {
     },
     /// Validate a file (and command-line streams): print the streams, exit 0; else one
     /// line naming the field, exit 2.
+    #[command(after_help = AFTER_HELP)]
     CheckConfig {
         #[command(flatten)]
         spec: SpecArgs,

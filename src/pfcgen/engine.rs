@@ -41,6 +41,9 @@ pub struct GenPort {
     /// The TX streams of this port (indices into [`Generator::streams`]).
     streams: Vec<usize>,
     rr: usize,
+    /// Frames to build next poll: a full burst, or after a full TX ring what it took
+    /// (at least one), doubling back (frames built only to be refused cost CPU).
+    budget: usize,
     pub counters: PortCounters,
 }
 
@@ -82,6 +85,7 @@ impl GenPort {
             pfc,
             streams: Vec::new(),
             rr: 0,
+            budget: BURST,
             counters: PortCounters::default(),
         }
     }
@@ -322,7 +326,7 @@ impl Generator {
         'fill: loop {
             let mut progressed = false;
             for j in 0..n {
-                if k == BURST {
+                if k == port.budget {
                     break 'fill;
                 }
                 let si = port.streams[(port.rr + j) % n];
@@ -365,6 +369,7 @@ impl Generator {
             s.wire_bits -= (u64::from(size) + pacer::WIRE_OVERHEAD) * 8;
         }
         port.counters.tx_refused += (k - sent) as u64;
+        port.budget = if sent < k { sent.max(1) } else { (port.budget * 2).min(BURST) };
         port.counters.tx_packets += sent as u64;
         burst.clear();
         for &(si, _) in &owners[..sent] {
