@@ -118,9 +118,9 @@ pub struct TxStream {
     pub paused: bool,
     /// Times the stream was stopped by PFC (running → paused).
     pub pauses: u64,
-    /// TSC of the first PFC stop and the wire bits sent by then: the rate from there on
-    /// is the rate PFC let through.
-    pub first_stop: Option<(u64, u64)>,
+    /// TSC of the first PFC stop, and the wire bits and frames sent by then: the rate from
+    /// there on is the rate PFC let through.
+    pub first_stop: Option<(u64, u64, u64)>,
     pub first_tx: Option<u64>,
     pub last_tx: u64,
 }
@@ -314,7 +314,7 @@ impl Generator {
                 s.pacer.rebase(now);
             } else if !s.paused && now_paused {
                 s.pauses += 1;
-                s.first_stop.get_or_insert((now, s.wire_bits));
+                s.first_stop.get_or_insert((now, s.wire_bits, s.seq));
             }
             s.paused = now_paused;
         }

@@ -254,9 +254,12 @@ fn summary(gen: &Generator, pmd: &[dpdk::PortStats], elapsed: f64, now: u64) -> 
                 "pfc_stops": s.pauses,
             });
             // From the first PFC stop on, the stream goes at the rate PFC lets through.
-            if let Some((t, bits)) = s.first_stop.filter(|f| s.last_tx > f.0) {
-                let span = (s.last_tx - t) as f64 / hz as f64;
-                v["tx_wire_bps_after_first_stop"] = json!(((s.wire_bits - bits) as f64 - per).max(0.0) / span);
+            if let Some((t, bits, frames)) = s.first_stop {
+                v["tx_packets_before_first_stop"] = json!(frames);
+                if s.last_tx > t {
+                    let span = (s.last_tx - t) as f64 / hz as f64;
+                    v["tx_wire_bps_after_first_stop"] = json!(((s.wire_bits - bits) as f64 - per).max(0.0) / span);
+                }
             }
             // Loss is only known for a stream this process receives: one that never
             // arrived here may be received by another process.
