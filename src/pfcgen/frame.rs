@@ -3,7 +3,7 @@
 //! A frame is a function of (stream, sequence number, TX TSC) alone: Ethernet (the
 //! stream's MACs), an optional 802.1Q tag, IPv4 (DSCP/ECN, DF, TTL 64, a valid header
 //! checksum), UDP (checksum 0, allowed for IPv4 and what RoCEv2 senders use), the
-//! [`payload`](super::payload) header, zero padding. Every ranged field and a size drawn
+//! [`payload`] header, zero padding. Every ranged field and a size drawn
 //! from a range or an IMIX depend on the sequence number only, so a frame the device
 //! refused is undone by stepping the sequence number back (see the engine).
 

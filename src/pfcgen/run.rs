@@ -186,7 +186,10 @@ fn run_with_eal(eal: &Eal, spec: &GenSpec, opts: &RunOptions) -> Result<Value, R
         let _ = t.join();
     }
     let elapsed = (sent_until - start) as f64 / hz as f64;
-    log::info!("stopped sending after {elapsed:.3} s, received for {:.3} s more", (now - sent_until) as f64 / hz as f64);
+    log::info!(
+        "stopped sending after {elapsed:.3} s, received for {:.3} s more",
+        (now - sent_until) as f64 / hz as f64
+    );
     for p in &mut gen.ports {
         p.pfc.poll(now);
     }
