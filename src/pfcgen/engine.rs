@@ -223,6 +223,18 @@ impl Generator {
         }
     }
 
+    /// Start every stream's schedule from `t0` (TSC) instead of the `start` given to
+    /// [`Generator::new`]: called right before the first poll, so that set-up time is not
+    /// taken for frames that are late and sent back to back. Only before any frame.
+    pub fn start_at(&mut self, t0: u64) {
+        for s in &mut self.streams {
+            let t = t0 + ns_to_ticks(s.spec.start_ns, self.hz);
+            s.pacer.restart_at(t);
+            s.end = s.spec.duration_ns.map_or(u64::MAX, |d| t.saturating_add(ns_to_ticks(d, self.hz)));
+        }
+        self.last_rx = t0;
+    }
+
     /// The counters the live lines read.
     pub fn live(&self) -> Arc<Live> {
         self.live.clone()

@@ -73,6 +73,14 @@ impl Pacer {
         }
     }
 
+    /// Move the start (and the on/off pattern with it) to `start`, as if just created.
+    pub fn restart_at(&mut self, start: u64) {
+        self.start = start;
+        self.anchor = start;
+        self.sent = 0;
+        self.window = 0;
+    }
+
     pub fn rate(&self) -> PaceRate {
         self.rate
     }
@@ -189,6 +197,9 @@ mod tests {
         assert!(p.ready(50_000));
         p.sent(1);
         assert!(!p.ready(50_999) && p.ready(51_000));
+        // Restarted (before its first frame, by the engine): from the new start only.
+        p.restart_at(90_000);
+        assert!(!p.ready(89_999) && p.ready(90_000));
     }
 
     #[test]

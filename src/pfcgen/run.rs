@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::engine::{ns_to_ticks, GenPort, Generator};
+use super::engine::{ns_to_ticks, GenPort, Generator, BURST};
 use super::live::live_line;
 use super::spec::GenSpec;
-use crate::dpdk::{self, rdtsc, tsc_hz, Eal, Mempool, Port};
+use crate::dpdk::{self, rdtsc, tsc_hz, Eal, MbufBurst, Mempool, Port};
 use crate::pfc::{PfcPrioStats, PfcRx, PfcTxCounters};
 use crate::wire::MacAddr;
 
@@ -68,6 +68,17 @@ fn run_with_eal(eal: &Eal, spec: &GenSpec, opts: &RunOptions) -> Result<Value, R
     let n_mbufs = want.next_power_of_two() - 1;
     let pool = Arc::new(Mempool::new("pfcgen_pool", n_mbufs, 256, data_room, -1).map_err(RunError::Mempool)?);
     log::info!("mempool: {n_mbufs} mbufs of {data_room} bytes");
+    // Touch every mbuf once before anything runs: without hugepages the first use of each
+    // page faults, and faults in the first polls would make frames late.
+    let mut warm = Vec::new();
+    loop {
+        let mut b = MbufBurst::new();
+        if !pool.alloc_bulk(&mut b, BURST) {
+            break;
+        }
+        warm.push(b);
+    }
+    drop(warm);
 
     let mut ports = Vec::new();
     let mut gen_ports = Vec::new();
@@ -150,6 +161,9 @@ fn run_with_eal(eal: &Eal, spec: &GenSpec, opts: &RunOptions) -> Result<Value, R
         })
     });
 
+    // The schedule starts now, not at set-up (thread spawn, first page faults).
+    let start = rdtsc();
+    gen.start_at(start);
     let end = opts.duration.map(|d| start.saturating_add(ns_to_ticks(d.as_nanos() as u64, hz)));
     let drain = ns_to_ticks(opts.drain.as_nanos() as u64, hz);
     let check_every = (hz / 1000).max(1);
