@@ -27,6 +27,9 @@ PORTRATE = re.compile(r"(\S+): rx (\S+) tx (\S+) drop (\d+)")
 notes = []
 extra = {}
 
+def r3m(x):
+    return None if x is None else round(x / 1e6, 3)
+
 def log(msg):
     print(f"bench [{time.time() - T0:5.0f}s] {msg}", file=sys.stderr, flush=True)
 
@@ -310,6 +313,24 @@ GEN_VDEVS = ["net_memif0,role=client,id=0,socket=/tmp/pfcswitch-bench-memif0.soc
              "net_memif1,role=client,id=0,socket=/tmp/pfcswitch-bench-memif1.sock,mac=02:00:00:00:01:01"]
 GEN_ARGS = ["--forward-mode=flowgen", "--eth-peer=0,02:00:00:00:01:01", "--eth-peer=1,02:00:00:00:01:00"]
 sw_memif, tp_memif, gen_offered, busy_frac, cap_est = [], [], [], [], []
+pfcgen_sw, pfcgen_sent, pfcgen_recv, pfcgen_bound, flowgen_bound = [], [], [], [], []
+GEN = os.path.join(ROOT, "target/release/pfcgen")
+PFCGEN_LIVE = re.compile(r"\] tx (\S+) \S+\s+rx (\S+)")
+
+def pfcgen_cmd(prefix, js):
+    """pfcgen as the memif generator and sink: the same two memif clients and MACs as
+    flowgen's, one stream per port at full speed (64 B) to the other port's MAC."""
+    cmd = [GEN, "run", "--stats-interval", "1", "--duration", str(MEMIF_S + 2), "--drain", "0", "--stats-json", js]
+    for v in GEN_VDEVS:
+        cmd += ["--port", v]
+    for i in (0, 1):
+        cmd += ["--stream", f"port={i},rate=max,size=64,src_mac=02:00:00:00:01:0{i},dst_mac=02:00:00:00:01:0{1 - i}"]
+    return cmd + ["--", "--no-huge", "-m", "1024", "--no-pci", "--lcores=0@0", f"--file-prefix={prefix}", "--log-level=4"]
+
+def pfcgen_samples(text):
+    """pfcgen live lines -> list of (tx pps, rx pps)."""
+    return [(rate(m.group(1)), rate(m.group(2))) for m in map(PFCGEN_LIVE.search, text.splitlines()) if m]
+
 ovs_memif, ovs_cpp = [], []
 ovs_ok = os.access(OVS_VSWITCHD, os.X_OK) and shutil.which("ovsdb-server") is not None
 if not ovs_ok:
@@ -339,12 +360,14 @@ for r in range(MEMIF_RUNS):
         f.write(gtext)
     s = live_samples(out)
     sw_memif.append(steady([x[1] for x in s]))
+    run_bf = None
     gen_offered.append(steady([sum(v[1] for v in b.values()) for b in testpmd_blocks(gtext)]))
     try:
         j = json.load(open(js))
         tx = sum(p["tx_packets"] for p in j["ports"])
         bc = sum(w["busy_cycles"] for w in j["workers"])
         busy_frac.append(bc / (j["tsc_hz"] * j["elapsed_s"]))
+        run_bf = busy_frac[-1]
         if bc:
             cap_est.append(tx / (bc / j["tsc_hz"]))
         ld = sum(p.get("lossless_drops", 0) for p in j["ports"])
@@ -353,6 +376,37 @@ for r in range(MEMIF_RUNS):
             notes.append(f"memif run {r}: {ld} lossless drops, {pa} PAUSE frames sent by the switch")
     except (OSError, ValueError, KeyError, ZeroDivisionError):
         pass
+    flowgen_bound.append(None if run_bf is None else run_bf < 0.9)
+    # pfcswitch with pfcgen (one lcore on CPU 0) as generator and sink instead of flowgen
+    if os.access(GEN, os.X_OK):
+        log(f"memif run {r + 1}/{MEMIF_RUNS}: pfcswitch + pfcgen")
+        pj = os.path.join(WORK, f"memif-pfcgen-sw-{r}.json")
+        sw = Proc([SW, "run", "--config", MEMIF_CFG, "--duration", str(MEMIF_S + 20),
+                   "--stats-interval", "1", "--stats-json", pj])
+        if sw.wait_for(r"forwarding: ", 30):
+            gp = Proc(pfcgen_cmd(f"bench-pfcgen-{os.getpid()}-{r}", os.path.join(WORK, f"pfcgen-{r}.json")))
+            try:
+                gp.p.wait(timeout=MEMIF_S + 60)
+            except subprocess.TimeoutExpired:
+                pass
+            gtext = gp.stop()
+            out = sw.stop("int")
+            with open(os.path.join(WORK, f"memif-pfcgen-{r}.log"), "w") as f:
+                f.write(out + "\n--- pfcgen ---\n" + gtext)
+            pfcgen_sw.append(steady([x[1] for x in live_samples(out)]))
+            ps = pfcgen_samples(gtext)
+            pfcgen_sent.append(steady([x[0] for x in ps]))
+            pfcgen_recv.append(steady([x[1] for x in ps]))
+            try:
+                j = json.load(open(pj))
+                bf = sum(w["busy_cycles"] for w in j["workers"]) / (j["tsc_hz"] * j["elapsed_s"])
+                pfcgen_bound.append(bf < 0.9)
+            except (OSError, ValueError, KeyError, ZeroDivisionError):
+                pfcgen_bound.append(None)
+        else:
+            sw.stop("int")
+            notes.append("memif: pfcswitch did not start for the pfcgen run %d" % r)
+            pfcgen_sw.append(None)
     # testpmd io in the forwarder's place
     log(f"memif run {r + 1}/{MEMIF_RUNS}: testpmd io + flowgen")
     fw = testpmd(["--forward-mode=io"], "0@0,1@1", f"bench-fwd-{os.getpid()}-{r}",
@@ -393,6 +447,15 @@ extra["testpmd_io_memif_runs_mpps"] = [round(x / 1e6, 3) if x else None for x in
 extra["memif_generator_sent_mpps"] = round(med(gen_offered) / 1e6, 3) if med(gen_offered) else None
 extra["memif_switch_worker_busy_fraction"] = round(med(busy_frac), 3) if busy_frac else None
 extra["memif_switch_capacity_est_mpps"] = round(med(cap_est) / 1e6, 3) if cap_est else None
+extra["memif_pfcgen_runs_mpps"] = [round(x / 1e6, 3) if x else None for x in pfcgen_sw]
+extra["pfcgen_sent_mpps"] = r3m(med(pfcgen_sent))
+extra["pfcgen_received_mpps"] = r3m(med(pfcgen_recv))
+# A memif run is generator-bound when the switch's worker was busy less than 90 % of it:
+# the generator, not the switch, set the rate.
+extra["memif_generator_bound"] = {"flowgen": flowgen_bound, "pfcgen": pfcgen_bound}
+if any(flowgen_bound):
+    notes.append("memif: runs %s were generator-bound with testpmd flowgen (switch worker busy < 90%%)"
+                 % [i for i, b in enumerate(flowgen_bound) if b])
 if busy_frac and med(busy_frac) < 0.9:
     notes.append("memif: the switch worker was busy only %.0f%% of the time: the generator (sharing CPU 0 "
                  "with the switch's control lcore) bounds memif_mpps, not the switch" % (100 * med(busy_frac)))
@@ -664,6 +727,7 @@ res = {
     "memif_mpps": r3(memif_mpps),
     "testpmd_io_memif_mpps": r3(tp_io_mpps),
     "memif_ratio": pair_ratio(sw_memif, tp_memif) if memif_ok else None,
+    "pfcgen_memif_mpps": r3(med(pfcgen_sw)),
     "ovs_memif_mpps": r3(med(ovs_memif)),
     "vs_ovs": pair_ratio(sw_memif, ovs_memif) if memif_ok else None,
     "cycles_per_packet": round(med(cpp), 1) if cpp else None,
@@ -691,6 +755,7 @@ rows = [
     ("null_ratio", fmt(res["null_ratio"]), "median of per-run-pair ratios; goal >= 0.85"),
     ("memif: pfcswitch (both dirs, Mpps)", fmt(res["memif_mpps"]), f"generator sent {fmt(extra['memif_generator_sent_mpps'])} Mpps, worker busy {fmt(extra['memif_switch_worker_busy_fraction'])}"),
     ("memif: testpmd io (Mpps)", fmt(res["testpmd_io_memif_mpps"]), "generator flowgen on CPU 0"),
+    ("memif: pfcswitch, pfcgen generator (Mpps)", fmt(res["pfcgen_memif_mpps"]), f"pfcgen (1 lcore, CPU 0) sent {fmt(extra['pfcgen_sent_mpps'])}, received {fmt(extra['pfcgen_received_mpps'])} Mpps"),
     ("memif_ratio", fmt(res["memif_ratio"]), "median of per-run-pair ratios; goal >= 0.95"),
     ("memif: OVS-DPDK NORMAL (Mpps)", fmt(res["ovs_memif_mpps"]), f"same generator (2 queue pairs), PMD on CPU 1: {fmt(extra['ovs_pmd_processing_cycles_per_packet'])} cycles/packet"),
     ("vs_ovs", fmt(res["vs_ovs"]), "memif_mpps / ovs_memif_mpps, per-run pairs; goal >= 1.2"),

@@ -24,9 +24,11 @@ Exit status: 0 done and every check held, 1 a check failed, 2 bad usage.
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from pfcsw import load_stats, port, write_pcap  # noqa: E402
@@ -34,6 +36,10 @@ from pfcsw import load_stats, port, write_pcap  # noqa: E402
 PROG = "headroom_compare.py"
 SINK = bytes([0x02, 0x50, 0x52, 0, 0, 2])
 FRAME = 1000
+# memif rings of 2^5 = 32 slots for the pfcgen runs: a memif ring is the wire between
+# sender and switch, and its default 1024 frames (1 MB here) in flight would be a cable
+# far longer than the 40 m the headroom was sized for.
+MEMIF_RSIZE = 5
 
 
 def port_names(n):
@@ -41,7 +47,9 @@ def port_names(n):
     return [f"Ethernet{4 * i}" for i in range(n + 2)]
 
 
-def config(d, n, mode, prefix, dynamic_th):
+def config(d, n, mode, prefix, dynamic_th, memif=None):
+    """memif = (socket prefix, egress rate): the ports are memif servers for pfcgen and the
+    egress drains through a shaper at that rate, instead of net_pcap files and a stalled egress."""
     names = port_names(n)
     lines = [
         "[eal]",
@@ -53,17 +61,19 @@ def config(d, n, mode, prefix, dynamic_th):
         "mbuf_count = 65536",
     ]
     for i, name in enumerate(names):
+        devargs = (f"net_pcap{i},rx_pcap={d}/in{i}.pcap,tx_pcap={d}/out{i}.pcap" if memif is None
+                   else f"net_memif{i},role=server,id=0,rsize={MEMIF_RSIZE},socket={memif[0]}{i}.sock")
         lines += [
             "[[port]]",
             f'name = "{name}"',
-            f'devargs = "net_pcap{i},rx_pcap={d}/in{i}.pcap,tx_pcap={d}/out{i}.pcap"',
+            f'devargs = "{devargs}"',
             'speed = "100G"',
             'cable_length = "40m"',
             "mtu = 1500",
             "pfc_enable = [3, 4]",
         ]
         if i == 0:
-            lines.append("tx_enable = false")
+            lines.append("tx_enable = false" if memif is None else f'shaper_rate = "{memif[1]}"')
     lines += [
         "[lcores]",
         "control = 0",
@@ -151,6 +161,75 @@ def model(binary, cfg, n):
     return json.loads(r.stdout)
 
 
+def pfcgen_run(binary, gen, d, n, mode, dynamic_th, rate):
+    """The same configuration and workload with real senders: the switch's ports are memif
+    servers, pfcgen sends the incast (one stream per sender and burst: the burst is a
+    backlog sent at the rate PFC allows, as in the model) and the lossy background, and
+    receives everything at the egress. Rates are the model's divided by K = 100G / rate
+    (software senders on memif cannot send at 100G) and times multiplied by K: same bytes
+    per burst, same 2:1 ratio of senders to egress, same switch configuration (buffer,
+    headroom, thresholds, PFC timers at 100G). The senders' ports are declared at the
+    scaled rate, so the pause a PFC frame asks for lasts K times longer at the sender, as
+    the time scale says (the switch's refreshes, at 100G timers, come more often than that
+    needs: compare PAUSE edges, not frames)."""
+    bps = float(rate.rstrip("M")) * 1e6
+    k = 100e9 / bps
+    prefix = f"hrg{os.getpid()}-{n}-{mode}"
+    cfg = config(d, n, mode, prefix, dynamic_th, memif=(f"{d}/{prefix}-", rate))
+    frames = 3072 * 1024 // n // FRAME
+    period_ms, bursts = 2.0 * k, 10  # the model: every 2000 µs
+    sink, mac = "02:50:52:00:00:02", lambda i: f"02:50:52:01:00:{i:02x}"
+    g = ["[eal]", f'args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@0", "--file-prefix={prefix}-gen"]']
+    for i in range(n + 2):
+        g += ["[[port]]", f'name = "g{i}"', f'devargs = "net_memif{i},role=client,id=0,rsize={MEMIF_RSIZE},socket={d}/{prefix}-{i}.sock"',
+              f'speed = "{rate}"', "pfc_enable = [3, 4]"]
+    # The sink's MAC first (the switch drops lossless unknown unicast: flood_lossless = false).
+    g += ["[[stream]]", 'name = "learn"', 'port = "g0"', 'rate = "100pps"', "count = 3", f'src_mac = "{sink}"',
+          'dst_mac = "02:50:52:00:00:03"', "dscp = 8"]
+    for b in range(bursts):
+        for i in range(1, n + 1):
+            g += ["[[stream]]", f'name = "s{i}b{b}"', f'port = "g{i}"', f'rate = "{rate}bit/s"', f"size = {FRAME + 4}",
+                  f"count = {frames}", f'start = "{300 + b * period_ms}ms"', f'src_mac = "{mac(i)}"', f'dst_mac = "{sink}"',
+                  "dscp = 3", f'src_ip = "192.0.2.{i}"', 'dst_ip = "192.0.2.200"']
+    bg_frames = 128 * 1024 // FRAME
+    g += ["[[stream]]", 'name = "background"', f'port = "g{n + 1}"', f'rate = "{rate}bit/s"', f"size = {FRAME + 4}",
+          'start = "300ms"', f'duration = "{bursts * period_ms}ms"', f'burst_on = "{bg_frames * (FRAME + 24) * 8 / bps * 1e3:.3f}ms"',
+          f'burst_off = "{250e-3 * k - bg_frames * (FRAME + 24) * 8 / bps * 1e3:.3f}ms"', f'src_mac = "{mac(n + 1)}"',
+          f'dst_mac = "{sink}"', "dscp = 8"]
+    gcfg = os.path.join(d, f"{prefix}-gen.toml")
+    with open(gcfg, "w") as f:
+        f.write("\n".join(g) + "\n")
+    sw_json, gen_json = os.path.join(d, f"{prefix}-sw.json"), os.path.join(d, f"{prefix}-gen.json")
+    env = dict(os.environ, RUST_LOG="warn")
+    sw = subprocess.Popen([binary, "run", "--config", cfg, "--duration", "120", "--stats-json", sw_json],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(3)
+    r = subprocess.run([gen, "run", "--config", gcfg, "--drain", "1s", "--stats-interval", "0", "--stats-json", gen_json],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, timeout=300)
+    sw.send_signal(signal.SIGINT)
+    _, sw_err = sw.communicate(timeout=60)
+    if r.returncode != 0 or sw.returncode != 0:
+        sys.exit(f"{PROG}: the pfcgen run failed: pfcgen {r.returncode} {r.stderr.strip()[-1500:]} / "
+                 f"pfcswitch {sw.returncode} {sw_err.strip()[-1500:]}")
+    s, gj = load_stats(sw_json), load_stats(gen_json)
+    names = port_names(n)
+    senders = [port(s, x) for x in names[1:n + 1]]
+    first = [st for st in gj["streams"] if st["name"].endswith("b0")]
+    lossless = [st for st in gj["streams"] if st["name"].startswith("s")]
+    return {
+        "senders": n, "policy": mode, "dynamic_th": dynamic_th, "rate": rate, "time_scale": k,
+        "burst_bytes": sum(st.get("tx_packets_before_first_stop", st["tx_packets"]) for st in first) * FRAME,
+        "pause_edges": sum(p["pfc"]["tx_on2off"][3] for p in senders),
+        "pause_frames": sum(p["pfc"]["tx_pause"][3] for p in senders),
+        "paused_us": sum(gp["pfc"]["rx_pause_duration_us"][3] for gp in gj["ports"][1:n + 1]),
+        "lossless_drops": sum(p["lossless_drops"] for p in s["ports"]),
+        "lossy_drops": port(s, names[n + 1])["tc"][0]["dropped"],
+        "lossless_lost": sum(st["lost"] or 0 for st in lossless),
+        "lossless_sent": sum(st["tx_packets"] for st in lossless),
+        "reordered": sum(st["reordered"] for st in lossless),
+    }
+
+
 def alpha(dynamic_th):
     return f"1/{2 ** -dynamic_th}" if dynamic_th < 0 else str(2 ** dynamic_th)
 
@@ -164,6 +243,24 @@ def markdown(rows):
         out.append(f"| {alpha(r['dynamic_th'])} | {r['senders']} | {r['policy']} | {r['shared_bytes'] / 1048576:.2f} MiB "
                    f"| {r['burst_bytes'] / 1024:.0f} KiB | {chk} | {r['pause_frames']} "
                    f"| {r['paused_us'] / 1000:.2f} ms | {r['lossless_drops']} | {r['lossy_drops']} |")
+    return "\n".join(out) + "\n"
+
+
+def markdown_pfcgen(rows, model_rows):
+    out = ["| α | N | mode | senders | burst before 1st PAUSE | PAUSE edges (frames) | time paused | lossless drops "
+           "| lossy drops | lossless frames lost / sent (pfcgen) |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        m = next((x for x in model_rows if (x["senders"], x["policy"], x["dynamic_th"]) ==
+                  (r["senders"], r["policy"], r["dynamic_th"])), None)
+        if m:
+            out.append(f"| {alpha(m['dynamic_th'])} | {m['senders']} | {m['policy']} | model (link model at 100G) "
+                       f"| {m['burst_bytes'] / 1024:.0f} KiB | {m['pause_edges']} ({m['pause_frames']}) "
+                       f"| {m['paused_us'] / 1000:.2f} ms | {m['lossless_drops']} | {m['lossy_drops']} | – |")
+        out.append(f"| {alpha(r['dynamic_th'])} | {r['senders']} | {r['policy']} | pfcgen over memif at {r['rate']}bit/s "
+                   f"(time × {r['time_scale']:.0f}) | {r['burst_bytes'] / 1024:.0f} KiB | {r['pause_edges']} ({r['pause_frames']}) "
+                   f"| {r['paused_us'] / 1000:.1f} ms (÷{r['time_scale']:.0f}: {r['paused_us'] / 1000 / r['time_scale']:.2f} ms) "
+                   f"| {r['lossless_drops']} | {r['lossy_drops']} | {r['lossless_lost']} / {r['lossless_sent']} |")
     return "\n".join(out) + "\n"
 
 
@@ -214,6 +311,9 @@ def main():
     ap.add_argument("--plot")
     ap.add_argument("--markdown")
     ap.add_argument("--replot")
+    ap.add_argument("--pfcgen", help="pfcgen binary: also run each mode at --pfcgen-senders with real PFC-obeying senders")
+    ap.add_argument("--pfcgen-senders", default="2")
+    ap.add_argument("--pfcgen-rate", default="400M", help="the senders' and the egress's rate (bit/s, M suffix)")
     a = ap.parse_args()
     if a.replot:
         with open(a.replot) as f:
@@ -238,11 +338,27 @@ def main():
                   f"at {b + 1}), PAUSE frames {r['pause_frames']}, paused {r['paused_us'] / 1000:.2f} ms, "
                   f"lossless drops {r['lossless_drops']}, lossy drops {r['lossy_drops']}", flush=True)
             rows.append(r)
+        gen_rows = []
+        if a.pfcgen:
+            th = int(a.dynamic_th.split(",")[0])
+            for mode in a.modes.split(","):
+                g = pfcgen_run(a.bin, a.pfcgen, d, int(a.pfcgen_senders), mode, th, a.pfcgen_rate)
+                ok &= g["lossless_drops"] == 0 and g["lossless_lost"] == 0
+                print(f"pfcgen α={alpha(th)} N={g['senders']} {mode:<11} burst {g['burst_bytes'] / 1024:7.0f} KiB, "
+                      f"PAUSE edges {g['pause_edges']} ({g['pause_frames']} frames), paused {g['paused_us'] / 1000:.1f} ms, "
+                      f"lossless drops {g['lossless_drops']}, lost {g['lossless_lost']} of {g['lossless_sent']}, "
+                      f"lossy drops {g['lossy_drops']}", flush=True)
+                gen_rows.append(g)
     with open(os.path.join(a.out, "headroom-compare.json"), "w") as f:
         json.dump(rows, f, indent=1)
+    if gen_rows:
+        with open(os.path.join(a.out, "headroom-compare-pfcgen.json"), "w") as f:
+            json.dump(gen_rows, f, indent=1)
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write(markdown(rows))
+            if gen_rows:
+                f.write("\nWith real PFC-obeying senders (pfcgen), beside the model's row:\n\n" + markdown_pfcgen(gen_rows, rows))
     if a.plot:
         with open(a.plot + ".json", "w") as f:
             json.dump(rows, f)

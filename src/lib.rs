@@ -16,6 +16,7 @@ pub mod headroom;
 pub mod mmu;
 pub mod pending;
 pub mod pfc;
+pub mod pfcgen;
 pub mod pfcwd;
 pub mod plan;
 pub mod sched;

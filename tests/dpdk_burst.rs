@@ -1,7 +1,8 @@
 //! The FFI layer on a real EAL (in this process, one net_ring port looped back onto
 //! itself): a burst with holes left by `take` reaches the PMD compacted (no NULL mbuf is
 //! ever handed to a driver from safe code), and a `drain` dropped half-way frees what it
-//! did not yield. One EAL per process: everything is in one test.
+//! did not yield; bulk allocation, `pop` and `set_len`. One EAL per process: everything
+//! is in one test.
 
 use std::sync::Arc;
 
@@ -60,6 +61,29 @@ fn bursts_with_holes_and_partial_drains() {
     assert_eq!(pool.in_use_count(), 1, "only the yielded mbuf is still out");
     drop(first);
     assert_eq!(pool.in_use_count(), 0);
+
+    // Bulk allocation, pop and set_len (pfcgen's TX path): all or nothing, within the
+    // tailroom, only on an empty mbuf.
+    let mut stash = MbufBurst::new();
+    assert!(pool.alloc_bulk(&mut stash, 8));
+    assert_eq!(stash.len(), 8);
+    assert_eq!(pool.in_use_count(), 8);
+    let mut m = stash.pop().expect("popped");
+    assert_eq!(stash.len(), 7);
+    assert!(m.set_len(100) && m.len() == 100 && m.pkt_len() == 100);
+    assert!(!m.set_len(50), "not empty any more");
+    let mut big = stash.pop().expect("popped");
+    assert!(!big.set_len(u16::MAX) && big.is_empty(), "beyond the tailroom: unchanged");
+    let room = stash.room();
+    assert!(!pool.alloc_bulk(&mut stash, room + 1), "more than the burst holds");
+    let small = Mempool::new("burst_small", 63, 0, 2048 + 128, -1).expect("small mempool");
+    assert!(!small.alloc_bulk(&mut stash, 100) && stash.len() == 6, "more than the pool has: none");
+    assert_eq!(small.in_use_count(), 0);
+    drop(small); // before EAL goes
+    drop((m, big));
+    stash.clear();
+    assert!(stash.pop().is_none());
+    assert_eq!(pool.in_use_count(), 0, "every mbuf back in the pool");
 
     port.stop().expect("stop");
     drop((rxq, txq, port, pool));

@@ -81,6 +81,22 @@ impl Mbuf {
         Some(unsafe { std::slice::from_raw_parts_mut(p, n as usize) })
     }
 
+    /// Make a fresh, empty single-segment mbuf hold `len` bytes of data (`data_len` and
+    /// `pkt_len`), without the call `append` costs; false (unchanged) if the mbuf is not
+    /// empty or its tailroom is shorter. The bytes are whatever the buffer held: write
+    /// them all.
+    #[inline(always)]
+    pub fn set_len(&mut self, len: u16) -> bool {
+        // SAFETY: we own the mbuf exclusively (&mut self).
+        let m = unsafe { self.0.as_mut() };
+        if m.data_len != 0 || m.nb_segs != 1 || u32::from(m.data_off) + u32::from(len) > u32::from(m.buf_len) {
+            return false;
+        }
+        m.data_len = len;
+        m.pkt_len = u32::from(len);
+        true
+    }
+
     /// Hint the CPU to fetch the first cache line of packet data.
     #[inline(always)]
     pub fn prefetch_data(&self) {
@@ -185,6 +201,19 @@ impl MbufBurst {
         std::mem::forget(self.slots[self.len].replace(m));
         self.len += 1;
         Ok(())
+    }
+
+    /// Take the last mbuf out (the burst stays compact).
+    #[inline(always)]
+    pub fn pop(&mut self) -> Option<Mbuf> {
+        while self.len > 0 {
+            self.len -= 1;
+            if let Some(m) = self.slots[self.len].take() {
+                return Some(m);
+            }
+        }
+        self.holes = false;
+        None
     }
 
     /// Insert an mbuf at position `i` (≤ len), shifting the ones after it; gives it back

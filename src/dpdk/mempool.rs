@@ -1,7 +1,7 @@
 use std::ffi::CString;
 use std::ptr::NonNull;
 
-use super::{sys, DpdkError, Mbuf};
+use super::{sys, DpdkError, Mbuf, MbufBurst};
 
 /// A packet-mbuf pool (`rte_pktmbuf_pool_create`). Thread-safe per DPDK; freed on drop
 /// (drop it only after every mbuf has been returned and the ports are stopped).
@@ -55,6 +55,29 @@ impl Mempool {
         // SAFETY: the pool is valid; a non-null return is a fresh mbuf we now own.
         let m = unsafe { sys::rte_pktmbuf_alloc(self.raw.as_ptr()) };
         NonNull::new(m).map(Mbuf::from_nonnull)
+    }
+}
+
+impl Mempool {
+    /// Append `n` fresh mbufs to `out` in one `rte_pktmbuf_alloc_bulk` (all or none:
+    /// false if the pool has fewer or `out` has no room for `n`).
+    #[inline]
+    pub fn alloc_bulk(&self, out: &mut MbufBurst, n: usize) -> bool {
+        if n == 0 || n > out.room() {
+            return n == 0;
+        }
+        if out.has_holes() {
+            out.compact();
+        }
+        let start = out.len();
+        // SAFETY: the `n` slots from `start` are empty (None == NULL) and inside the
+        // burst; on success DPDK writes `n` owned mbuf pointers there, on failure nothing.
+        let ret = unsafe { sys::rte_pktmbuf_alloc_bulk(self.raw.as_ptr(), out.raw_slots(start), n as u32) };
+        if ret != 0 {
+            return false;
+        }
+        out.set_len(start + n);
+        true
     }
 }
 

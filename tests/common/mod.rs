@@ -7,6 +7,8 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_pfcswitch");
+/// The traffic generator (`src/bin/pfcgen.rs`).
+pub const GEN_BIN: &str = env!("CARGO_BIN_EXE_pfcgen");
 
 /// A fresh directory for one test, removed on drop.
 pub struct TestDir {

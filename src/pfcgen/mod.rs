@@ -1,0 +1,21 @@
+//! `pfcgen`: a traffic generator that obeys PFC, on the switch's own parts (the PFC
+//! receive state machine [`crate::pfc::PfcRx`] and its quanta→TSC timers, the wire
+//! codecs, the EAL/port layer). Reference: `docs/pfcgen.md`.
+//!
+//! Data flows one way: [`spec`] (file + command line → ports and streams) → [`engine`]
+//! (per port: receive PFC and pfcgen frames, then build and send what [`pacer`] says is
+//! due and PFC allows, frames from [`frame`] carrying a [`payload`] header) → [`rxstats`]
+//! (loss, reordering, duplicates, latency, CE per stream) → [`live`] lines and the JSON
+//! summary of [`run`]. Everything but `engine` and `run` is pure and tested without EAL.
+
+pub mod frame;
+pub mod live;
+pub mod pacer;
+pub mod payload;
+pub mod rxstats;
+pub mod spec;
+
+#[cfg(feature = "dpdk")]
+pub mod engine;
+#[cfg(feature = "dpdk")]
+pub mod run;
