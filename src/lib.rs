@@ -17,6 +17,7 @@ pub mod mmu;
 pub mod pfc;
 pub mod pfcwd;
 pub mod plan;
+pub mod route;
 pub mod sched;
 pub mod show;
 pub mod tcq;
