@@ -13,6 +13,7 @@ pub mod config;
 pub mod counters;
 pub mod fdb;
 pub mod headroom;
+pub mod kernel;
 pub mod mmu;
 pub mod pfc;
 pub mod pfcwd;

@@ -257,8 +257,11 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
     /// it freed behind a grace period. Errors (a full table) are counted, not returned: the
     /// writer carries on with the rest, as the kernel does not wait for it.
     pub fn apply(&mut self, events: impl IntoIterator<Item = KernelEvent>) {
+        self.apply_with(events, false)
+    }
+
+    fn apply_with(&mut self, events: impl IntoIterator<Item = KernelEvent>, mut all: bool) {
         let mut dirty: Vec<Prefix> = Vec::new();
-        let mut all = false;
         for ev in events {
             self.stats.events += 1;
             match ev {
@@ -326,6 +329,17 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
         }
         self.nh_ids.after_commit(&*self.grace);
         self.group_ids.after_commit(&*self.grace);
+    }
+
+    /// Start over from a full dump of the kernel (`events`): forget what the kernel said so
+    /// far, apply the dump, and bring every prefix installed before or after in line (what
+    /// the dump no longer has is withdrawn). Used at start and after lost events.
+    pub fn resync(&mut self, events: impl IntoIterator<Item = KernelEvent>) {
+        self.routes.clear();
+        self.locals.clear();
+        self.neighbours.clear();
+        self.ifindex_port.clear();
+        self.apply_with(events, true);
     }
 
     fn route_event(&mut self, add: bool, append: bool, route: KernelRoute, dirty: &mut Vec<Prefix>) {
