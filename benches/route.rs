@@ -4,6 +4,7 @@
 //! raw table, and the whole writer path: kernel events → `Rib` → tables).
 //!
 //! Run: `cargo bench --bench route` (≈ 1 min, EAL with --no-huge; prints a table).
+//! `cargo test --benches` runs it as a smoke test (small tables, a few seconds).
 //! docs/routing.md lists the figures and the choices they made.
 
 use std::hint::black_box;
@@ -122,17 +123,20 @@ fn bench_single<A>(addrs: &[A], lookup: impl Fn(&A) -> Option<u32>) -> f64 {
 }
 
 fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` does not: a quick smoke run then.
+    let full = std::env::args().any(|a| a == "--bench");
+    let (n4, n6, mem) = if full { (100_000, 8_000, "2048") } else { (5_000, 1_000, "768") };
     let prefix = format!("pfcsw-bench-route-{}", std::process::id());
     let args: Vec<String> =
-        ["bench", "--no-huge", "-m", "2048", "--no-pci", "-l", "0", "--log-level=error", "--file-prefix", &prefix]
+        ["bench", "--no-huge", "-m", mem, "--no-pci", "-l", "0", "--log-level=error", "--file-prefix", &prefix]
             .iter()
             .map(|s| s.to_string())
             .collect();
     let eal = Eal::init(&args).expect("EAL");
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let r4 = v4_routes(100_000, &mut rng);
+    let r4 = v4_routes(n4, &mut rng);
     let a4 = v4_addrs(&r4, 1 << 16, &mut rng);
-    let r6 = v6_routes(8_000, &mut rng);
+    let r6 = v6_routes(n6, &mut rng);
     let a6 = v6_addrs(&r6, 1 << 16, &mut rng);
     // A ToR's traffic: few destinations, the table's lines hot in cache (1024 addresses,
     // repeated).
@@ -152,7 +156,7 @@ fn main() {
         for (i, (a, l)) in r4.iter().enumerate() {
             lpm.add(*a, *l, 16 + (i % 8000) as u32).expect("lpm add");
         }
-        row("lpm4 load 100k routes (raw rte_lpm_add)", format!("{:.1} ms", t.elapsed().as_secs_f64() * 1e3));
+        row(&format!("lpm4 load {n4} routes (raw rte_lpm_add)"), format!("{:.1} ms", t.elapsed().as_secs_f64() * 1e3));
         row("lpm4 lookup single (ns)", format!("{:.2}", bench_single(&a4, |a| lpm.lookup(*a))));
         row("lpm4 lookup bulk 32 (ns/addr)", format!("{:.2}", bench_bulk(&a4, |c, o| lpm.lookup_bulk(c, o))));
         row("lpm4 hot: single (ns)", format!("{:.2}", bench_single(&hot4, |a| lpm.lookup(*a))));
@@ -164,7 +168,7 @@ fn main() {
         for (i, (a, l)) in r4.iter().enumerate() {
             fib.add(*a, *l, 16 + (i % 8000) as u32).expect("fib add");
         }
-        row("fib4 load 100k routes (raw rte_fib_add)", format!("{:.1} ms", t.elapsed().as_secs_f64() * 1e3));
+        row(&format!("fib4 load {n4} routes (raw rte_fib_add)"), format!("{:.1} ms", t.elapsed().as_secs_f64() * 1e3));
         row("fib4 lookup single (bulk of 1) (ns)", format!("{:.2}", bench_single(&a4, |a| fib.lookup(*a))));
         row("fib4 lookup bulk 32 (ns/addr)", format!("{:.2}", bench_bulk(&a4, |c, o| fib.lookup_bulk(c, o))));
         row("fib4 hot: single (bulk of 1) (ns)", format!("{:.2}", bench_single(&hot4, |a| fib.lookup(*a))));
@@ -177,7 +181,7 @@ fn main() {
         for (i, (a, l)) in r6.iter().enumerate() {
             lpm6.add(a, *l, 16 + (i % 8000) as u32).expect("lpm6 add");
         }
-        row("lpm6 load 8k routes (raw)", format!("{:.1} ms", t.elapsed().as_secs_f64() * 1e3));
+        row(&format!("lpm6 load {n6} routes (raw)"), format!("{:.1} ms", t.elapsed().as_secs_f64() * 1e3));
         row("lpm6 lookup single (ns)", format!("{:.2}", bench_single(&a6, |a| lpm6.lookup(a))));
         row("lpm6 lookup bulk 32 (ns/addr)", format!("{:.2}", bench_bulk(&a6, |c, o| lpm6.lookup_bulk(c, o))));
         row("lpm6 hot: single (ns)", format!("{:.2}", bench_single(&hot6, |a| lpm6.lookup(a))));
@@ -189,7 +193,7 @@ fn main() {
         for (i, (a, l)) in r6.iter().enumerate() {
             fib6.add(a, *l, 16 + (i % 8000) as u32).expect("fib6 add");
         }
-        row("fib6 load 8k routes (raw)", format!("{:.1} ms", t.elapsed().as_secs_f64() * 1e3));
+        row(&format!("fib6 load {n6} routes (raw)"), format!("{:.1} ms", t.elapsed().as_secs_f64() * 1e3));
         row("fib6 lookup single (bulk of 1) (ns)", format!("{:.2}", bench_single(&a6, |a| fib6.lookup(a))));
         row("fib6 lookup bulk 32 (ns/addr)", format!("{:.2}", bench_bulk(&a6, |c, o| fib6.lookup_bulk(c, o))));
         row("fib6 hot: single (bulk of 1) (ns)", format!("{:.2}", bench_single(&hot6, |a| fib6.lookup(a))));
@@ -236,7 +240,7 @@ fn main() {
     let t = Instant::now();
     rib.apply(events);
     row(
-        "switch: 100k IPv4 ECMP routes, events -> Rib -> rte_lpm",
+        &format!("switch: {n4} IPv4 ECMP routes, events -> Rib -> 2 x rte_fib"),
         format!("{:.1} ms ({} installed)", t.elapsed().as_secs_f64() * 1e3, rib.installed().len()),
     );
     let events6: Vec<KernelEvent> = r6
@@ -254,9 +258,12 @@ fn main() {
         .collect();
     let t = Instant::now();
     rib.apply(events6);
-    row("switch: 8k IPv6 routes, events -> Rib -> 2 x rte_fib6", format!("{:.1} ms", t.elapsed().as_secs_f64() * 1e3));
+    row(
+        &format!("switch: {n6} IPv6 routes, events -> Rib -> 2 x rte_fib6"),
+        format!("{:.1} ms", t.elapsed().as_secs_f64() * 1e3),
+    );
     let t = Instant::now();
-    let n_churn = 1000;
+    let n_churn = 1000.min(n6);
     for (i, (a, l)) in r4.iter().take(n_churn).enumerate() {
         rib.apply([KernelEvent::Route {
             add: true,

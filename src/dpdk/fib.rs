@@ -143,10 +143,10 @@ impl RouteWriter {
     fn apply(&self, copy: usize, op: Op) -> Result<(), DpdkError> {
         let (v4, v6) = (&self.inner.v4[copy], &self.inner.v6[copy]);
         match op {
-            Op::Set4(p, v) => v4.add_shared(p.bits(), p.len(), v),
-            Op::Del4(p) => v4.delete_shared(p.bits(), p.len()).map(|_| ()),
-            Op::Set6(p, v) => v6.add_shared(&p.octets(), p.len(), v),
-            Op::Del6(p) => v6.delete_shared(&p.octets(), p.len()).map(|_| ()),
+            Op::Set4(p, v) => v4.add_shared(p.bits(), p.prefix_len(), v),
+            Op::Del4(p) => v4.delete_shared(p.bits(), p.prefix_len()).map(|_| ()),
+            Op::Set6(p, v) => v6.add_shared(&p.octets(), p.prefix_len(), v),
+            Op::Del6(p) => v6.delete_shared(&p.octets(), p.prefix_len()).map(|_| ()),
         }
     }
 
@@ -166,7 +166,7 @@ impl RouteWriter {
 
 impl LpmWriter for RouteWriter {
     fn set4(&mut self, p: Prefix4, value: u32) -> Result<(), String> {
-        if p.len() == 0 {
+        if p.prefix_len() == 0 {
             self.inner.default4.store(value, Ordering::Release);
             return Ok(());
         }
@@ -174,7 +174,7 @@ impl LpmWriter for RouteWriter {
     }
 
     fn del4(&mut self, p: Prefix4) -> Result<(), String> {
-        if p.len() == 0 {
+        if p.prefix_len() == 0 {
             self.inner.default4.store(NO_ROUTE, Ordering::Release);
             return Ok(());
         }
@@ -182,7 +182,7 @@ impl LpmWriter for RouteWriter {
     }
 
     fn set6(&mut self, p: Prefix6, value: u32) -> Result<(), String> {
-        if p.len() == 0 {
+        if p.prefix_len() == 0 {
             self.inner.default6.store(value, Ordering::Release);
             return Ok(());
         }
@@ -190,7 +190,7 @@ impl LpmWriter for RouteWriter {
     }
 
     fn del6(&mut self, p: Prefix6) -> Result<(), String> {
-        if p.len() == 0 {
+        if p.prefix_len() == 0 {
             self.inner.default6.store(NO_ROUTE, Ordering::Release);
             return Ok(());
         }

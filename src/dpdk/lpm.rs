@@ -101,7 +101,7 @@ impl Lpm4 {
         let ret = unsafe { sys::rte_lpm_delete(self.raw.as_ptr(), addr, len) };
         match ret {
             0 => Ok(true),
-            r if r == -libc::EINVAL && len >= 1 && len <= 32 => Ok(false),
+            r if r == -libc::EINVAL && (1..=32).contains(&len) => Ok(false),
             r => Err(DpdkError::from_ret(format!("rte_lpm_delete({addr:#x}/{len})"), r)),
         }
     }

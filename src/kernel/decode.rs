@@ -204,8 +204,7 @@ mod tests {
                 ]),
             ],
         );
-        let Some(KernelEvent::Route { add: true, append: false, route }) =
-            decode(&RouteNetlinkMessage::NewRoute(m), NLM_F_APPEND & 0)
+        let Some(KernelEvent::Route { add: true, append: false, route }) = decode(&RouteNetlinkMessage::NewRoute(m), 0)
         else {
             panic!()
         };

@@ -27,6 +27,9 @@ pub struct SyncStatus {
     pub error: Mutex<Option<String>>,
 }
 
+/// The control thread; joining it gives the writer back.
+pub type SyncThread<L, G> = JoinHandle<Rib<L, G>>;
+
 /// Start the control thread: it enters `netns` (if given), then mirrors that namespace's
 /// kernel into `rib` until `stop` is set. Returns the thread (joining gives the `Rib` back)
 /// and its status.
@@ -34,7 +37,7 @@ pub fn spawn<L, G>(
     netns: Option<String>,
     mut rib: Rib<L, G>,
     stop: Arc<AtomicBool>,
-) -> std::io::Result<(JoinHandle<Rib<L, G>>, Arc<SyncStatus>)>
+) -> std::io::Result<(SyncThread<L, G>, Arc<SyncStatus>)>
 where
     L: LpmWriter + Send + 'static,
     G: Grace + Send + Sync + 'static,

@@ -39,7 +39,7 @@ impl Prefix4 {
     pub fn addr(&self) -> Ipv4Addr {
         Ipv4Addr::from(self.addr)
     }
-    pub fn len(&self) -> u8 {
+    pub fn prefix_len(&self) -> u8 {
         self.len
     }
     /// Does the prefix cover `a`?
@@ -62,7 +62,7 @@ impl Prefix6 {
     pub fn addr(&self) -> Ipv6Addr {
         Ipv6Addr::from(self.addr)
     }
-    pub fn len(&self) -> u8 {
+    pub fn prefix_len(&self) -> u8 {
         self.len
     }
     /// Does the prefix cover `a`?
@@ -86,7 +86,7 @@ impl Prefix {
             IpAddr::V6(a) => Prefix::V6(Prefix6::new(a, 128)),
         }
     }
-    pub fn len(&self) -> u8 {
+    pub fn prefix_len(&self) -> u8 {
         match self {
             Prefix::V4(p) => p.len,
             Prefix::V6(p) => p.len,

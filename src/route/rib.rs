@@ -115,6 +115,9 @@ enum Want {
     Group(Vec<(u16, IpAddr)>),
 }
 
+/// An ECMP group's members as the writer knows them: (port, gateway), expanded by weight.
+type GroupKey = Vec<(u16, IpAddr)>;
+
 #[derive(Debug)]
 struct Slot<K> {
     key: Option<K>,
@@ -190,8 +193,8 @@ pub struct Rib<L: LpmWriter, G: Grace> {
     nh_by_key: HashMap<(u16, IpAddr), u16>,
     nh: Vec<Slot<(u16, IpAddr)>>,
     nh_ids: Ids,
-    group_by_key: HashMap<Vec<(u16, IpAddr)>, u16>,
-    groups: Vec<Slot<(Vec<(u16, IpAddr)>, Vec<u16>)>>,
+    group_by_key: HashMap<GroupKey, u16>,
+    groups: Vec<Slot<(GroupKey, Vec<u16>)>>,
     group_ids: Ids,
     stats: RibStats,
 }
@@ -392,7 +395,7 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
 
     /// What `p` should point at now.
     fn want(&self, p: Prefix) -> Option<Want> {
-        let host = p.len() == if matches!(p, Prefix::V4(_)) { 32 } else { 128 };
+        let host = p.prefix_len() == if matches!(p, Prefix::V4(_)) { 32 } else { 128 };
         if host && self.locals.contains_key(&p.addr()) {
             return Some(Want::Special(Target::Local));
         }
