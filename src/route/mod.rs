@@ -2,7 +2,7 @@
 //! docs/routing.md). Everything here is pure and safe; DPDK's LPM tables and RCU sit behind
 //! safe types in `dpdk` (`dpdk::fib`), the kernel's rtnetlink in [`crate::kernel`].
 //!
-//! * [`decide`]: the per-packet decision (bridge / route / punt / drop), pure, no
+//! * [`mod@decide`]: the per-packet decision (bridge / route / punt / drop), pure, no
 //!   allocation;
 //! * [`hash`]: the seeded 5-tuple ECMP hash;
 //! * [`tables`]: next hops (one `AtomicU64` each) and immutable ECMP groups, read by the
