@@ -74,7 +74,7 @@ fn lookups_never_see_a_changing_table() {
     // At most 300 batches: rte_fib6 (DPDK 22.11) does not give back every tbl8 group a
     // delete frees (docs/routing.md: 2048 groups last 118 batches of this churn).
     while t0.elapsed() < Duration::from_millis(1500) && batches < 300 {
-        let add = batches % 2 == 0;
+        let add = batches.is_multiple_of(2);
         for j in 0..64u32 {
             let i = ((k + j) % 16) as u8;
             let third = ((k / 16 + j) % 200) as u8;
