@@ -35,6 +35,8 @@
 //!                               # with the `pfc_reaction` p99 of the stats JSON.
 //! flood_lossless = true         # false: lossless-class frames to unknown unicast MACs
 //!                               # are dropped (drops.lossless_unknown_unicast), not flooded
+//! ecmp_seed = 12345             # ECMP hash seed 0..=2^32-1; default: derived from the
+//!                               # first port's MAC (switches of a fabric differ)
 //!
 //! [[port]]                      # at least one; [[port]] index i = position in the file
 //! name = "Ethernet0"            # required, unique, no whitespace, ':' or '|'
@@ -111,6 +113,14 @@
 //! "Ethernet0|3-4" = "pg_lossless_profile"
 //! [buffer.queue]                # BUFFER_QUEUE: same keys, egress profiles
 //! "Ethernet0|0-2" = "queue_lossy_profile"
+//!
+//! [interface]                   # router interfaces (SONiC INTERFACE|Ethernet0|10.0.0.0/31):
+//! "Ethernet0" = ["10.0.0.0/31", "fc00::/127"]   # frames to the port's MAC are routed; the
+//!                               # port gets a kernel representor named like it with these
+//!                               # addresses (docs/routing.md)
+//! [control_plane]               # optional
+//! netns = "leaf1"               # enter this network namespace (`ip netns add leaf1`) before
+//!                               # EAL starts: representors, rtnetlink, af_packet live there
 //!
 //! [qos]                         # optional; entries are merged over the SONiC defaults
 //! dscp_to_tc = { "46" = 5 }     # DSCP_TO_TC_MAP; default 3→3, 4→4, 8→0, 46→5, 48→6, others→1

@@ -104,6 +104,7 @@ pub(crate) struct RawSwitch {
     pub mbuf_count: Option<i64>,
     pub sw_response: Option<Human>,
     pub flood_lossless: Option<bool>,
+    pub ecmp_seed: Option<IntLike>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -283,7 +284,15 @@ pub(crate) struct RawScheduler {
 }
 
 /// Names of the top-level sections, for "unknown section" errors.
-pub(crate) const SECTIONS: &[&str] = &["eal", "switch", "port", "lcores", "buffer", "qos", "pfcwd"];
+pub(crate) const SECTIONS: &[&str] =
+    &["eal", "switch", "port", "lcores", "buffer", "qos", "pfcwd", "control_plane", "interface"];
+
+/// `[control_plane]`: where the kernel side of the router lives.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawControlPlane {
+    pub netns: Option<String>,
+}
 
 fn field_between<'a>(msg: &'a str, prefix: &str) -> Option<(&'a str, &'a str)> {
     let rest = msg.strip_prefix(prefix)?;

@@ -29,6 +29,8 @@ pub struct Config {
     /// PFC watchdog on every port's lossless priorities; None = off.
     #[serde(skip)]
     pub pfcwd: Option<crate::pfcwd::PfcwdConfig>,
+    /// `[control_plane]`, `[interface]` and `[switch] ecmp_seed`: the router.
+    pub routing: RoutingConfig,
     /// Non-fatal findings, each one line `<file>: <path>: <text>` (print them in
     /// `check-config` and at start-up).
     pub warnings: Vec<String>,
@@ -571,5 +573,41 @@ impl Config {
         let mut v = vec![self.lcores.control];
         v.extend(self.lcores.workers.iter().map(|w| w.lcore));
         v
+    }
+}
+
+/// The router's configuration (docs/routing.md).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct RoutingConfig {
+    /// `[control_plane] netns`: the network namespace the switch enters before EAL starts
+    /// (its kernel representors, rtnetlink socket and af_packet interfaces live there);
+    /// `None` = the namespace it was started in.
+    pub netns: Option<String>,
+    /// `[switch] ecmp_seed`; `None` = derived from the first port's MAC at start
+    /// ([`crate::route::seed_from_mac`]).
+    pub ecmp_seed: Option<u32>,
+    /// `[interface]` (SONiC `INTERFACE|Ethernet0|10.0.0.0/31`): router interfaces by port
+    /// index, in port order, each with its addresses. A port listed here routes frames sent
+    /// to its MAC and has a kernel representor named like it.
+    pub interfaces: Vec<RouterInterface>,
+}
+
+/// One router interface: a port and the addresses set on its representor at start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RouterInterface {
+    /// `[[port]]` index.
+    pub port: usize,
+    pub addrs: Vec<crate::route::IfAddr>,
+}
+
+impl RoutingConfig {
+    /// True when any port is a router interface.
+    pub fn enabled(&self) -> bool {
+        !self.interfaces.is_empty()
+    }
+
+    /// Is port `index` a router interface?
+    pub fn is_routed(&self, index: usize) -> bool {
+        self.interfaces.iter().any(|i| i.port == index)
     }
 }

@@ -1,5 +1,5 @@
 //! The only place with `unsafe`: safe types over DPDK's C API (EAL, lcores, TSC, mempool,
-//! mbufs, ethdev ports, telemetry). Everything above this module is safe Rust.
+//! mbufs, ethdev ports, telemetry, routing tables and RCU). Everything above this module is safe Rust.
 //!
 //! Soundness rules this layer enforces with types:
 //! * one EAL per process ([`Eal`] is a singleton guard);
@@ -9,10 +9,13 @@
 
 mod eal;
 mod error;
+pub mod fib;
 mod lcore;
+pub mod lpm;
 mod mbuf;
 mod mempool;
 mod port;
+mod qsbr;
 pub(crate) mod sys;
 pub mod telemetry;
 mod tsc;
@@ -23,4 +26,5 @@ pub use lcore::{current_lcore, launch_on, main_lcore, set_timer_slack_ns, LcoreH
 pub use mbuf::{Drain, HeldMbuf, Mbuf, MbufBurst, BURST_CAP};
 pub use mempool::Mempool;
 pub use port::{link_of, max_queues, stats_of, FlowCtrlOutcome, LinkStatus, Port, PortStats, RxQueue, TxQueue};
+pub use qsbr::{Qsbr, QsbrReader};
 pub use tsc::{rdtsc, tsc_hz};

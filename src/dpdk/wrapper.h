@@ -11,3 +11,8 @@
 #include <rte_telemetry.h>
 #include <rte_pdump.h>
 #include <rte_version.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_lpm.h>
+#include <rte_lpm6.h>
+#include <rte_fib.h>
+#include <rte_fib6.h>

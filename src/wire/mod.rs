@@ -4,6 +4,7 @@
 
 mod ethernet;
 mod ip;
+mod l3;
 mod mac;
 mod mac_control;
 
@@ -12,6 +13,7 @@ pub use ethernet::{
     HEADER_LEN as ETHERNET_HEADER_LEN, VLAN_TAG_LEN,
 };
 pub use ip::{ecn, ipv4_checksum, Ipv4Packet, Ipv6Packet, IPV4_MIN_HEADER_LEN, IPV6_HEADER_LEN};
+pub use l3::{parse_l3, proto, route_rewrite, IpPair, L3Header};
 pub use mac::{MacAddr, MacParseError};
 pub use mac_control::{MacControl, MacControlError, PfcFrame, OPCODE_PAUSE, OPCODE_PFC};
 

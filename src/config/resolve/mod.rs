@@ -13,6 +13,7 @@ mod eal;
 mod lcores;
 mod ports;
 mod qos;
+mod routing;
 mod switch;
 mod wred;
 
@@ -146,6 +147,7 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
     check_eal(&eal, &ports, &lcores, top.contains_key("lcores"))?;
     warn_devargs(&ports, &mut ctx);
     compute_mbufs(&mut switch, &sw, &ports, &lcores, &buffer, &mut ctx)?;
+    let routing = routing::resolve_routing(top, &sw, &ports)?;
     Ok(Config {
         origin: origin.to_string(),
         eal: EalConfig { args: eal.args, file_prefix: eal.file_prefix },
@@ -155,6 +157,7 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
         buffer,
         qos,
         pfcwd,
+        routing,
         warnings: ctx.warnings,
     })
 }

@@ -1,0 +1,171 @@
+//! `[control_plane]`, `[interface]` and `[switch] ecmp_seed`: the router (docs/routing.md).
+
+use super::*;
+use crate::route::IfAddr;
+
+/// Linux interface names: 1..=15 bytes, no '/', ':' or whitespace, not "." or "..".
+fn valid_ifname(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 15
+        && n != "."
+        && n != ".."
+        && !n.chars().any(|c| c == '/' || c == ':' || c.is_whitespace() || c.is_control())
+}
+
+pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig]) -> FResult<RoutingConfig> {
+    let ecmp_seed = match sw.ecmp_seed {
+        Some(IntLike(v)) => Some(in_range(v, 0, i64::from(u32::MAX), "switch.ecmp_seed")? as u32),
+        None => None,
+    };
+    let cp: RawControlPlane = match top.get("control_plane") {
+        Some(v) => {
+            expect_table(v, "control_plane")?;
+            de(v, "control_plane")?
+        }
+        None => RawControlPlane::default(),
+    };
+    if let Some(ns) = &cp.netns {
+        if ns.is_empty() || ns.len() > 255 || ns == "." || ns == ".." || ns.contains('/') || ns.contains('\0') {
+            return Err(FieldError::new(
+                "control_plane.netns",
+                format!("'{ns}' is not a network namespace name (as in `ip netns add NAME`)"),
+            ));
+        }
+    }
+    let mut interfaces: Vec<RouterInterface> = Vec::new();
+    let mut seen: HashMap<std::net::IpAddr, String> = HashMap::new();
+    if let Some(v) = top.get("interface") {
+        let t = expect_table(v, "interface")?;
+        for (name, val) in t {
+            let path = join("interface", name);
+            let port = port_by_name(ports, name, &path)?;
+            if !valid_ifname(name) {
+                return Err(FieldError::new(
+                    &path,
+                    "a router interface's port name must be a Linux interface name (1..=15 bytes, no '/', ':' or spaces): its kernel representor takes it",
+                ));
+            }
+            if let Some(other) = ports.iter().find(|p| p.devargs.split(',').any(|kv| kv == format!("iface={name}"))) {
+                return Err(FieldError::new(
+                    &path,
+                    format!("port {} already uses a kernel interface named '{name}' (its devargs): the representor needs that name", other.name),
+                ));
+            }
+            let list = match val {
+                Value::Array(a) => a,
+                Value::String(_) => {
+                    return Err(FieldError::new(&path, "expected an array of addresses, e.g. [\"10.0.0.0/31\"]"))
+                }
+                _ => return Err(FieldError::new(&path, "expected an array of \"<address>/<prefix length>\" strings")),
+            };
+            let mut addrs = Vec::new();
+            for (i, a) in list.iter().enumerate() {
+                let ipath = format!("{path}[{i}]");
+                let Value::String(s) = a else {
+                    return Err(FieldError::new(&ipath, "expected a string \"<address>/<prefix length>\""));
+                };
+                let ia: IfAddr = s.parse().map_err(|e: String| FieldError::new(&ipath, e))?;
+                let bad = match ia.addr {
+                    std::net::IpAddr::V4(v) => {
+                        v.is_unspecified() || v.is_multicast() || v.is_broadcast() || v.is_loopback()
+                    }
+                    std::net::IpAddr::V6(v) => v.is_unspecified() || v.is_multicast() || v.is_loopback(),
+                };
+                if bad {
+                    return Err(FieldError::new(&ipath, format!("{s} is not a unicast interface address")));
+                }
+                if let Some(prev) = seen.insert(ia.addr, ipath.clone()) {
+                    return Err(FieldError::new(&ipath, format!("{} is already configured at {prev}", ia.addr)));
+                }
+                addrs.push(ia);
+            }
+            interfaces.push(RouterInterface { port, addrs });
+        }
+    }
+    interfaces.sort_by_key(|i| i.port);
+    if cp.netns.is_some() && interfaces.is_empty() {
+        return Err(FieldError::new(
+            "control_plane.netns",
+            "set, but no [interface] makes a port a router interface (nothing would use the namespace)",
+        ));
+    }
+    Ok(RoutingConfig { netns: cp.netns, ecmp_seed, interfaces })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::from_str;
+
+    const BASE: &str = r#"
+[[port]]
+name = "Ethernet0"
+devargs = "net_null0"
+speed = "100G"
+
+[[port]]
+name = "Ethernet4"
+devargs = "net_null1"
+speed = "100G"
+"#;
+
+    fn cfg(extra: &str) -> Result<crate::config::Config, String> {
+        from_str(&format!("{BASE}\n{extra}"), "t.toml").map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn router_interfaces_resolve() {
+        let c = cfg(
+            "[switch]\necmp_seed = 7\n[control_plane]\nnetns = \"leaf1\"\n[interface]\nEthernet4 = [\"10.0.0.2/31\", \"fc00::2/127\"]\nEthernet0 = [\"10.0.0.0/31\"]\n",
+        )
+        .unwrap();
+        let r = &c.routing;
+        assert_eq!((r.netns.as_deref(), r.ecmp_seed), (Some("leaf1"), Some(7)));
+        assert_eq!(r.interfaces.iter().map(|i| i.port).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(r.interfaces[1].addrs[1].to_string(), "fc00::2/127");
+        assert!(r.is_routed(1) && r.enabled());
+        // Without [interface] nothing routes, and the defaults hold.
+        let c = cfg("").unwrap();
+        assert_eq!(c.routing, crate::config::RoutingConfig::default());
+        // An interface with no address still routes (addresses may come from `ip addr`).
+        assert!(cfg("[interface]\nEthernet0 = []\n").unwrap().routing.is_routed(0));
+    }
+
+    #[test]
+    fn one_line_errors_name_the_field() {
+        let cases = [
+            ("[interface]\nEthernet9 = [\"10.0.0.0/31\"]\n", "t.toml: interface.Ethernet9: unknown port 'Ethernet9'"),
+            ("[interface]\nEthernet0 = [\"10.0.0.0/33\"]\n", "t.toml: interface.Ethernet0[0]: prefix length 33"),
+            ("[interface]\nEthernet0 = [\"10.0.0.x/31\"]\n", "t.toml: interface.Ethernet0[0]: '10.0.0.x' is not"),
+            ("[interface]\nEthernet0 = \"10.0.0.0/31\"\n", "t.toml: interface.Ethernet0: expected an array"),
+            (
+                "[interface]\nEthernet0 = [\"224.0.0.1/24\"]\n",
+                "t.toml: interface.Ethernet0[0]: 224.0.0.1/24 is not a unicast",
+            ),
+            (
+                "[interface]\nEthernet0 = [\"10.0.0.0/31\"]\nEthernet4 = [\"10.0.0.0/31\"]\n",
+                "t.toml: interface.Ethernet4[0]: 10.0.0.0 is already configured at interface.Ethernet0[0]",
+            ),
+            ("[switch]\necmp_seed = -1\n", "t.toml: switch.ecmp_seed: -1 is out of range"),
+            ("[control_plane]\nnetns = \"a/b\"\n[interface]\nEthernet0 = []\n", "t.toml: control_plane.netns: 'a/b'"),
+            ("[control_plane]\nnetns = \"leaf1\"\n", "t.toml: control_plane.netns: set, but no [interface]"),
+            (
+                "[control_plane]\nnetns = \"x\"\nvrf = 1\n[interface]\nEthernet0 = []\n",
+                "t.toml: control_plane.vrf: unknown field",
+            ),
+        ];
+        for (extra, want) in cases {
+            let e = cfg(extra).unwrap_err();
+            assert!(!e.contains('\n') && e.starts_with(want), "{extra:?}\n got: {e}\nwant: {want}");
+        }
+    }
+
+    #[test]
+    fn representor_names_must_be_free_and_valid() {
+        let long = BASE.replace("Ethernet4", "Ethernet4567890123");
+        let e = from_str(&format!("{long}\n[interface]\nEthernet4567890123 = []\n"), "t.toml").unwrap_err().to_string();
+        assert!(e.starts_with("t.toml: interface.Ethernet4567890123: a router interface's port name"), "{e}");
+        let tap = BASE.replace("net_null1", "net_tap0,iface=Ethernet0");
+        let e = from_str(&format!("{tap}\n[interface]\nEthernet0 = []\n"), "t.toml").unwrap_err().to_string();
+        assert!(e.starts_with("t.toml: interface.Ethernet0: port Ethernet4 already uses"), "{e}");
+    }
+}

@@ -1,0 +1,224 @@
+//! A blocking rtnetlink socket (netlink-sys) speaking netlink-packet-route: no async runtime,
+//! one socket per user, read with a timeout so the control thread can notice a stop.
+
+use std::io;
+use std::time::Duration;
+
+use netlink_packet_core::{
+    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST,
+};
+use netlink_packet_route::address::{AddressAttribute, AddressMessage};
+use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
+use netlink_packet_route::neighbour::NeighbourMessage;
+use netlink_packet_route::route::RouteMessage;
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+
+use super::KernelError;
+use crate::route::IfAddr;
+use crate::wire::MacAddr;
+
+/// Multicast groups of the events the router follows (RTMGRP_*: link, neighbour, IPv4/IPv6
+/// addresses and routes).
+pub const EVENT_GROUPS: u32 = 0x1 | 0x4 | 0x10 | 0x40 | 0x100 | 0x400;
+
+/// What one read returned.
+#[derive(Debug)]
+pub enum Received {
+    /// Messages (with their netlink flags), in order; `done` if the answer to our dump or
+    /// request with sequence `seq` ended in this read.
+    Messages { done: Option<u32> },
+    /// Nothing within the timeout.
+    Timeout,
+    /// The kernel dropped events (ENOBUFS): everything must be dumped again.
+    Overrun,
+}
+
+/// An rtnetlink socket.
+pub struct RtNetlink {
+    sock: Socket,
+    seq: u32,
+    buf: Vec<u8>,
+}
+
+fn nl_err(e: io::Error) -> KernelError {
+    KernelError::Netlink(e.to_string())
+}
+
+impl RtNetlink {
+    /// A socket for requests and dumps (no events), in the calling thread's namespace.
+    pub fn open() -> Result<RtNetlink, KernelError> {
+        Self::with_groups(0)
+    }
+
+    /// A socket that also receives the router's events ([`EVENT_GROUPS`]). Subscribe before
+    /// dumping, so nothing that changes during the dump is missed.
+    pub fn subscribe() -> Result<RtNetlink, KernelError> {
+        Self::with_groups(EVENT_GROUPS)
+    }
+
+    fn with_groups(groups: u32) -> Result<RtNetlink, KernelError> {
+        let mut sock = Socket::new(NETLINK_ROUTE).map_err(nl_err)?;
+        sock.bind(&SocketAddr::new(0, groups)).map_err(nl_err)?;
+        if groups != 0 {
+            // A full table's worth of events can arrive at once (FRR installing 100k
+            // routes): take a large buffer, beyond rmem_max when allowed (root).
+            let want: usize = 32 << 20;
+            if nix::sys::socket::setsockopt(&sock, nix::sys::socket::sockopt::RcvBufForce, &want).is_err() {
+                let _ = sock.set_rx_buf_sz(want);
+            }
+        }
+        socket2::SockRef::from(&sock).set_read_timeout(Some(Duration::from_millis(100))).map_err(nl_err)?;
+        Ok(RtNetlink { sock, seq: 1, buf: vec![0; 1 << 16] })
+    }
+
+    /// Send `msg` with `flags` (NLM_F_REQUEST added); its sequence number.
+    pub fn send(&mut self, msg: RouteNetlinkMessage, flags: u16) -> Result<u32, KernelError> {
+        self.seq = self.seq.wrapping_add(1).max(1);
+        let mut h = NetlinkHeader::default();
+        h.flags = NLM_F_REQUEST | flags;
+        h.sequence_number = self.seq;
+        let mut m = NetlinkMessage::new(h, NetlinkPayload::from(msg));
+        m.finalize();
+        let mut b = vec![0u8; m.header.length as usize];
+        m.serialize(&mut b);
+        self.sock.send(&b, 0).map_err(nl_err)?;
+        Ok(self.seq)
+    }
+
+    /// Ask for a dump of links, addresses, neighbours or routes (both families).
+    pub fn dump(&mut self, what: Dump) -> Result<u32, KernelError> {
+        let msg = match what {
+            Dump::Links => RouteNetlinkMessage::GetLink(LinkMessage::default()),
+            Dump::Addresses => RouteNetlinkMessage::GetAddress(AddressMessage::default()),
+            Dump::Neighbours => RouteNetlinkMessage::GetNeighbour(NeighbourMessage::default()),
+            Dump::Routes => RouteNetlinkMessage::GetRoute(RouteMessage::default()),
+        };
+        self.send(msg, NLM_F_DUMP)
+    }
+
+    /// Read once (up to the 100 ms timeout); decoded messages are appended to `out`. An
+    /// error answer to one of our requests is returned as `Err`.
+    pub fn recv(&mut self, out: &mut Vec<(RouteNetlinkMessage, u16)>) -> Result<Received, KernelError> {
+        let n = match self.sock.recv(&mut &mut self.buf[..], 0) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut => {
+                return Ok(Received::Timeout)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => return Ok(Received::Overrun),
+            Err(e) => return Err(nl_err(e)),
+        };
+        let mut off = 0;
+        let mut done = None;
+        while off + 16 <= n {
+            let len = u32::from_ne_bytes([self.buf[off], self.buf[off + 1], self.buf[off + 2], self.buf[off + 3]]);
+            let len = len as usize;
+            if len < 16 || off + len > n {
+                break;
+            }
+            match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&self.buf[off..off + len]) {
+                Ok(m) => {
+                    let seq = m.header.sequence_number;
+                    match m.payload {
+                        NetlinkPayload::InnerMessage(inner) => out.push((inner, m.header.flags)),
+                        NetlinkPayload::Done(_) => done = Some(seq),
+                        NetlinkPayload::Error(e) => match e.code {
+                            None => done = Some(seq),
+                            Some(_) => return Err(KernelError::Request { op: format!("seq {seq}"), err: e.to_io() }),
+                        },
+                        NetlinkPayload::Overrun(_) => return Ok(Received::Overrun),
+                        _ => {}
+                    }
+                }
+                Err(e) => log::debug!("rtnetlink: undecodable message skipped: {e}"),
+            }
+            off += (len + 3) & !3;
+        }
+        Ok(Received::Messages { done })
+    }
+
+    /// Send a request and wait for its acknowledgement; events read meanwhile are dropped
+    /// (use a socket without groups). `ok_errno`: an error code that means "already so".
+    fn request(&mut self, op: &str, msg: RouteNetlinkMessage, flags: u16, ok_errno: i32) -> Result<(), KernelError> {
+        let seq = self.send(msg, NLM_F_ACK | flags)?;
+        let mut sink = Vec::new();
+        for _ in 0..50 {
+            match self.recv(&mut sink) {
+                Ok(Received::Messages { done: Some(s) }) if s == seq => return Ok(()),
+                Ok(_) => sink.clear(),
+                Err(KernelError::Request { err, .. }) if err.raw_os_error() == Some(ok_errno) => return Ok(()),
+                Err(KernelError::Request { err, .. }) => return Err(KernelError::Request { op: op.to_string(), err }),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(KernelError::Netlink(format!("{op}: no answer within 5 s")))
+    }
+
+    /// Every link: (ifindex, name).
+    pub fn links(&mut self) -> Result<Vec<(u32, String)>, KernelError> {
+        let seq = self.dump(Dump::Links)?;
+        let mut msgs = Vec::new();
+        let mut links = Vec::new();
+        for _ in 0..50 {
+            let r = self.recv(&mut msgs)?;
+            for (m, _) in msgs.drain(..) {
+                if let RouteNetlinkMessage::NewLink(l) = m {
+                    for a in &l.attributes {
+                        if let LinkAttribute::IfName(n) = a {
+                            links.push((l.header.index, n.clone()));
+                        }
+                    }
+                }
+            }
+            if matches!(r, Received::Messages { done: Some(s) } if s == seq) {
+                return Ok(links);
+            }
+        }
+        Err(KernelError::Netlink("link dump: no end within 5 s".into()))
+    }
+
+    /// The ifindex of the interface called `name`.
+    pub fn link_index(&mut self, name: &str) -> Result<Option<u32>, KernelError> {
+        Ok(self.links()?.into_iter().find(|(_, n)| n == name).map(|(i, _)| i))
+    }
+
+    /// Set a link's MAC and MTU (when given) and bring it up.
+    pub fn set_link(&mut self, ifindex: u32, mac: Option<MacAddr>, mtu: Option<u32>) -> Result<(), KernelError> {
+        let mut m = LinkMessage::default();
+        m.header.index = ifindex;
+        m.header.flags = LinkFlags::Up;
+        m.header.change_mask = LinkFlags::Up;
+        if let Some(mac) = mac {
+            m.attributes.push(LinkAttribute::Address(mac.0.to_vec()));
+        }
+        if let Some(mtu) = mtu {
+            m.attributes.push(LinkAttribute::Mtu(mtu));
+        }
+        self.request("set link", RouteNetlinkMessage::SetLink(m), 0, 0)
+    }
+
+    /// Add an address to a link (already there: fine).
+    pub fn add_address(&mut self, ifindex: u32, a: IfAddr) -> Result<(), KernelError> {
+        let mut m = AddressMessage::default();
+        m.header.index = ifindex;
+        m.header.prefix_len = a.len;
+        m.header.family = if a.addr.is_ipv4() { AddressFamily::Inet } else { AddressFamily::Inet6 };
+        m.attributes.push(AddressAttribute::Local(a.addr));
+        m.attributes.push(AddressAttribute::Address(a.addr));
+        self.request(
+            &format!("add address {a}"),
+            RouteNetlinkMessage::NewAddress(m),
+            NLM_F_CREATE | NLM_F_EXCL,
+            libc::EEXIST,
+        )
+    }
+}
+
+/// What [`RtNetlink::dump`] asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dump {
+    Links,
+    Addresses,
+    Neighbours,
+    Routes,
+}

@@ -1,0 +1,613 @@
+//! The one writer: the kernel's routes, addresses and neighbours (as [`KernelEvent`]s) in,
+//! LPM entries, next hops and ECMP groups out. Runs on the control thread; allocates
+//! freely; never blocks a worker.
+//!
+//! What a prefix points at, in order of precedence: one of the switch's addresses
+//! ([`Target::Local`]); the kernel's route of lowest metric for exactly that prefix (main
+//! table: gateways → a next hop or an ECMP group, a connected subnet → [`Target::Glean`],
+//! blackhole, unreachable/prohibit → [`Target::Kernel`]); a resolved neighbour's host
+//! route (/32, /128) → its next hop.
+//!
+//! Reuse is what could expose a stale entry, so nothing is reused early: a next-hop or
+//! group id no prefix uses any more is freed only after [`LpmWriter::commit`] made the
+//! change visible and a grace period ([`Grace`]) then passed.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use super::prefix::{Prefix, Prefix4, Prefix6};
+use super::tables::{NextHop, NextHopTables, MAX_PORT};
+use super::target::{Target, MAX_GROUPS, MAX_NEXTHOPS, MAX_PATHS};
+use crate::wire::MacAddr;
+
+/// RCU grace periods as the writer uses them (DPDK's QSBR in the switch).
+pub trait Grace {
+    /// Start a grace period.
+    fn start(&self) -> u64;
+    /// Has it passed (every reader reported a quiescent state since)? Never blocks.
+    fn passed(&self, token: u64) -> bool;
+    /// Block until it has.
+    fn wait(&self, token: u64);
+}
+
+/// No concurrent readers (tests, tools): every grace period has passed.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoReaders;
+
+impl Grace for NoReaders {
+    fn start(&self) -> u64 {
+        0
+    }
+    fn passed(&self, _: u64) -> bool {
+        true
+    }
+    fn wait(&self, _: u64) {}
+}
+
+/// The LPM tables as the writer sees them (DPDK's in the switch, [`SoftLpm`] in tests).
+/// Values are [`Target::encode`]d; a /0 is the default route.
+pub trait LpmWriter {
+    fn set4(&mut self, p: Prefix4, value: u32) -> Result<(), String>;
+    fn del4(&mut self, p: Prefix4) -> Result<(), String>;
+    fn set6(&mut self, p: Prefix6, value: u32) -> Result<(), String>;
+    fn del6(&mut self, p: Prefix6) -> Result<(), String>;
+    /// End of a batch: every change made so far becomes visible to readers when this
+    /// returns (a double-buffered table flips here).
+    fn commit(&mut self) -> Result<(), String>;
+}
+
+/// A kernel route's type, as far as forwarding cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RouteKind {
+    /// RTN_UNICAST: through its paths.
+    Unicast,
+    /// RTN_LOCAL: to the host.
+    Local,
+    /// RTN_BLACKHOLE: dropped.
+    Blackhole,
+    /// RTN_UNREACHABLE, RTN_PROHIBIT, RTN_THROW: the kernel answers.
+    Unreachable,
+}
+
+/// One path of a route: the interface and, unless the subnet is connected, the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Path {
+    pub ifindex: u32,
+    pub gateway: Option<IpAddr>,
+    /// Relative weight (the kernel's rtnh_hops + 1), ≥ 1.
+    pub weight: u16,
+}
+
+/// A route of the kernel's main table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelRoute {
+    pub prefix: Prefix,
+    /// RTA_PRIORITY: the lowest metric of a prefix is the one in force.
+    pub metric: u32,
+    pub kind: RouteKind,
+    pub paths: Vec<Path>,
+}
+
+/// What the kernel says, decoded from rtnetlink (see [`crate::kernel`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelEvent {
+    /// An interface exists (new or changed); a switch port's representor has its name.
+    Link { ifindex: u32, name: String },
+    /// An interface is gone.
+    LinkGone { ifindex: u32 },
+    /// An address was added to or removed from an interface.
+    Addr { add: bool, ifindex: u32, addr: IpAddr, len: u8 },
+    /// A route was added (`append`: another path of an existing IPv6 route, NLM_F_APPEND)
+    /// or removed.
+    Route { add: bool, append: bool, route: KernelRoute },
+    /// A neighbour entry: its MAC when resolved, `None` while incomplete or failed.
+    Neigh { add: bool, ifindex: u32, addr: IpAddr, mac: Option<MacAddr> },
+}
+
+/// What a prefix should point at, in the writer's terms (compared before anything is
+/// rewritten, so an unchanged route costs no table write).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Want {
+    Special(Target),
+    Nh(u16, IpAddr),
+    /// Members (port, gateway), already expanded by weight and ordered.
+    Group(Vec<(u16, IpAddr)>),
+}
+
+/// An ECMP group's members as the writer knows them: (port, gateway), expanded by weight.
+type GroupKey = Vec<(u16, IpAddr)>;
+
+#[derive(Debug)]
+struct Slot<K> {
+    key: Option<K>,
+    refs: u32,
+}
+
+/// Id allocation with deferred reuse.
+#[derive(Debug)]
+struct Ids {
+    max: usize,
+    next: usize,
+    free: Vec<u16>,
+    /// Released in the current batch: queued behind a grace period at commit.
+    released: Vec<u16>,
+    pending: VecDeque<(u64, u16)>,
+}
+
+impl Ids {
+    fn new(max: usize) -> Ids {
+        Ids { max, next: 0, free: Vec::new(), released: Vec::new(), pending: VecDeque::new() }
+    }
+
+    fn alloc(&mut self, grace: &dyn Grace) -> Option<u16> {
+        while let Some(&(t, id)) = self.pending.front() {
+            if !grace.passed(t) {
+                break;
+            }
+            self.pending.pop_front();
+            self.free.push(id);
+        }
+        if let Some(id) = self.free.pop() {
+            return Some(id);
+        }
+        if self.next < self.max {
+            self.next += 1;
+            return Some((self.next - 1) as u16);
+        }
+        let (t, id) = self.pending.pop_front()?;
+        grace.wait(t);
+        Some(id)
+    }
+
+    fn after_commit(&mut self, grace: &dyn Grace) {
+        if !self.released.is_empty() {
+            let t = grace.start();
+            self.pending.extend(self.released.drain(..).map(|id| (t, id)));
+        }
+    }
+}
+
+/// Counters of the writer (the control thread's, read by `show` and the stats JSON).
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RibStats {
+    pub events: u64,
+    pub lpm_writes: u64,
+    /// Changes the tables refused (full): the prefix keeps its previous entry or none.
+    pub errors: u64,
+    pub last_error: Option<String>,
+}
+
+/// The writer's model of the kernel and of what it installed.
+pub struct Rib<L: LpmWriter, G: Grace> {
+    lpm: L,
+    grace: Arc<G>,
+    tables: Arc<NextHopTables>,
+    port_names: Vec<String>,
+    ifindex_port: HashMap<u32, u16>,
+    routes: HashMap<Prefix, BTreeMap<u32, KernelRoute>>,
+    locals: HashMap<IpAddr, u32>,
+    /// Neighbours by address, then port: `None` = known but unresolved.
+    neighbours: HashMap<IpAddr, BTreeMap<u16, Option<MacAddr>>>,
+    installed: HashMap<Prefix, (Want, Target)>,
+    nh_by_key: HashMap<(u16, IpAddr), u16>,
+    nh: Vec<Slot<(u16, IpAddr)>>,
+    nh_ids: Ids,
+    group_by_key: HashMap<GroupKey, u16>,
+    groups: Vec<Slot<(GroupKey, Vec<u16>)>>,
+    group_ids: Ids,
+    stats: RibStats,
+}
+
+impl<L: LpmWriter, G: Grace> Rib<L, G> {
+    /// A writer for the switch's ports (`port_names[i]` = port index `i`: its kernel
+    /// representor has that name) over `lpm`, `tables`, with grace periods of `grace`.
+    pub fn new(lpm: L, tables: Arc<NextHopTables>, grace: Arc<G>, port_names: Vec<String>) -> Rib<L, G> {
+        Rib {
+            lpm,
+            grace,
+            tables,
+            port_names,
+            ifindex_port: HashMap::new(),
+            routes: HashMap::new(),
+            locals: HashMap::new(),
+            neighbours: HashMap::new(),
+            installed: HashMap::new(),
+            nh_by_key: HashMap::new(),
+            nh: (0..MAX_NEXTHOPS).map(|_| Slot { key: None, refs: 0 }).collect(),
+            nh_ids: Ids::new(MAX_NEXTHOPS),
+            group_by_key: HashMap::new(),
+            groups: (0..MAX_GROUPS).map(|_| Slot { key: None, refs: 0 }).collect(),
+            group_ids: Ids::new(MAX_GROUPS),
+            stats: RibStats::default(),
+        }
+    }
+
+    /// The writer's counters.
+    pub fn stats(&self) -> &RibStats {
+        &self.stats
+    }
+
+    /// The LPM tables (to read them back in tests).
+    pub fn lpm(&self) -> &L {
+        &self.lpm
+    }
+
+    /// Port index of a kernel interface (the representor of that port).
+    pub fn port_of(&self, ifindex: u32) -> Option<u16> {
+        self.ifindex_port.get(&ifindex).copied()
+    }
+
+    /// Every installed prefix and its target, sorted (for `show ip route` and tests).
+    pub fn installed(&self) -> Vec<(Prefix, Target)> {
+        let mut v: Vec<(Prefix, Target)> = self.installed.iter().map(|(p, (_, t))| (*p, *t)).collect();
+        v.sort();
+        v
+    }
+
+    /// Next hops in use: (id, port, gateway, neighbour MAC if resolved).
+    pub fn next_hops(&self) -> Vec<(u16, u16, IpAddr, Option<MacAddr>)> {
+        let mut v: Vec<_> = self
+            .nh_by_key
+            .iter()
+            .map(|(&(port, gw), &id)| (id, port, gw, self.tables.next_hop(id).and_then(|n| n.mac)))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Apply a batch of events, then make it visible ([`LpmWriter::commit`]) and queue what
+    /// it freed behind a grace period. Errors (a full table) are counted, not returned: the
+    /// writer carries on with the rest, as the kernel does not wait for it.
+    pub fn apply(&mut self, events: impl IntoIterator<Item = KernelEvent>) {
+        self.apply_with(events, false)
+    }
+
+    fn apply_with(&mut self, events: impl IntoIterator<Item = KernelEvent>, mut all: bool) {
+        let mut dirty: Vec<Prefix> = Vec::new();
+        for ev in events {
+            self.stats.events += 1;
+            match ev {
+                KernelEvent::Link { ifindex, name } => {
+                    let port = self.port_names.iter().position(|n| *n == name).map(|p| p as u16);
+                    let before = self.ifindex_port.get(&ifindex).copied();
+                    match port {
+                        Some(p) if p <= MAX_PORT => {
+                            self.ifindex_port.insert(ifindex, p);
+                        }
+                        _ => {
+                            self.ifindex_port.remove(&ifindex);
+                        }
+                    }
+                    all |= before != self.ifindex_port.get(&ifindex).copied();
+                }
+                KernelEvent::LinkGone { ifindex } => {
+                    all |= self.ifindex_port.remove(&ifindex).is_some();
+                }
+                KernelEvent::Addr { add, addr, .. } => {
+                    let n = self.locals.entry(addr).or_insert(0);
+                    if add {
+                        *n += 1;
+                    } else {
+                        *n = n.saturating_sub(1);
+                        if *n == 0 {
+                            self.locals.remove(&addr);
+                        }
+                    }
+                    dirty.push(Prefix::host(addr));
+                }
+                KernelEvent::Route { add, append, route } => {
+                    self.route_event(add, append, route, &mut dirty);
+                }
+                KernelEvent::Neigh { add, ifindex, addr, mac } => {
+                    let Some(port) = self.port_of(ifindex) else { continue };
+                    if add {
+                        self.neighbours.entry(addr).or_default().insert(port, mac);
+                    } else if let Some(m) = self.neighbours.get_mut(&addr) {
+                        m.remove(&port);
+                        if m.is_empty() {
+                            self.neighbours.remove(&addr);
+                        }
+                    }
+                    if let Some(&id) = self.nh_by_key.get(&(port, addr)) {
+                        let mac = self.neighbour_mac(port, addr);
+                        self.tables.set_next_hop(id, Some(NextHop { port, mac }));
+                    }
+                    dirty.push(Prefix::host(addr));
+                }
+            }
+        }
+        if all {
+            dirty.extend(self.routes.keys().copied());
+            dirty.extend(self.installed.keys().copied());
+            dirty.extend(self.neighbours.keys().map(|a| Prefix::host(*a)));
+        }
+        dirty.sort();
+        dirty.dedup();
+        for p in dirty {
+            self.refresh(p);
+        }
+        if let Err(e) = self.lpm.commit() {
+            self.error(e);
+        }
+        self.nh_ids.after_commit(&*self.grace);
+        self.group_ids.after_commit(&*self.grace);
+    }
+
+    /// Start over from a full dump of the kernel (`events`): forget what the kernel said so
+    /// far, apply the dump, and bring every prefix installed before or after in line (what
+    /// the dump no longer has is withdrawn). Used at start and after lost events.
+    pub fn resync(&mut self, events: impl IntoIterator<Item = KernelEvent>) {
+        self.routes.clear();
+        self.locals.clear();
+        self.neighbours.clear();
+        self.ifindex_port.clear();
+        self.apply_with(events, true);
+    }
+
+    fn route_event(&mut self, add: bool, append: bool, route: KernelRoute, dirty: &mut Vec<Prefix>) {
+        let p = route.prefix;
+        dirty.push(p);
+        let by_metric = self.routes.entry(p).or_default();
+        if add {
+            match by_metric.get_mut(&route.metric) {
+                Some(r) if append && r.kind == RouteKind::Unicast && route.kind == RouteKind::Unicast => {
+                    for path in route.paths {
+                        if !r.paths.contains(&path) {
+                            r.paths.push(path);
+                        }
+                    }
+                }
+                _ => {
+                    by_metric.insert(route.metric, route);
+                }
+            }
+        } else if let Some(r) = by_metric.get_mut(&route.metric) {
+            // An IPv6 multipath route loses one path at a time (the message names it);
+            // anything else goes whole.
+            let named: Vec<&Path> = route.paths.iter().filter(|x| x.gateway.is_some()).collect();
+            let keep: Vec<Path> = r
+                .paths
+                .iter()
+                .filter(|x| !named.iter().any(|n| n.ifindex == x.ifindex && n.gateway == x.gateway))
+                .copied()
+                .collect();
+            if !named.is_empty() && !keep.is_empty() && keep.len() < r.paths.len() {
+                r.paths = keep;
+            } else {
+                by_metric.remove(&route.metric);
+            }
+        }
+        if by_metric.is_empty() {
+            self.routes.remove(&p);
+        }
+    }
+
+    fn neighbour_mac(&self, port: u16, addr: IpAddr) -> Option<MacAddr> {
+        self.neighbours.get(&addr).and_then(|m| m.get(&port).copied().flatten())
+    }
+
+    fn error(&mut self, e: String) {
+        log::warn!("routing: {e}");
+        self.stats.errors += 1;
+        self.stats.last_error = Some(e);
+    }
+
+    /// What `p` should point at now.
+    fn want(&self, p: Prefix) -> Option<Want> {
+        let host = p.prefix_len() == if matches!(p, Prefix::V4(_)) { 32 } else { 128 };
+        if host && self.locals.contains_key(&p.addr()) {
+            return Some(Want::Special(Target::Local));
+        }
+        if let Some(r) = self.routes.get(&p).and_then(|m| m.values().next()) {
+            return Some(self.want_route(r));
+        }
+        if host {
+            if let Some((&port, _)) = self.neighbours.get(&p.addr())?.iter().find(|(_, m)| m.is_some()) {
+                return Some(Want::Nh(port, p.addr()));
+            }
+        }
+        None
+    }
+
+    fn want_route(&self, r: &KernelRoute) -> Want {
+        match r.kind {
+            RouteKind::Local => return Want::Special(Target::Local),
+            RouteKind::Blackhole => return Want::Special(Target::Blackhole),
+            RouteKind::Unreachable => return Want::Special(Target::Kernel),
+            RouteKind::Unicast => {}
+        }
+        let mut members: Vec<(u16, IpAddr, u16)> = Vec::new();
+        for path in &r.paths {
+            let Some(port) = self.port_of(path.ifindex) else { return Want::Special(Target::Kernel) };
+            match path.gateway {
+                Some(gw) => members.push((port, gw, path.weight.max(1))),
+                None => return Want::Special(Target::Glean),
+            }
+        }
+        members.sort();
+        members.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
+        members.truncate(MAX_PATHS);
+        match members.as_slice() {
+            [] => Want::Special(Target::Kernel),
+            [(port, gw, _)] => Want::Nh(*port, *gw),
+            many => {
+                let total: usize = many.iter().map(|m| usize::from(m.2)).sum();
+                let expanded: Vec<(u16, IpAddr)> = if total <= MAX_PATHS {
+                    many.iter().flat_map(|m| std::iter::repeat_n((m.0, m.1), usize::from(m.2))).collect()
+                } else {
+                    many.iter().map(|m| (m.0, m.1)).collect()
+                };
+                Want::Group(expanded)
+            }
+        }
+    }
+
+    fn refresh(&mut self, p: Prefix) {
+        let want = self.want(p);
+        let old = self.installed.get(&p).cloned();
+        if want.as_ref() == old.as_ref().map(|o| &o.0) {
+            return;
+        }
+        let new = match want {
+            Some(w) => match self.acquire(&w) {
+                Ok(t) => Some((w, t)),
+                Err(e) => {
+                    self.error(format!("{p}: {e}"));
+                    return;
+                }
+            },
+            None => None,
+        };
+        let res = match (&new, p) {
+            (Some((_, t)), Prefix::V4(q)) => self.lpm.set4(q, t.encode()),
+            (Some((_, t)), Prefix::V6(q)) => self.lpm.set6(q, t.encode()),
+            (None, Prefix::V4(q)) => self.lpm.del4(q),
+            (None, Prefix::V6(q)) => self.lpm.del6(q),
+        };
+        self.stats.lpm_writes += 1;
+        if let Err(e) = res {
+            // The table kept what it had: give back what was taken for the new entry.
+            if let Some((_, t)) = new {
+                self.release(t);
+            }
+            self.error(format!("{p}: {e}"));
+            return;
+        }
+        match new {
+            Some(n) => {
+                self.installed.insert(p, n);
+            }
+            None => {
+                self.installed.remove(&p);
+            }
+        }
+        if let Some((_, t)) = old {
+            self.release(t);
+        }
+    }
+
+    fn acquire(&mut self, w: &Want) -> Result<Target, String> {
+        match w {
+            Want::Special(t) => Ok(*t),
+            Want::Nh(port, gw) => self.acquire_nh(*port, *gw).map(Target::NextHop),
+            Want::Group(members) => {
+                if let Some(&id) = self.group_by_key.get(members) {
+                    self.groups[usize::from(id)].refs += 1;
+                    return Ok(Target::Group(id));
+                }
+                let mut ids = Vec::with_capacity(members.len());
+                for &(port, gw) in members {
+                    match self.acquire_nh(port, gw) {
+                        Ok(id) => ids.push(id),
+                        Err(e) => {
+                            for id in ids {
+                                self.release_nh(id);
+                            }
+                            return Err(e);
+                        }
+                    }
+                }
+                let Some(id) = self.group_ids.alloc(&*self.grace) else {
+                    for id in ids {
+                        self.release_nh(id);
+                    }
+                    return Err(format!("ECMP group table full ({MAX_GROUPS})"));
+                };
+                self.tables.set_group(id, &ids);
+                self.groups[usize::from(id)] = Slot { key: Some((members.clone(), ids)), refs: 1 };
+                self.group_by_key.insert(members.clone(), id);
+                Ok(Target::Group(id))
+            }
+        }
+    }
+
+    fn acquire_nh(&mut self, port: u16, gw: IpAddr) -> Result<u16, String> {
+        if let Some(&id) = self.nh_by_key.get(&(port, gw)) {
+            self.nh[usize::from(id)].refs += 1;
+            return Ok(id);
+        }
+        let id = self.nh_ids.alloc(&*self.grace).ok_or_else(|| format!("next-hop table full ({MAX_NEXTHOPS})"))?;
+        let mac = self.neighbour_mac(port, gw);
+        self.tables.set_next_hop(id, Some(NextHop { port, mac }));
+        self.nh[usize::from(id)] = Slot { key: Some((port, gw)), refs: 1 };
+        self.nh_by_key.insert((port, gw), id);
+        Ok(id)
+    }
+
+    fn release(&mut self, t: Target) {
+        match t {
+            Target::NextHop(id) => self.release_nh(id),
+            Target::Group(id) => {
+                let slot = &mut self.groups[usize::from(id)];
+                slot.refs = slot.refs.saturating_sub(1);
+                if slot.refs == 0 {
+                    if let Some((key, members)) = slot.key.take() {
+                        self.group_by_key.remove(&key);
+                        for m in members {
+                            self.release_nh(m);
+                        }
+                    }
+                    self.group_ids.released.push(id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn release_nh(&mut self, id: u16) {
+        let slot = &mut self.nh[usize::from(id)];
+        slot.refs = slot.refs.saturating_sub(1);
+        if slot.refs == 0 {
+            if let Some(key) = slot.key.take() {
+                self.nh_by_key.remove(&key);
+            }
+            // The slot keeps its value: a reader that read this id before the change
+            // still forwards correctly; it is rewritten only after a grace period.
+            self.nh_ids.released.push(id);
+        }
+    }
+}
+
+/// A plain software LPM (a map per prefix), for tests and as the reference the DPDK
+/// tables are checked against. Not for the fast path.
+#[derive(Debug, Default, Clone)]
+pub struct SoftLpm {
+    pub v4: BTreeMap<Prefix4, u32>,
+    pub v6: BTreeMap<Prefix6, u32>,
+    pub commits: u64,
+}
+
+impl SoftLpm {
+    /// Longest match of an IPv4 address (host order), or [`super::NO_ROUTE`].
+    pub fn lookup4(&self, a: u32) -> u32 {
+        (0..=32u8).rev().find_map(|l| self.v4.get(&Prefix4::new(a.into(), l)).copied()).unwrap_or(super::NO_ROUTE)
+    }
+    /// Longest match of an IPv6 address.
+    pub fn lookup6(&self, a: [u8; 16]) -> u32 {
+        (0..=128u8).rev().find_map(|l| self.v6.get(&Prefix6::new(a.into(), l)).copied()).unwrap_or(super::NO_ROUTE)
+    }
+}
+
+impl LpmWriter for SoftLpm {
+    fn set4(&mut self, p: Prefix4, value: u32) -> Result<(), String> {
+        self.v4.insert(p, value);
+        Ok(())
+    }
+    fn del4(&mut self, p: Prefix4) -> Result<(), String> {
+        self.v4.remove(&p);
+        Ok(())
+    }
+    fn set6(&mut self, p: Prefix6, value: u32) -> Result<(), String> {
+        self.v6.insert(p, value);
+        Ok(())
+    }
+    fn del6(&mut self, p: Prefix6) -> Result<(), String> {
+        self.v6.remove(&p);
+        Ok(())
+    }
+    fn commit(&mut self) -> Result<(), String> {
+        self.commits += 1;
+        Ok(())
+    }
+}

@@ -1,0 +1,386 @@
+//! The writer and the decision together, over the software LPM.
+
+use super::*;
+use crate::wire::{self, MacAddr, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+const E0: u32 = 10; // ifindex of Ethernet0's representor
+const E4: u32 = 11;
+const LO: u32 = 1;
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+fn pfx(s: &str) -> Prefix {
+    let (a, l) = s.split_once('/').unwrap();
+    Prefix::new(ip(a), l.parse().unwrap())
+}
+fn route(p: &str, paths: &[(u32, Option<&str>)]) -> KernelEvent {
+    KernelEvent::Route {
+        add: true,
+        append: false,
+        route: KernelRoute {
+            prefix: pfx(p),
+            metric: 0,
+            kind: RouteKind::Unicast,
+            paths: paths.iter().map(|(i, g)| Path { ifindex: *i, gateway: g.map(ip), weight: 1 }).collect(),
+        },
+    }
+}
+fn del(p: &str) -> KernelEvent {
+    KernelEvent::Route {
+        add: false,
+        append: false,
+        route: KernelRoute { prefix: pfx(p), metric: 0, kind: RouteKind::Unicast, paths: vec![] },
+    }
+}
+fn neigh(ifindex: u32, a: &str, mac: Option<u8>) -> KernelEvent {
+    KernelEvent::Neigh { add: true, ifindex, addr: ip(a), mac: mac.map(|m| MacAddr([2, 0, 0, 0, 0xee, m])) }
+}
+
+/// A grace period the test ends by hand.
+#[derive(Default)]
+struct ManualGrace {
+    started: AtomicU64,
+    done: AtomicU64,
+}
+impl Grace for ManualGrace {
+    fn start(&self) -> u64 {
+        self.started.fetch_add(1, Ordering::SeqCst) + 1
+    }
+    fn passed(&self, t: u64) -> bool {
+        self.done.load(Ordering::SeqCst) >= t
+    }
+    fn wait(&self, t: u64) {
+        self.done.fetch_max(t, Ordering::SeqCst);
+    }
+}
+
+type TestRib = Rib<SoftLpm, ManualGrace>;
+
+fn rib() -> (TestRib, Arc<NextHopTables>, Arc<ManualGrace>) {
+    let tables = Arc::new(NextHopTables::new());
+    let grace = Arc::new(ManualGrace::default());
+    let mut r =
+        Rib::new(SoftLpm::default(), tables.clone(), grace.clone(), vec!["Ethernet0".into(), "Ethernet4".into()]);
+    r.apply([
+        KernelEvent::Link { ifindex: LO, name: "lo".into() },
+        KernelEvent::Link { ifindex: E0, name: "Ethernet0".into() },
+        KernelEvent::Link { ifindex: E4, name: "Ethernet4".into() },
+        KernelEvent::Addr { add: true, ifindex: E0, addr: ip("10.0.0.0"), len: 31 },
+        KernelEvent::Addr { add: true, ifindex: E4, addr: ip("10.0.0.2"), len: 31 },
+        route("10.0.0.0/31", &[(E0, None)]),
+        route("10.0.0.2/31", &[(E4, None)]),
+    ]);
+    (r, tables, grace)
+}
+
+fn lookup(r: &TestRib, a: &str) -> Option<Target> {
+    match ip(a) {
+        IpAddr::V4(v) => Target::decode(r.lpm().lookup4(u32::from(v))),
+        IpAddr::V6(v) => Target::decode(r.lpm().lookup6(v.octets())),
+    }
+}
+
+#[test]
+fn local_connected_and_neighbours() {
+    let (mut r, t, _) = rib();
+    assert_eq!(lookup(&r, "10.0.0.0"), Some(Target::Local));
+    assert_eq!(lookup(&r, "10.0.0.1"), Some(Target::Glean));
+    assert_eq!(lookup(&r, "10.9.9.9"), None);
+    // The neighbour resolves: its host route goes to it.
+    r.apply([neigh(E0, "10.0.0.1", Some(1))]);
+    let Some(Target::NextHop(id)) = lookup(&r, "10.0.0.1") else { panic!("{:?}", r.installed()) };
+    assert_eq!(t.next_hop(id), Some(NextHop { port: 0, mac: Some(MacAddr([2, 0, 0, 0, 0xee, 1])) }));
+    // A failed neighbour withdraws the host route: glean again.
+    r.apply([neigh(E0, "10.0.0.1", None)]);
+    assert_eq!(lookup(&r, "10.0.0.1"), Some(Target::Glean));
+    // The address goes: no longer ours (the connected route stays until the kernel says).
+    r.apply([KernelEvent::Addr { add: false, ifindex: E0, addr: ip("10.0.0.0"), len: 31 }]);
+    assert_eq!(lookup(&r, "10.0.0.0"), Some(Target::Glean));
+}
+
+#[test]
+fn gateway_route_follows_its_neighbour() {
+    let (mut r, t, _) = rib();
+    r.apply([route("192.168.0.0/16", &[(E4, Some("10.0.0.3"))])]);
+    let Some(Target::NextHop(id)) = lookup(&r, "192.168.7.7") else { panic!() };
+    assert_eq!(t.next_hop(id), Some(NextHop { port: 1, mac: None }));
+    r.apply([neigh(E4, "10.0.0.3", Some(3))]);
+    // Same id, rewritten in place; the neighbour's host route shares it.
+    assert_eq!(lookup(&r, "192.168.7.7"), Some(Target::NextHop(id)));
+    assert_eq!(lookup(&r, "10.0.0.3"), Some(Target::NextHop(id)));
+    assert_eq!(t.next_hop(id).unwrap().mac, Some(MacAddr([2, 0, 0, 0, 0xee, 3])));
+    r.apply([del("192.168.0.0/16")]);
+    assert_eq!(lookup(&r, "192.168.7.7"), None);
+    assert_eq!(lookup(&r, "10.0.0.3"), Some(Target::NextHop(id)));
+}
+
+#[test]
+fn routes_via_other_interfaces_and_special_kinds() {
+    let (mut r, _, _) = rib();
+    r.apply([
+        route("172.16.0.0/12", &[(LO, Some("127.0.0.2"))]),
+        KernelEvent::Route {
+            add: true,
+            append: false,
+            route: KernelRoute { prefix: pfx("198.51.100.0/24"), metric: 0, kind: RouteKind::Blackhole, paths: vec![] },
+        },
+        KernelEvent::Route {
+            add: true,
+            append: false,
+            route: KernelRoute {
+                prefix: pfx("203.0.113.0/24"),
+                metric: 0,
+                kind: RouteKind::Unreachable,
+                paths: vec![],
+            },
+        },
+        route("0.0.0.0/0", &[(E0, Some("10.0.0.1"))]),
+    ]);
+    assert_eq!(lookup(&r, "172.16.1.1"), Some(Target::Kernel));
+    assert_eq!(lookup(&r, "198.51.100.1"), Some(Target::Blackhole));
+    assert_eq!(lookup(&r, "203.0.113.1"), Some(Target::Kernel));
+    assert!(matches!(lookup(&r, "8.8.8.8"), Some(Target::NextHop(_))));
+}
+
+#[test]
+fn lower_metric_wins_and_the_other_takes_over() {
+    let (mut r, _, _) = rib();
+    let mut hi = route("10.5.0.0/16", &[(E4, Some("10.0.0.3"))]);
+    if let KernelEvent::Route { route, .. } = &mut hi {
+        route.metric = 100;
+    }
+    r.apply([route("10.5.0.0/16", &[(E0, Some("10.0.0.1"))]), hi]);
+    let low = lookup(&r, "10.5.1.1");
+    r.apply([del("10.5.0.0/16")]); // metric 0
+    let after = lookup(&r, "10.5.1.1");
+    assert!(matches!((low, after), (Some(Target::NextHop(a)), Some(Target::NextHop(b))) if a != b));
+}
+
+#[test]
+fn multipath_is_one_shared_group_and_ids_wait_for_grace() {
+    let (mut r, t, g) = rib();
+    let two = [(E0, Some("10.0.0.1")), (E4, Some("10.0.0.3"))];
+    r.apply([route("10.1.0.0/16", &two), route("10.2.0.0/16", &two)]);
+    let Some(Target::Group(gid)) = lookup(&r, "10.1.0.1") else { panic!("{:?}", r.installed()) };
+    assert_eq!(lookup(&r, "10.2.0.1"), Some(Target::Group(gid)), "same set, same group");
+    assert_eq!(t.group(gid).len(), 2);
+    // Withdraw both: the group and its next hops are freed, but not reusable before the
+    // grace period that started after the commit has passed.
+    r.apply([del("10.1.0.0/16"), del("10.2.0.0/16")]);
+    let freed = t.group(gid);
+    r.apply([route("10.3.0.0/16", &[(E0, Some("10.0.0.9")), (E4, Some("10.0.0.8"))])]);
+    let Some(Target::Group(g2)) = lookup(&r, "10.3.0.0") else { panic!() };
+    assert_ne!(g2, gid, "a group id is not reused before its grace period");
+    for m in t.group(g2) {
+        assert!(!freed.contains(&m), "a next-hop id is not reused before its grace period");
+    }
+    // Once it passed, the ids come back.
+    g.done.store(u64::MAX, Ordering::SeqCst);
+    r.apply([route("10.4.0.0/16", &[(E0, Some("10.0.0.5")), (E4, Some("10.0.0.7"))])]);
+    let Some(Target::Group(g3)) = lookup(&r, "10.4.0.0") else { panic!() };
+    assert_eq!(g3, gid);
+}
+
+#[test]
+fn ipv6_multipath_append_and_remove_one_path() {
+    let (mut r, t, _) = rib();
+    r.apply([route("2001:db8::/32", &[(E0, Some("fe80::1"))])]);
+    assert!(matches!(lookup(&r, "2001:db8::5"), Some(Target::NextHop(_))));
+    r.apply([KernelEvent::Route {
+        add: true,
+        append: true,
+        route: KernelRoute {
+            prefix: pfx("2001:db8::/32"),
+            metric: 0,
+            kind: RouteKind::Unicast,
+            paths: vec![Path { ifindex: E4, gateway: Some(ip("fe80::2")), weight: 1 }],
+        },
+    }]);
+    let Some(Target::Group(g)) = lookup(&r, "2001:db8::5") else { panic!("{:?}", r.installed()) };
+    assert_eq!(t.group(g).len(), 2);
+    r.apply([KernelEvent::Route {
+        add: false,
+        append: false,
+        route: KernelRoute {
+            prefix: pfx("2001:db8::/32"),
+            metric: 0,
+            kind: RouteKind::Unicast,
+            paths: vec![Path { ifindex: E0, gateway: Some(ip("fe80::1")), weight: 1 }],
+        },
+    }]);
+    let Some(Target::NextHop(id)) = lookup(&r, "2001:db8::5") else { panic!() };
+    assert_eq!(t.next_hop(id).unwrap().port, 1);
+}
+
+#[test]
+fn weights_expand_into_members() {
+    let (mut r, t, _) = rib();
+    r.apply([KernelEvent::Route {
+        add: true,
+        append: false,
+        route: KernelRoute {
+            prefix: pfx("10.7.0.0/16"),
+            metric: 0,
+            kind: RouteKind::Unicast,
+            paths: vec![
+                Path { ifindex: E0, gateway: Some(ip("10.0.0.1")), weight: 3 },
+                Path { ifindex: E4, gateway: Some(ip("10.0.0.3")), weight: 1 },
+            ],
+        },
+    }]);
+    let Some(Target::Group(g)) = lookup(&r, "10.7.0.0") else { panic!() };
+    let m = t.group(g);
+    assert_eq!(m.len(), 4);
+    assert_eq!(m.iter().filter(|&&x| x == m[0]).count(), 3);
+}
+
+#[test]
+fn a_link_seen_late_rebinds_its_routes() {
+    let tables = Arc::new(NextHopTables::new());
+    let mut r = Rib::new(SoftLpm::default(), tables, Arc::new(NoReaders), vec!["Ethernet0".into()]);
+    r.apply([route("10.8.0.0/16", &[(E0, Some("10.0.0.1"))])]);
+    assert_eq!(Target::decode(r.lpm().lookup4(0x0a08_0001)), Some(Target::Kernel));
+    r.apply([KernelEvent::Link { ifindex: E0, name: "Ethernet0".into() }]);
+    assert!(matches!(Target::decode(r.lpm().lookup4(0x0a08_0001)), Some(Target::NextHop(_))));
+    r.apply([KernelEvent::LinkGone { ifindex: E0 }]);
+    assert_eq!(Target::decode(r.lpm().lookup4(0x0a08_0001)), Some(Target::Kernel));
+}
+
+// ---- the decision ----
+
+const RMAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 0x10]);
+
+fn v4_frame(dst_mac: MacAddr, dst: Ipv4Addr, ttl: u8, sport: u16, len: usize) -> Vec<u8> {
+    let mut f = vec![0u8; len.max(60)];
+    f[..6].copy_from_slice(&dst_mac.0);
+    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 0x99]);
+    f[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    let total = (f.len() - 14) as u16;
+    let h = &mut f[14..];
+    h[0] = 0x45;
+    h[1] = (26 << 2) | 2;
+    h[2..4].copy_from_slice(&total.to_be_bytes());
+    h[8] = ttl;
+    h[9] = wire::proto::UDP;
+    h[12..16].copy_from_slice(&[10, 0, 0, 1]);
+    h[16..20].copy_from_slice(&dst.octets());
+    let c = wire::ipv4_checksum(&h[..20]);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    h[20..22].copy_from_slice(&sport.to_be_bytes());
+    h[22..24].copy_from_slice(&4791u16.to_be_bytes());
+    f
+}
+
+fn decide_on(r: &TestRib, t: &NextHopTables, f: &[u8], routed: bool) -> Decision {
+    let p = wire::parse(f).unwrap();
+    let port = RouterPort { routed, mac: RMAC };
+    let lookup = |l3: &wire::L3Header| match l3.addrs {
+        wire::IpPair::V4 { dst, .. } => r.lpm().lookup4(u32::from_be_bytes(dst)),
+        wire::IpPair::V6 { dst, .. } => r.lpm().lookup6(dst),
+    };
+    decide(&p, f, &port, lookup, t, 0x1234, &[1500, 1500])
+}
+
+#[test]
+fn decisions() {
+    let (mut r, t, _) = rib();
+    r.apply([
+        route("192.168.0.0/16", &[(E4, Some("10.0.0.3"))]),
+        route("172.20.0.0/16", &[(E4, Some("10.0.0.5"))]),
+        neigh(E4, "10.0.0.3", Some(3)),
+        KernelEvent::Route {
+            add: true,
+            append: false,
+            route: KernelRoute { prefix: pfx("198.51.100.0/24"), metric: 0, kind: RouteKind::Blackhole, paths: vec![] },
+        },
+    ]);
+    let d = |f: &[u8]| decide_on(&r, &t, f, true);
+    let a = |s: &str| s.parse::<Ipv4Addr>().unwrap();
+    assert_eq!(
+        d(&v4_frame(RMAC, a("192.168.1.1"), 64, 1, 100)),
+        Decision::Route(RouteTo { port: 1, dst_mac: MacAddr([2, 0, 0, 0, 0xee, 3]) })
+    );
+    assert_eq!(d(&v4_frame(RMAC, a("192.168.1.1"), 1, 1, 100)), Decision::Punt(PuntReason::TtlExpired));
+    assert_eq!(d(&v4_frame(RMAC, a("10.0.0.0"), 1, 1, 100)), Decision::Punt(PuntReason::ToUs));
+    assert_eq!(d(&v4_frame(RMAC, a("8.8.8.8"), 64, 1, 100)), Decision::Punt(PuntReason::NoRoute));
+    assert_eq!(d(&v4_frame(RMAC, a("10.0.0.1"), 64, 1, 100)), Decision::Punt(PuntReason::NeighbourMiss));
+    assert_eq!(d(&v4_frame(RMAC, a("172.20.0.1"), 64, 1, 100)), Decision::Punt(PuntReason::NeighbourMiss));
+    assert_eq!(d(&v4_frame(RMAC, a("192.168.1.1"), 64, 1, 1600)), Decision::Punt(PuntReason::MtuExceeded));
+    assert_eq!(d(&v4_frame(RMAC, a("198.51.100.9"), 64, 1, 100)), Decision::Drop(RouteDrop::Blackhole));
+    assert_eq!(d(&v4_frame(RMAC, a("224.0.0.5"), 64, 1, 100)), Decision::Punt(PuntReason::ToUs));
+    // Not to the router MAC, or not a router interface: bridged as today.
+    assert_eq!(d(&v4_frame(MacAddr([2, 0, 0, 0, 0, 0x77]), a("192.168.1.1"), 64, 1, 100)), Decision::Bridge);
+    assert_eq!(decide_on(&r, &t, &v4_frame(RMAC, a("192.168.1.1"), 64, 1, 100), false), Decision::Bridge);
+    // Link-scope multicast to a group MAC: the kernel's (OSPF, VRRP); other groups bridged.
+    assert_eq!(
+        d(&v4_frame(MacAddr([1, 0, 0x5e, 0, 0, 5]), a("224.0.0.5"), 1, 1, 100)),
+        Decision::Punt(PuntReason::ToUs)
+    );
+    assert_eq!(d(&v4_frame(MacAddr([1, 0, 0x5e, 1, 1, 1]), a("239.1.1.1"), 8, 1, 100)), Decision::Bridge);
+    // A lying total length to the router MAC is dropped, not parsed further.
+    let mut bad = v4_frame(RMAC, a("192.168.1.1"), 64, 1, 60);
+    bad[16..18].copy_from_slice(&1000u16.to_be_bytes());
+    assert_eq!(d(&bad), Decision::Drop(RouteDrop::Malformed));
+}
+
+fn arp(dst: MacAddr) -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[..6].copy_from_slice(&dst.0);
+    f[12..14].copy_from_slice(&decide::ETHERTYPE_ARP.to_be_bytes());
+    f
+}
+
+fn v6_frame(dst_mac: MacAddr, dst: Ipv6Addr, next: u8, first: u8) -> Vec<u8> {
+    let mut f = vec![0u8; 14 + 40 + 24];
+    f[..6].copy_from_slice(&dst_mac.0);
+    f[12..14].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
+    f[14] = 0x60;
+    f[18..20].copy_from_slice(&24u16.to_be_bytes());
+    f[20] = next;
+    f[21] = 64;
+    f[38..54].copy_from_slice(&dst.octets());
+    f[54] = first;
+    f
+}
+
+#[test]
+fn arp_nd_and_link_local() {
+    let (r, t, _) = rib();
+    let d = |f: &[u8]| decide_on(&r, &t, f, true);
+    assert_eq!(d(&arp(MacAddr::BROADCAST)), Decision::Punt(PuntReason::Arp));
+    assert_eq!(d(&arp(RMAC)), Decision::Punt(PuntReason::Arp));
+    assert_eq!(d(&arp(MacAddr([2, 0, 0, 0, 0, 0x77]))), Decision::Bridge);
+    let sn = MacAddr([0x33, 0x33, 0xff, 0, 0, 1]);
+    assert_eq!(d(&v6_frame(sn, "ff02::1:ff00:1".parse().unwrap(), 58, 135)), Decision::Punt(PuntReason::Nd));
+    assert_eq!(d(&v6_frame(RMAC, "fc00::1".parse().unwrap(), 58, 136)), Decision::Punt(PuntReason::Nd));
+    assert_eq!(d(&v6_frame(RMAC, "fe80::1".parse().unwrap(), 6, 0)), Decision::Punt(PuntReason::ToUs));
+    assert_eq!(d(&v6_frame(RMAC, "2001:db8::1".parse().unwrap(), 17, 0)), Decision::Punt(PuntReason::NoRoute));
+    // An ICMPv6 echo to a group MAC outside link scope is bridged.
+    assert_eq!(d(&v6_frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), "ff05::1".parse().unwrap(), 58, 128)), Decision::Bridge);
+}
+
+/// The multipath check on the model: 64 flows (UDP source ports) over a two-path
+/// route use both ports, and each flow always the same one.
+#[test]
+fn sixty_four_flows_over_two_paths() {
+    let (mut r, t, _) = rib();
+    r.apply([
+        route("10.100.0.0/16", &[(E0, Some("10.0.0.1")), (E4, Some("10.0.0.3"))]),
+        neigh(E0, "10.0.0.1", Some(1)),
+        neigh(E4, "10.0.0.3", Some(3)),
+    ]);
+    let mut per_port = [0u32; 2];
+    for sport in 0..64u16 {
+        let f = v4_frame(RMAC, "10.100.0.9".parse().unwrap(), 64, 50000 + sport, 100);
+        let Decision::Route(first) = decide_on(&r, &t, &f, true) else { panic!() };
+        for _ in 0..4 {
+            assert_eq!(decide_on(&r, &t, &f, true), Decision::Route(first));
+        }
+        per_port[usize::from(first.port)] += 1;
+    }
+    assert!(per_port[0] >= 16 && per_port[1] >= 16, "{per_port:?}");
+}
