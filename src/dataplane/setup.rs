@@ -350,7 +350,7 @@ pub fn workers(
             let mut w = Worker::new(wi, shared.clone(), spec, tsc_hz);
             for &(p, q) in &ws.rx {
                 if let Some(rq) = ports.rxqs[p].get_mut(q as usize).and_then(Option::take) {
-                    w.poll(p, rq);
+                    w.add_rx_queue(p, rq);
                 }
                 if q == 0 {
                     if let Some(rx) = pfc.rx[p].take() {
