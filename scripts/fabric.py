@@ -2,6 +2,8 @@
 """A leaf-spine fabric of pfcswitch instances on one machine, with kernel hosts.
 
     scripts/fabric.sh SCENARIO [--pfc on|off] [--duration S] [--keep]
+    scripts/fabric.sh clos-2-4-4 SCENARIO ...   the routed leaf-spine of ten switches with
+                                                BGP (scripts/clos_scenarios.py --help)
 
 SCENARIO:
   incast  h1 and h2 send UDP at 3 Mbit/s each (kernel sockets, DSCP 3 = the lossless
@@ -378,6 +380,9 @@ def deadlock(fab, duration):
 
 
 def main():
+    if sys.argv[1:2] == ["clos-2-4-4"]:
+        import clos_scenarios
+        return clos_scenarios.main(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenario", choices=["incast", "tcp", "deadlock"])
     ap.add_argument("--pfc", choices=["on", "off"], default="on")

@@ -1,0 +1,222 @@
+"""The routed leaf-spine `clos-2-4-4` as data: switches, ports, links, addresses, AS
+numbers, and the configuration files each switch gets (FRR's zebra/bgpd; pfcswitch's TOML
+for the `pfcswitch` dataplane). Pure: nothing here touches the machine.
+
+As published: spines S1, S2; leaves L1-L4 in two pods (L1/L2 with ToRs T1/T2, L3/L4 with
+T3/T4); each ToR dual-homed to its pod's two leaves, each leaf to both spines; two hosts per
+ToR (h11, h12 ... h41, h42). Every link 5 Mbit/s.
+
+Addresses (docs/fabric.md, "Addresses and AS numbers"):
+  S<s>-L<l>   10.1.<s>.<2(l-1)>/31      spine even, leaf odd
+  L<l>-T<t>   10.2.<l>.<2(t-1)>/31      leaf even, ToR odd
+  h<t><i>     198.18.<t>.<10t+i>/31     ToR t's /24 is 198.18.<t>.0/24; each host port is
+                                         a routed port with a /31 of it (the ToR the other
+                                         address), announced as the /24
+  router id   10.255.<tier>.<n>
+AS numbers as RFC 7938 section 5.2.1 lays out: one AS for the spine tier (65000), one per
+pod for its leaves (65001, 65002), one per ToR (65101-65104): paths are valley-free by AS
+path loop detection (a leaf never re-learns its own pod through a spine).
+
+Port names are SONiC's, in steps of 4: a spine's Ethernet<4(l-1)> goes to L<l>; a leaf's
+Ethernet0/4 to S1/S2 and Ethernet8/12 to its pod's first/second ToR; a ToR's Ethernet0/4 to
+its pod's first/second leaf and Ethernet8/12 to its hosts h<t>1/h<t>2.
+"""
+import ipaddress
+
+NAME = "clos-2-4-4"
+SPINES = ("s1", "s2")
+PODS = ((("l1", "l2"), ("t1", "t2")), (("l3", "l4"), ("t3", "t4")))
+HOSTS_PER_TOR = 2
+LOSSLESS_TC = 3
+# Every link's rate, as published.
+LINK_BPS = 5_000_000
+SPINE_AS, POD_AS, TOR_AS = 65000, 65000, 65100
+
+
+class Port:
+    """One end of a link: `name` on switch `switch`, address `addr` (a /31), the far end
+    `peer` (a switch or a host) with `peer_addr`."""
+
+    def __init__(self, switch, name, peer, peer_port, addr, peer_addr):
+        self.switch, self.name, self.peer, self.peer_port = switch, name, peer, peer_port
+        self.addr, self.peer_addr = addr, peer_addr
+
+    @property
+    def to_host(self):
+        return self.peer.startswith("h")
+
+    def raw_iface(self):
+        """The switch's end of the veth when pfcswitch drives the port (af_packet on it;
+        the port's own name is the switch's kernel representor): `s1e0`, `t4e12`."""
+        return f"{self.switch}e{self.name[len('Ethernet'):]}"
+
+
+class Switch:
+    def __init__(self, name, tier, asn, router_id):
+        self.name, self.tier, self.asn, self.router_id = name, tier, asn, router_id
+        self.ports = []
+
+    def port(self, name):
+        return next(p for p in self.ports if p.name == name)
+
+    def port_to(self, peer):
+        return next(p for p in self.ports if p.peer == peer)
+
+
+class Host:
+    def __init__(self, name, tor, port, addr, gateway):
+        self.name, self.tor, self.port, self.addr, self.gateway = name, tor, port, addr, gateway
+
+    @property
+    def ip(self):
+        return self.addr.split("/")[0]
+
+
+class Link:
+    """A switch-to-switch link, `a` the upper tier."""
+
+    def __init__(self, a, a_port, b, b_port):
+        self.a, self.a_port, self.b, self.b_port = a, a_port, b, b_port
+
+    @property
+    def name(self):
+        return f"{self.a}-{self.b}"
+
+
+def tor_subnet(t):
+    return f"198.18.{t}.0/24"
+
+
+class Clos:
+    """The whole topology: `switches` by name (spines, leaves, ToRs, in start order: each
+    link's upper end first), `hosts` by name, `links` between switches."""
+
+    def __init__(self):
+        self.switches, self.hosts, self.links = {}, {}, []
+        for s, name in enumerate(SPINES, 1):
+            self.switches[name] = Switch(name, "spine", SPINE_AS, f"10.255.1.{s}")
+        for pod, (leaves, _) in enumerate(PODS, 1):
+            for name in leaves:
+                self.switches[name] = Switch(name, "leaf", POD_AS + pod, f"10.255.2.{name[1:]}")
+        for _, tors in PODS:
+            for name in tors:
+                t = int(name[1:])
+                self.switches[name] = Switch(name, "tor", TOR_AS + t, f"10.255.3.{t}")
+        for s, sp in enumerate(SPINES, 1):
+            for _, (leaves, _) in enumerate(PODS):
+                for leaf in leaves:
+                    lnum = int(leaf[1:])
+                    self._link(sp, f"Ethernet{4 * (lnum - 1)}", leaf, f"Ethernet{4 * (s - 1)}",
+                               f"10.1.{s}.{2 * (lnum - 1)}")
+        for leaves, tors in PODS:
+            for li, leaf in enumerate(leaves):
+                for ti, tor in enumerate(tors):
+                    t = int(tor[1:])
+                    self._link(leaf, f"Ethernet{8 + 4 * ti}", tor, f"Ethernet{4 * li}",
+                               f"10.2.{leaf[1:]}.{2 * (t - 1)}")
+        for _, tors in PODS:
+            for tor in tors:
+                t = int(tor[1:])
+                for i in range(1, HOSTS_PER_TOR + 1):
+                    h = f"h{t}{i}"
+                    last = 10 * t + i
+                    # The /31 holding the host's address; the ToR has the other half.
+                    net = ipaddress.ip_network(f"198.18.{t}.{last}/31", strict=False)
+                    gw = next(a for a in (net.network_address, net.broadcast_address) if int(a) & 0xFF != last)
+                    port = f"Ethernet{4 + 4 * i}"
+                    self.switches[tor].ports.append(Port(tor, port, h, "eth0", f"{gw}/31", f"198.18.{t}.{last}"))
+                    self.hosts[h] = Host(h, tor, port, f"198.18.{t}.{last}/31", str(gw))
+
+    def _link(self, a, a_port, b, b_port, even):
+        lo = ipaddress.ip_address(even)
+        hi = lo + 1
+        self.switches[a].ports.append(Port(a, a_port, b, b_port, f"{lo}/31", str(hi)))
+        self.switches[b].ports.append(Port(b, b_port, a, a_port, f"{hi}/31", str(lo)))
+        self.links.append(Link(a, a_port, b, b_port))
+
+    def link(self, a, b):
+        return next(lk for lk in self.links if {lk.a, lk.b} == {a, b})
+
+    def tors(self):
+        return [n for n, s in self.switches.items() if s.tier == "tor"]
+
+
+def zebra_conf(sw, log_path):
+    return f"hostname {sw.name}\nlog file {log_path}\n!\n"
+
+
+def bgpd_conf(sw, log_path):
+    """eBGP to every neighbour switch over its /31, RFC 7938 style: fast timers, ECMP over
+    every equal path (`maximum-paths`), no policy required (a lab fabric), and the ToR
+    announces its /24."""
+    lines = [f"hostname {sw.name}", f"log file {log_path}", "!", f"router bgp {sw.asn}",
+             f" bgp router-id {sw.router_id}", " no bgp ebgp-requires-policy", " no bgp network import-check",
+             " bgp bestpath as-path multipath-relax", " timers bgp 1 3"]
+    for p in sw.ports:
+        if not p.to_host:
+            lines.append(f" neighbor {p.peer_addr} remote-as {peer_asn(p.peer)}")
+            lines.append(f" neighbor {p.peer_addr} timers connect 1")
+    lines += [" !", " address-family ipv4 unicast", "  maximum-paths 16"]
+    if sw.tier == "tor":
+        lines.append(f"  network {tor_subnet(int(sw.name[1:]))}")
+    lines += [" exit-address-family", "!"]
+    return "\n".join(lines) + "\n"
+
+
+def peer_asn(name):
+    if name in SPINES:
+        return SPINE_AS
+    for pod, (leaves, tors) in enumerate(PODS, 1):
+        if name in leaves:
+            return POD_AS + pod
+        if name in tors:
+            return TOR_AS + int(name[1:])
+    raise KeyError(name)
+
+
+# pfcswitch's buffer per switch: small, so that a run of the incast outlasts what every
+# buffer on the paths could hold (docs/fabric.md, "Buffers"). Headroom 64 KiB per lossless
+# PG: 105 ms at the links' 5 Mbit/s, for switches that share two CPUs with nine others.
+BUFFER_TOTAL = 256 * 1024
+LOSSLESS_POOL = 224 * 1024
+LOSSY_POOL = 32 * 1024
+XOFF = 64 * 1024
+# A port's nominal speed (PFC quanta: a PAUSE lasts up to 335 ms at 100M, so a descheduled
+# control lcore still refreshes it in time); the shaper sets the real rate.
+NOMINAL_SPEED = "100M"
+
+
+def pfcswitch_toml(sw, ns, cpus, pfc=True):
+    """pfcswitch's configuration of switch `sw` in namespace `ns`: every port an af_packet
+    port on the switch's end of a veth (its raw_iface), a router interface with its /31 (the
+    representor, named like the port, is where FRR talks BGP), shaped to the link rate, PFC
+    on the lossless TC 3. No route: FRR programs the namespace's kernel and the switch
+    mirrors it over netlink. `cpus`: (control lcore's CPU, worker's CPU)."""
+    out = [f"# {NAME}: switch {sw.name} ({sw.tier}, AS {sw.asn}), written by scripts/clos_topo.py", "",
+           "[eal]", f'args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@{cpus[0]},1@{cpus[1]}"]',
+           f'file_prefix = "{ns}"', "", "[switch]", "rx_ring_size = 256", "tx_ring_size = 256", "",
+           "[control_plane]", f'netns = "{ns}"', ""]
+    for k, p in enumerate(sw.ports):
+        out += ["[[port]]", f'name = "{p.name}"', f'devargs = "net_af_packet{k},iface={p.raw_iface()}"',
+                'tx_inflight_limit = "16K"    # a veth: a few frames ahead of a PAUSE is plenty',
+                f'speed = "{NOMINAL_SPEED}"',
+                "mtu = 9100                   # the shaper's bucket is two frames: 5M needs more than 2 x 1500 B",
+                f"pfc_enable = [{LOSSLESS_TC}]" if pfc else "pfc_enable = []",
+                f'shaper_rate = "{LINK_BPS // 1_000_000}M"', ""]
+    out += ["[interface]"] + [f'"{p.name}" = ["{p.addr}"]' for p in sw.ports] + [""]
+    out += ["[buffer]", f'total_size = "{BUFFER_TOTAL // 1024}KiB"',
+            "[buffer.pool.ingress_lossless_pool]", f'size = "{LOSSLESS_POOL // 1024}KiB"', 'type = "ingress"',
+            "[buffer.pool.egress_lossy_pool]", f'size = "{LOSSY_POOL // 1024}KiB"', 'type = "egress"',
+            "[buffer.profile.pg_lossless_profile]", 'pool = "ingress_lossless_pool"', "size = 4096",
+            f'xoff = "{XOFF // 1024}KiB"', "xon = 4096", "xon_offset = 12288", "dynamic_th = -3",
+            "[buffer.profile.queue_lossy_profile]", 'pool = "egress_lossy_pool"', "dynamic_th = -2",
+            "[buffer.pg]"]
+    out += [f'"{p.name}|{LOSSLESS_TC}" = "pg_lossless_profile"' for p in sw.ports]
+    out += ["[buffer.queue]"]
+    for p in sw.ports:
+        out += [f'"{p.name}|0-2" = "queue_lossy_profile"', f'"{p.name}|4-7" = "queue_lossy_profile"']
+    names = ", ".join(f'"{p.name}:0"' for p in sw.ports)
+    tx = ", ".join(f'"{p.name}"' for p in sw.ports)
+    out += ["", "[lcores]", "control = 0", 'worker_idle = "adaptive"', "[[lcores.worker]]", "lcore = 1",
+            f"rx = [{names}]", f"tx = [{tx}]", ""]
+    return "\n".join(out)
