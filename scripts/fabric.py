@@ -6,11 +6,14 @@
                                                 BGP (scripts/clos_scenarios.py --help)
 
 SCENARIO:
-  incast  h1 and h2 send UDP at 3 Mbit/s each (kernel sockets, DSCP 3 = the lossless
-          TC 3) to h3, whose leaf port is shaped to 5 Mbit/s: the published P4/bmv2 PFC
-          experiment on a leaf-spine. With PFC, PAUSE propagates hop by hop back toward
-          the senders' leaf and no switch drops lossless traffic; with --pfc off leaf 2
-          drops it.
+  incast  h1 and h2 send UDP at 3 Mbit/s each (--rate; DSCP 3 = the lossless TC 3) to h3,
+          whose leaf port is shaped to 5 Mbit/s: the published P4/bmv2 PFC experiment on a
+          leaf-spine. With PFC, PAUSE propagates hop by hop back toward the senders' leaf;
+          with --pfc off leaf 2 drops. The senders are kernel sockets (--senders kernel),
+          which ignore PAUSE: leaf 1's buffer holds the excess only as long as it lasts
+          (3.5 MiB: about 28 s of the 1 Mbit/s excess), then leaf 1 drops lossless
+          traffic; or pfcgen on the hosts' veths (--senders pfcgen), which obeys leaf 1's
+          PAUSE: nothing is lost however long the run.
   tcp     h1 -> h3 TCP (DSCP 3) through the fabric: goodput and lossless drops.
   deadlock  Two switches A, B joined by two memif links (loop-a/loop-b.toml), h1 on A,
           h2 on B. h1 sends one burst of lossless frames to a MAC nobody has: flooded
@@ -44,6 +47,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The binary: $PFCSW_BIN (the tests pass theirs), else the release build.
 BIN = os.environ.get("PFCSW_BIN") or os.path.join(ROOT, "target", "release", "pfcswitch")
 TRAFFIC = os.path.join(ROOT, "scripts", "host_traffic.py")
+PFCGEN = os.environ.get("PFCGEN_BIN") or os.path.join(os.path.dirname(BIN), "pfcgen")
 PREFIX = "fab"
 # Servers of each memif link start first.
 TOPOLOGIES = {"leaf-spine": ["leaf1", "spine1", "leaf2"], "loop": ["loop-a", "loop-b"]}
@@ -286,24 +290,93 @@ def run_json(cmd, timeout):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def incast(fab, duration):
-    # The 1 Mbit/s excess drains after the senders stop: wait for it (plus slack).
-    listen = duration + duration / 5 + 4
+def incast(fab, duration, senders="kernel", rate=3_000_000):
+    if senders == "pfcgen":
+        return incast_pfcgen(fab, duration, rate)
+    # The excess drains after the senders stop: wait for it (the buffers hold at most
+    # ~6 MiB, 10 s at 5 Mbit/s), plus slack.
+    excess = max(2 * rate - 5_000_000, 0) / 5_000_000
+    listen = duration + min(duration * excess, 10) + 4
     recv = spawn(host_cmd("h3", "udp-recv", "5001", str(listen)))
     time.sleep(0.5)
-    senders = [spawn(host_cmd(h, "udp-send", HOSTS["h3"], "5001", "3000000", str(duration), "3", "1000"))
-               for h in ("h1", "h2")]
-    sent = [json.loads(s.communicate(timeout=duration + 30)[0]) for s in senders]
+    procs = [spawn(host_cmd(h, "udp-send", HOSTS["h3"], "5001", str(rate), str(duration), "3", "1000"))
+             for h in ("h1", "h2")]
+    sent = [json.loads(s.communicate(timeout=duration + 30)[0]) for s in procs]
     got = json.loads(recv.communicate(timeout=listen + 30)[0])
     fab.stop_switches()
     rows = summarize(fab.stats())
     total = sum(s["sent"] for s in sent)
-    print(f"incast, PFC {fab.pfc}: h1 + h2 sent {total} datagrams at 3 Mbit/s each for {duration} s, "
-          f"h3 received {got['received']} ({total - got['received']} lost) behind a 5 Mbit/s port")
+    print(f"incast, PFC {fab.pfc}: h1 + h2 (kernel sockets) sent {total} datagrams at {rate / 1e6:g} Mbit/s each "
+          f"for {duration:g} s, h3 received {got['received']} ({total - got['received']} lost) behind a 5 Mbit/s port")
     print_table(rows)
-    return {"scenario": "incast", "pfc": fab.pfc, "duration_s": duration, "sent": total,
-            "received": got["received"], "lost": total - got["received"],
+    return {"scenario": "incast", "pfc": fab.pfc, "senders": "kernel", "rate_bps": rate, "duration_s": duration,
+            "sent": total, "received": got["received"], "lost": total - got["received"],
             **by_switch(rows, "lossy_drops")}
+
+
+def mac_of(host):
+    i = host[1:]
+    return subprocess.run(["ip", "netns", "exec", f"{PREFIX}{host}", "cat", f"/sys/class/net/{PREFIX}v{i}b/address"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def pfcgen_cmd(host, json_path, cpu, *args):
+    """pfcgen on a host's veth (af_packet), obeying PFC priority 3 at the leaf port's
+    declared speed (10G: the unit of the quanta), napping between frames."""
+    i = host[1:]
+    return ["ip", "netns", "exec", PREFIX + host, PFCGEN, "run", "--port", f"net_af_packet0,iface={PREFIX}v{i}b",
+            "--speed", "10G", "--pfc-enable", "3", "--idle", "nap", "--stats-interval", "0", "--stats-json",
+            json_path, *args, "--", "--no-huge", "-m", "128", "--no-pci", f"--lcores=0@{cpu}",
+            f"--file-prefix={PREFIX}-{host}"]
+
+
+def incast_pfcgen(fab, duration, rate):
+    """The incast with senders that obey PFC: pfcgen on h1's and h2's veths, pfcgen
+    receiving on h3's (and a UDP socket, so h3's kernel sends no ICMP back)."""
+    w = fab.work
+    sink = spawn(host_cmd("h3", "udp-recv", "5001", str(duration + 60)))
+    rx = subprocess.Popen(pfcgen_cmd("h3", f"{w}/rx.json", 0, "--rx-streams", "2", "--drain", "2s"),
+                          stdout=subprocess.DEVNULL, stderr=open(f"{w}/rx.log", "w"))
+    CHILDREN.append(rx)
+    end = time.monotonic() + 30
+    while "generating" not in open(f"{w}/rx.log").read():
+        if rx.poll() is not None or time.monotonic() > end:
+            raise SystemExit(f"pfcgen on h3 did not start: {open(f'{w}/rx.log').read()[-2000:]}")
+        time.sleep(0.1)
+    dst = mac_of("h3")
+    procs = []
+    for k, h in enumerate(("h1", "h2")):
+        stream = (f"name={h},id={k},rate={rate}bit/s,size=1000,dscp=3,src_mac={mac_of(h)},dst_mac={dst},"
+                  f"src_ip={HOSTS[h]},dst_ip={HOSTS['h3']},dst_port=5001")
+        p = subprocess.Popen(pfcgen_cmd(h, f"{w}/{h}.json", k % 2, "--stream", stream, "--duration", str(duration)),
+                             stdout=subprocess.DEVNULL, stderr=open(f"{w}/{h}.log", "w"))
+        CHILDREN.append(p)
+        procs.append(p)
+    for p in procs:
+        p.wait(timeout=duration + 60)
+    time.sleep(1.0)
+    rx.send_signal(signal.SIGINT)
+    rx.wait(timeout=30)
+    sink.kill()
+    sent = [json.load(open(f"{w}/{h}.json")) for h in ("h1", "h2")]
+    got = {r["id"]: r["unique"] for r in json.load(open(f"{w}/rx.json"))["received"]}
+    fab.stop_switches()
+    rows = summarize(fab.stats())
+    flows = {}
+    for k, (h, s) in enumerate(zip(("h1", "h2"), sent)):
+        st = s["streams"][0]
+        flows[h] = {"sent": st["tx_packets"], "received": got.get(k, 0), "lost": st["tx_packets"] - got.get(k, 0),
+                    "pause_frames_rx": s["totals"]["pause_frames_rx"],
+                    "tx_bps_after_first_stop": round(st.get("tx_wire_bps_after_first_stop", st["tx_wire_bps"]))}
+    total, recvd = sum(f["sent"] for f in flows.values()), sum(f["received"] for f in flows.values())
+    print(f"incast, PFC {fab.pfc}: h1 + h2 (pfcgen, obeying PFC) offered {rate / 1e6:g} Mbit/s each for "
+          f"{duration:g} s and sent {total} frames; h3 received {recvd} ({total - recvd} lost) behind a 5 Mbit/s port")
+    for h, f in flows.items():
+        print(f"  {h}: {f['pause_frames_rx']} PAUSE frames received, "
+              f"{f['tx_bps_after_first_stop'] / 1e6:.2f} Mbit/s from the first PFC stop on")
+    print_table(rows)
+    return {"scenario": "incast", "pfc": fab.pfc, "senders": "pfcgen", "rate_bps": rate, "duration_s": duration,
+            "sent": total, "received": recvd, "lost": total - recvd, "flows": flows, **by_switch(rows, "lossy_drops")}
 
 
 def tcp(fab, duration):
@@ -390,6 +463,9 @@ def main():
     ap.add_argument("--flood-lossless", choices=["on", "off"], default="on", help="deadlock: [switch] flood_lossless")
     ap.add_argument("--plot", metavar="OUT.png", help="deadlock: plot each switch's link PGs and queues over time")
     ap.add_argument("--duration", type=float, default=10)
+    ap.add_argument("--senders", choices=["kernel", "pfcgen"], default="kernel",
+                    help="incast: kernel UDP sockets (ignore PAUSE) or pfcgen (obeys PFC)")
+    ap.add_argument("--rate", type=float, default=3.0, help="incast: Mbit/s per sender (default 3)")
     ap.add_argument("--keep", action="store_true", help="keep the run directory (configs, logs, JSON)")
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -413,7 +489,10 @@ def main():
     try:
         fab.up()
         fab.ping_all()
-        result = {"incast": incast, "tcp": tcp, "deadlock": deadlock}[a.scenario](fab, a.duration)
+        if a.scenario == "incast":
+            result = incast(fab, a.duration, a.senders, round(a.rate * 1e6))
+        else:
+            result = {"tcp": tcp, "deadlock": deadlock}[a.scenario](fab, a.duration)
         if a.plot:
             t0 = min(fab.started.values())
             plot = [sys.executable, os.path.join(ROOT, "scripts", "plot_timeline.py"), "--fabric", a.plot]

@@ -71,6 +71,11 @@ enum Cmd {
         /// connecting to its server).
         #[arg(long, default_value = "10s", allow_hyphen_values = true)]
         link_wait: String,
+        /// Between frames: "poll" (busy, a dedicated core) or "nap" (sleep until the next
+        /// frame is due, at most 200 µs: many processes sharing a few CPUs; PFC is still
+        /// obeyed at a frame boundary, receive timestamps may be late by up to a nap).
+        #[arg(long, default_value = "poll", value_parser = ["poll", "nap"])]
+        idle: String,
         /// EAL arguments.
         #[arg(last = true)]
         eal: Vec<String>,
@@ -170,7 +175,7 @@ fn main() -> ExitCode {
             }
             Err(c) => c,
         },
-        Cmd::Run { spec, duration: dur, drain, stats_interval, stats_json, link_wait, eal } => {
+        Cmd::Run { spec, duration: dur, drain, stats_interval, stats_json, link_wait, idle, eal } => {
             let parsed = (|| {
                 let d = dur.as_deref().map(|t| duration("--duration", t)).transpose()?;
                 Ok::<_, ExitCode>((
@@ -198,7 +203,8 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             }
-            let opts = RunOptions { duration, drain, stats_interval, stop, eal_extra: eal, link_wait };
+            let idle = if idle == "nap" { run::Idle::Nap } else { run::Idle::Poll };
+            let opts = RunOptions { duration, drain, stats_interval, stop, eal_extra: eal, link_wait, idle };
             let summary = match run::run(&spec, &opts) {
                 Ok(s) => s,
                 Err(e) => {

@@ -21,7 +21,7 @@ use super::payload;
 use super::rxstats::RxStream;
 use super::spec::{RateSpec, StreamSpec};
 use crate::dpdk::{Mbuf, MbufBurst, Mempool, RxQueue, TxQueue, BURST_CAP};
-use crate::pfc::PfcRx;
+use crate::pfc::{PauseDeadlines, PfcRx};
 use crate::wire::MacAddr;
 
 /// Frames per burst.
@@ -38,6 +38,8 @@ pub struct GenPort {
     rxq: RxQueue,
     txq: TxQueue,
     pub pfc: PfcRx,
+    /// `pfc`'s deadlines: when a paused priority may send again (for [`Generator::next_due`]).
+    deadlines: Arc<PauseDeadlines>,
     /// The TX streams of this port (indices into [`Generator::streams`]).
     streams: Vec<usize>,
     rr: usize,
@@ -82,6 +84,7 @@ impl GenPort {
             pfc_enable,
             rxq,
             txq,
+            deadlines: pfc.deadlines(),
             pfc,
             streams: Vec::new(),
             rr: 0,
@@ -249,28 +252,50 @@ impl Generator {
         self.streams.iter().all(|s| s.done(now))
     }
 
-    /// One pass over every port at `now`.
-    pub fn poll(&mut self, now: u64) {
+    /// One pass over every port at `now`. Returns the frames received and sent (0: an
+    /// idle poll).
+    pub fn poll(&mut self, now: u64) -> usize {
+        let mut n = 0;
         for p in 0..self.ports.len() {
-            self.receive(p, now);
-            self.transmit(p, now);
+            n += self.receive(p, now);
+            n += self.transmit(p, now);
         }
+        n
     }
 
-    /// Receive on every port, send nothing (the drain after sending stopped).
-    pub fn receive_all(&mut self, now: u64) {
-        for p in 0..self.ports.len() {
-            self.receive(p, now);
-        }
+    /// Receive on every port, send nothing (the drain after sending stopped). Returns the
+    /// frames received.
+    pub fn receive_all(&mut self, now: u64) -> usize {
+        (0..self.ports.len()).map(|p| self.receive(p, now)).sum()
+    }
+
+    /// The earliest TSC at which a stream that is not done may have a frame to send: its
+    /// pacer's due time, or, while its priority is paused, the pause's end (a RESUME
+    /// arriving earlier is seen at the next poll). `None` when every stream is done. An
+    /// on/off stream between two on-periods reads as due at once (no nap for it).
+    pub fn next_due(&self, now: u64) -> Option<u64> {
+        self.streams
+            .iter()
+            .filter(|s| !s.done(now))
+            .map(|s| {
+                if s.paused {
+                    self.ports[s.spec.port].deadlines.deadline(s.spec.priority)
+                } else {
+                    s.pacer.due()
+                }
+            })
+            .min()
     }
 
     /// Receive on port `p`: up to [`RX_BURSTS`] bursts, so that a PFC frame queued behind
-    /// a burst of data is applied before this poll transmits.
-    pub fn receive(&mut self, p: usize, now: u64) {
+    /// a burst of data is applied before this poll transmits. Returns the frames received.
+    pub fn receive(&mut self, p: usize, now: u64) -> usize {
         let Generator { ports, rx, rx_burst, live, hz, last_rx, .. } = self;
         let port = &mut ports[p];
+        let mut got = 0;
         for _ in 0..RX_BURSTS {
             let n = port.rxq.rx_burst(rx_burst, BURST);
+            got += n;
             for m in rx_burst.drain() {
                 port.counters.rx_packets += 1;
                 match frame::receive(m.data()) {
@@ -310,10 +335,11 @@ impl Generator {
         }
         // Close pauses that expired (pause time counters).
         port.pfc.poll(now);
+        got
     }
 
-    /// Build and send what is due on port `p` at `now`.
-    pub fn transmit(&mut self, p: usize, now: u64) {
+    /// Build and send what is due on port `p` at `now`. Returns the frames the device took.
+    pub fn transmit(&mut self, p: usize, now: u64) -> usize {
         let Generator { ports, streams, pool, burst, stash, owners, live, .. } = self;
         let port = &mut ports[p];
         let paused = port.pfc.paused_mask(now);
@@ -332,7 +358,7 @@ impl Generator {
         }
         let n = port.streams.len();
         if n == 0 {
-            return;
+            return 0;
         }
         let mut k = 0usize;
         'fill: loop {
@@ -369,7 +395,7 @@ impl Generator {
         }
         port.rr = (port.rr + 1) % n;
         if k == 0 {
-            return;
+            return 0;
         }
         let sent = port.txq.tx_burst(burst);
         // Undo the refused tail, newest first (each stream's frames are in order).
@@ -395,6 +421,7 @@ impl Generator {
             l.tx_packets.set(s.seq);
             l.tx_wire_bits.set(s.wire_bits);
         }
+        sent
     }
 }
 

@@ -47,7 +47,29 @@ pub struct RunOptions {
     pub eal_extra: Vec<String>,
     /// Wait this long for the ports' links (a memif client connecting) before sending.
     pub link_wait: Duration,
+    /// Busy-poll, or nap when idle.
+    pub idle: Idle,
 }
+
+/// What the lcore does between frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Idle {
+    /// Poll without pause (a dedicated core, the lowest latency).
+    Poll,
+    /// After a poll that received and sent nothing, sleep until the next frame is due (or
+    /// a pause ends), at most [`NAP_MAX`]: many generators and switches sharing a few CPUs.
+    /// PFC is still obeyed at a frame boundary: every poll receives before it sends, and a
+    /// nap never runs past a due frame. Frames arriving during a nap wait in the RX ring,
+    /// so receive timestamps (and latency) may be late by up to a nap.
+    Nap,
+}
+
+/// The longest nap: what a frame received during one may wait before it is timestamped.
+pub const NAP_MAX: Duration = Duration::from_micros(200);
+/// Shorter waits are polled through (a sleep costs about this much).
+const NAP_MIN: Duration = Duration::from_micros(20);
+/// Wake this much before a due frame: a sleep overruns by the timer slack (50 µs).
+const NAP_EARLY: Duration = Duration::from_micros(50);
 
 /// Run `spec`; the JSON summary.
 pub fn run(spec: &GenSpec, opts: &RunOptions) -> Result<Value, RunError> {
@@ -219,28 +241,45 @@ fn generate(gen: &mut Generator, spec: &GenSpec, opts: &RunOptions, hz: u64) -> 
     let has_streams = !spec.streams.is_empty();
     let sent_until = loop {
         let now = rdtsc();
-        gen.poll(now);
-        if now < next_check {
-            continue;
+        let busy = gen.poll(now);
+        if now >= next_check {
+            next_check = now + check_every;
+            if opts.stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e) || (has_streams && gen.tx_done(now)) {
+                break now;
+            }
         }
-        next_check = now + check_every;
-        if opts.stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e) || (has_streams && gen.tx_done(now)) {
-            break now;
+        if opts.idle == Idle::Nap && busy == 0 {
+            nap(gen.next_due(now).map(|t| t.min(end.unwrap_or(u64::MAX))), now, hz);
         }
     };
     opts.stop.store(false, Ordering::Relaxed);
     let now = loop {
         let now = rdtsc();
-        gen.receive_all(now);
-        if now < next_check {
-            continue;
+        let busy = gen.receive_all(now);
+        if now >= next_check {
+            next_check = now + check_every;
+            if opts.stop.load(Ordering::Relaxed) || now.saturating_sub(sent_until.max(gen.last_rx)) >= drain {
+                break now;
+            }
         }
-        next_check = now + check_every;
-        if opts.stop.load(Ordering::Relaxed) || now.saturating_sub(sent_until.max(gen.last_rx)) >= drain {
-            break now;
+        if opts.idle == Idle::Nap && busy == 0 {
+            nap(None, now, hz);
         }
     };
     (start, sent_until, now)
+}
+
+/// Sleep until `until` (TSC; None: nothing due), less the timer slack, at most
+/// [`NAP_MAX`]; not at all when that is under [`NAP_MIN`]. Only after an idle poll, never
+/// per frame.
+fn nap(until: Option<u64>, now: u64, hz: u64) {
+    let max = ns_to_ticks(NAP_MAX.as_nanos() as u64, hz);
+    let early = ns_to_ticks(NAP_EARLY.as_nanos() as u64, hz);
+    let wait = until.map_or(max, |t| t.saturating_sub(now).saturating_sub(early)).min(max);
+    let ns = u128::from(wait) * 1_000_000_000 / u128::from(hz.max(1));
+    if ns >= NAP_MIN.as_nanos() {
+        std::thread::sleep(Duration::from_nanos(ns as u64));
+    }
 }
 
 /// The JSON summary of a finished run.
