@@ -94,6 +94,9 @@ pub struct Shared {
     /// Per worker: its doorbell — set while it naps (adaptive idle), and its thread, to
     /// wake it when a PFC frame is queued for a port it transmits.
     pub doorbells: Vec<Doorbell>,
+    /// The control lcore's doorbell: an edge queued for it ends its nap, so a RESUME
+    /// never waits for the end of one.
+    pub control_bell: Doorbell,
 }
 
 /// A worker's doorbell: whoever queues a PFC frame for one of its ports wakes it if it
@@ -143,6 +146,7 @@ impl Shared {
             if self.edges[worker].push(EdgeMsg { edge, tsc: now }).is_err() {
                 c.worker.edge_overflow.inc();
             }
+            self.control_bell.ring();
         }
     }
 
