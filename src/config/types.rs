@@ -639,10 +639,10 @@ impl RoutingConfig {
 }
 
 /// The name of the representor port of switch port `port` in counters, telemetry and
-/// `show` (`cpu:Ethernet0`: ':' is never in a `[[port]]` name, so it cannot clash; the
+/// `show`: `cpu/Ethernet0` (DPDK telemetry takes letters, digits, '_' and '/' in a key; the
 /// kernel netdev itself is named like the port).
 pub fn representor_port_name(port: &str) -> String {
-    format!("cpu:{port}")
+    format!("cpu/{port}")
 }
 
 impl Config {

@@ -24,7 +24,10 @@ pub use copp::PuntLimiter;
 pub use decide::{decide, forward, ingress, Decision, Ingress, PuntReason, RouteDrop, RouteTo, RouterPort};
 pub use hash::{flow_hash, pick, seed_from_mac};
 pub use prefix::{IfAddr, Prefix, Prefix4, Prefix6};
-pub use rib::{Grace, KernelEvent, KernelRoute, LpmWriter, NoReaders, Path, Rib, RibStats, RouteKind, SoftLpm};
+pub use rib::{
+    Grace, KernelEvent, KernelRoute, LpmWriter, NeighRow, NoReaders, Path, Rib, RibStats, RibView, RouteKind,
+    RouteOrigin, RouteRow, SoftLpm,
+};
 pub use tables::{NextHop, NextHopTables, Resolved};
 pub use target::{Target, MAX_GROUPS, MAX_NEXTHOPS, MAX_PATHS, NO_ROUTE};
 

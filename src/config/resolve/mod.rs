@@ -146,7 +146,7 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
     // The router first (its errors name `[[port]]`s), then its representors become ports
     // that everything after (buffer, EAL arguments, mbufs) counts like any other.
     let routing = routing::resolve_routing(top, &sw, &ports)?;
-    routing::add_representors(&mut ports, &mut lcores, &routing);
+    routing::add_representors(&mut ports, &mut lcores, &routing)?;
     let buffer = resolve_buffer(top.get("buffer"), &ports, &qos, &mut ctx)?;
     check_eal(&eal, &ports, &lcores, top.contains_key("lcores"))?;
     warn_devargs(&ports, &mut ctx);

@@ -112,15 +112,26 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
 /// configured ports keep their indices and DPDK port ids): a `net_tap` named like the
 /// port, its MTU and speed, no PFC (punted and kernel traffic is lossy), polled and
 /// transmitted by the worker that owns the port's TX.
-pub(super) fn add_representors(ports: &mut Vec<PortConfig>, lcores: &mut LcoreConfig, routing: &RoutingConfig) {
+pub(super) fn add_representors(
+    ports: &mut Vec<PortConfig>,
+    lcores: &mut LcoreConfig,
+    routing: &RoutingConfig,
+) -> FResult<()> {
     for ri in &routing.interfaces {
         let p = &ports[ri.port];
+        let name = representor_port_name(&p.name);
+        if let Some(q) = ports.iter().find(|q| q.name == name) {
+            return Err(FieldError::new(
+                format!("port[{}].name", q.index),
+                format!("'{name}' is the name of {}'s kernel representor port: rename it", p.name),
+            ));
+        }
         let vdev = format!("net_tap_rep{}", ri.port);
         let index = ports.len();
         let owner = lcores.workers.iter().position(|w| w.tx.contains(&ri.port)).unwrap_or(0);
         let rep = PortConfig {
             index,
-            name: representor_port_name(&p.name),
+            name,
             devargs: format!("{vdev},iface={}", p.name),
             device: PortDevice::Vdev { driver: "net_tap".into(), name: vdev },
             speed_bps: p.speed_bps,
@@ -149,6 +160,7 @@ pub(super) fn add_representors(ports: &mut Vec<PortConfig>, lcores: &mut LcoreCo
             w.tx.push(index);
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -226,7 +238,7 @@ speed = "100G"
         let r = &c.ports[2];
         assert_eq!(
             (r.name.as_str(), r.devargs.as_str(), r.representor_of),
-            ("cpu:Ethernet4", "net_tap_rep1,iface=Ethernet4", Some(1))
+            ("cpu/Ethernet4", "net_tap_rep1,iface=Ethernet4", Some(1))
         );
         assert_eq!((r.pfc_mask, r.mtu, r.rx_queues), (0, c.ports[1].mtu, 1));
         // Polled and transmitted by the worker that owns Ethernet4's TX; on the EAL line
@@ -242,6 +254,9 @@ speed = "100G"
         assert_eq!((c.routing.copp.to_us, c.routing.copp.arp_nd), (100, 600));
         let e = cfg("[control_plane.copp]\nto_us = -1\n").unwrap_err();
         assert!(e.starts_with("t.toml: control_plane.copp.to_us: -1 is out of range"), "{e}");
+        let clash = BASE.replace("\"Ethernet0\"", "\"cpu/Ethernet4\"");
+        let e = from_str(&format!("{clash}\n[interface]\nEthernet4 = []\n"), "t.toml").unwrap_err().to_string();
+        assert!(e.starts_with("t.toml: port[0].name: 'cpu/Ethernet4' is the name of Ethernet4's kernel"), "{e}");
         let e = cfg("[control_plane.copp]\nbgp = 1\n").unwrap_err();
         assert!(e.starts_with("t.toml: control_plane.copp.bgp: unknown field"), "{e}");
     }
