@@ -19,6 +19,18 @@ standard library only. IPv4/UDP frames with a chosen DSCP, so the switch's defau
     host_traffic.py udp-recv PORT SECONDS
         Count datagrams for SECONDS after the first one (or SECONDS if none); prints
         {"received": n, "bytes": b}.
+    host_traffic.py flood-ip IFACE DST_MAC SRC_IP DST_IP SECONDS
+        Raw IPv4/UDP frames (64 bytes, DSCP 0) from SRC_IP to DST_IP (e.g. a router's own
+        address) as fast as the socket takes for SECONDS; prints {"sent": n}.
+    host_traffic.py udp-burst DST_IP PORT COUNT TOS LEN
+        Kernel UDP socket, IP_TOS = TOS (DSCP << 2 | ECN), COUNT datagrams of LEN bytes as
+        fast as it takes them; prints {"sent": n}.
+    host_traffic.py udp-flows DST_IP PORT NFLOWS COUNT
+        NFLOWS kernel UDP sockets on source ports 40000.., COUNT datagrams each (round
+        robin); prints {"sent": n}.
+    host_traffic.py udp-sports PORT SECONDS
+        Like udp-recv, and counts datagrams per source port: {"received": n, "sports":
+        {"40000": k, ...}}.
     host_traffic.py tcp-send DST_IP PORT SECONDS DSCP
         Kernel TCP, IP_TOS = DSCP << 2, as fast as it goes; prints {"sent_bytes": b}.
     host_traffic.py tcp-recv PORT TIMEOUT_S
@@ -75,6 +87,78 @@ def flood(iface, dst, dscp, length, seconds):
                 except OSError:
                     time.sleep(0.0001)
     print(json.dumps({"sent": sent}))
+
+
+def flood_ip(iface, dst, src_ip, dst_ip, seconds):
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 50, 0, 0, 64, 17, 0,
+                     socket.inet_aton(src_ip), socket.inet_aton(dst_ip))
+    ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
+    udp = struct.pack("!HHHH", 9, 9, 30, 0)
+    frame = (mac_bytes(dst) + iface_mac(iface) + b"\x08\x00" + ip + udp).ljust(64, b"\0")
+    sent = 0
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as s:
+        s.bind((iface, 0))
+        end = time.monotonic() + float(seconds)
+        while time.monotonic() < end:
+            for _ in range(64):
+                try:
+                    s.send(frame)
+                    sent += 1
+                except OSError:
+                    time.sleep(0.0001)
+    print(json.dumps({"sent": sent}))
+
+
+def udp_burst(dst, port, count, tos, length):
+    payload = b"\0" * int(length)
+    sent = 0
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, int(tos))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
+        for i in range(int(count)):
+            while True:
+                try:
+                    s.sendto(struct.pack("!I", i) + payload[4:], (dst, int(port)))
+                    sent += 1
+                    break
+                except OSError:
+                    time.sleep(0.0001)
+    print(json.dumps({"sent": sent}))
+
+
+def udp_flows(dst, port, nflows, count):
+    socks = []
+    for i in range(int(nflows)):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("0.0.0.0", 40000 + i))
+        socks.append(s)
+    sent = 0
+    for _ in range(int(count)):
+        for s in socks:
+            s.sendto(b"flow" * 16, (dst, int(port)))
+            sent += 1
+        time.sleep(0.001)
+    for s in socks:
+        s.close()
+    print(json.dumps({"sent": sent}))
+
+
+def udp_sports(port, seconds):
+    n = 0
+    sports = {}
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        big_rcvbuf(s)
+        s.bind(("0.0.0.0", int(port)))
+        s.settimeout(0.2)
+        end = time.monotonic() + float(seconds)
+        while time.monotonic() < end:
+            try:
+                _, addr = s.recvfrom(65536)
+            except socket.timeout:
+                continue
+            n += 1
+            sports[str(addr[1])] = sports.get(str(addr[1]), 0) + 1
+    print(json.dumps({"received": n, "sports": sports}))
 
 
 def burst(iface, src, dst, dscp, length, count):
@@ -162,10 +246,19 @@ def udp_send(dst, port, rate_bps, seconds, dscp, length):
     print(json.dumps({"sent": sent, "bytes": sent * length}))
 
 
+def big_rcvbuf(s):
+    """8 MiB of receive buffer: past net.core.rmem_max when root (SO_RCVBUFFORCE), so a
+    receiver the scheduler leaves aside for a while on a busy machine loses nothing."""
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUFFORCE, 8 << 20)
+    except (OSError, AttributeError):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+
+
 def udp_recv(port, seconds):
     n = nbytes = 0
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        big_rcvbuf(s)
         s.bind(("0.0.0.0", int(port)))
         s.settimeout(0.2)
         end = time.monotonic() + float(seconds)
@@ -220,6 +313,10 @@ def tcp_recv(port, timeout_s):
 
 COMMANDS = {
     "flood": (flood, 5),
+    "flood-ip": (flood_ip, 5),
+    "udp-burst": (udp_burst, 5),
+    "udp-flows": (udp_flows, 4),
+    "udp-sports": (udp_sports, 2),
     "pause-probe": (pause_probe, 7),
     "burst": (burst, 6),
     "udp-send": (udp_send, 6),

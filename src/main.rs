@@ -32,7 +32,8 @@ enum Cmd {
     CheckConfig { file: PathBuf },
     /// Show live state of a running switch (SONiC-style tables, or --json), read over DPDK
     /// telemetry: pfc counters | queue counters | priority-group watermark shared|headroom |
-    /// buffer pool | pfcwd stats | latency | counters | conservation
+    /// buffer pool | pfcwd stats | latency | counters | conservation | ip route | ipv6 route |
+    /// arp | ndp
     Show {
         /// EAL file prefix of the instance (default: the only pfcswitch instance running)
         #[arg(long)]
@@ -321,7 +322,9 @@ fn run(args: RunArgs) -> Outcome {
     };
     let report = dataplane::run(&spec, &opts).map_err(|e| match e {
         // The config does not match the hardware: a config error, found late.
-        dataplane::DataplaneError::Speed(_) => Fail::Input(format!("pfcswitch: {e}")),
+        dataplane::DataplaneError::Speed(_) | dataplane::DataplaneError::Netns(_) => {
+            Fail::Input(format!("pfcswitch: {e}"))
+        }
         _ => Fail::Runtime(format!("pfcswitch: {e}")),
     })?;
     print_summary(&report);
@@ -473,10 +476,28 @@ fn find_socket(prefix: Option<String>) -> Result<PathBuf, String> {
     }
 }
 
+/// `show ip route` / `ipv6 route` / `arp` / `ndp`: the router's tables, page by page.
+fn show_rows(prefix: Option<String>, json: bool, t: pfcswitch::show::RouteTable) -> Outcome {
+    let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    let rows = pfcswitch::dpdk::telemetry::Client::connect(&sock)
+        .map_err(|e| e.to_string())
+        .and_then(|mut c| pfcswitch::show::fetch_rows(t, &mut |cmd| c.query(cmd)).map_err(|e| e.to_string()))
+        .map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows).expect("json"));
+    } else {
+        print!("{}", pfcswitch::show::render_rows(t, &rows));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `show` (and `clear`, which stores what `show` would print as the new zero): read the
 /// running instance's telemetry socket and print its tables.
 fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> Outcome {
     use pfcswitch::show::{self, render, Instance, Snapshot, View};
+    if let Some(t) = show::RouteTable::parse(what).filter(|_| !clear) {
+        return show_rows(prefix, json, t);
+    }
     let view = View::parse(what).map_err(|e| Fail::Input(format!("pfcswitch: {e}")))?;
     if clear && !view.clearable() {
         return Err(Fail::Input(format!(

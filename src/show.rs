@@ -51,7 +51,7 @@ impl View {
             ["headroom-pool", "watermark"] | ["headroom-pool"] => View::HeadroomPool,
             _ => {
                 return Err(format!(
-                    "unknown view '{}': expected one of: pfc counters | queue counters | queue wredcounters | priority-group watermark shared|headroom | buffer pool | pfcwd stats | latency | counters | conservation | headroom-pool watermark",
+                    "unknown view '{}': expected one of: pfc counters | queue counters | queue wredcounters | priority-group watermark shared|headroom | buffer pool | pfcwd stats | latency | counters | conservation | headroom-pool watermark | ip route | ipv6 route | arp | ndp",
                     words.join(" ")
                 ))
             }
@@ -445,15 +445,29 @@ pub fn render(view: View, v: &Value) -> String {
         View::PfcwdStats => render_pfcwd(&ps),
         View::Conservation => render_conservation(&ps),
         View::PortCounters => {
-            let h: Vec<String> = ["Iface", "RX_OK", "RX_BYTES", "TX_OK", "TX_BYTES", "DROPS", "IMISSED", "RX_NOMBUF"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
+            let h: Vec<String> = [
+                "Iface",
+                "RX_OK",
+                "RX_BYTES",
+                "TX_OK",
+                "TX_BYTES",
+                "DROPS",
+                "IMISSED",
+                "RX_NOMBUF",
+                "ROUTED",
+                "PUNTED",
+                "PUNT_DRP",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
             let rows: Vec<Vec<String>> = ps
                 .iter()
                 .map(|(p, o)| {
-                    let drops: u64 =
-                        o.iter().filter(|(k, _)| k.starts_with("drop_")).filter_map(|(_, v)| v.as_u64()).sum();
+                    let sum = |pfx: &str| -> u64 {
+                        o.iter().filter(|(k, _)| k.starts_with(pfx)).filter_map(|(_, v)| v.as_u64()).sum()
+                    };
+                    let drops = sum("drop_");
                     vec![
                         p.clone(),
                         get(o, "rx_packets"),
@@ -463,10 +477,30 @@ pub fn render(view: View, v: &Value) -> String {
                         drops.to_string(),
                         get(o, "imissed"),
                         get(o, "rx_nombuf"),
+                        get(o, "routed_packets"),
+                        sum("punted_").to_string(),
+                        sum("punt_dropped_").to_string(),
                     ]
                 })
                 .collect();
-            table(&h, &rows)
+            let mut s = table(&h, &rows);
+            // The router's exceptions, by reason, where there are any.
+            let mut why = Vec::new();
+            for (p, o) in &ps {
+                for r in crate::route::PuntReason::ALL {
+                    let (n, d) =
+                        (get(o, &format!("punted_{}", r.name())), get(o, &format!("punt_dropped_{}", r.name())));
+                    if n != "0" && n != "N/A" || d != "0" && d != "N/A" {
+                        why.push(vec![p.clone(), r.name().to_string(), n, d]);
+                    }
+                }
+            }
+            if !why.is_empty() {
+                let h: Vec<String> =
+                    ["Iface", "Punted for", "Packets", "Rate-limited"].iter().map(|s| s.to_string()).collect();
+                s.push_str(&format!("\nTo the kernel (per ingress port and reason)\n{}", table(&h, &why)));
+            }
+            s
         }
     }
 }
@@ -768,4 +802,156 @@ mod tests {
         assert_eq!(View::parse(&w("conservation")).unwrap(), View::Conservation);
         assert!(View::parse(&w("bogus")).is_err());
     }
+}
+
+/// The router's tables `show` can list (paged over telemetry: any number of rows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteTable {
+    /// `show ip route`
+    Ipv4Routes,
+    /// `show ipv6 route`
+    Ipv6Routes,
+    /// `show arp`
+    Arp,
+    /// `show ndp`
+    Ndp,
+}
+
+impl RouteTable {
+    /// `ip route`, `ipv6 route`, `arp`, `ndp` (SONiC spelling); None for anything else.
+    pub fn parse(words: &[String]) -> Option<RouteTable> {
+        let w: Vec<&str> = words.iter().map(|s| s.as_str()).collect();
+        Some(match w.as_slice() {
+            ["ip", "route"] => RouteTable::Ipv4Routes,
+            ["ipv6", "route"] => RouteTable::Ipv6Routes,
+            ["arp"] => RouteTable::Arp,
+            ["ndp"] => RouteTable::Ndp,
+            _ => return None,
+        })
+    }
+
+    /// The telemetry command and its family parameter.
+    pub fn command(self) -> (&'static str, &'static str) {
+        match self {
+            RouteTable::Ipv4Routes => ("/pfcswitch/routes", "v4"),
+            RouteTable::Ipv6Routes => ("/pfcswitch/routes", "v6"),
+            RouteTable::Arp => ("/pfcswitch/neighbours", "v4"),
+            RouteTable::Ndp => ("/pfcswitch/neighbours", "v6"),
+        }
+    }
+}
+
+/// Every row of `t`, page by page through `query` (one telemetry command each).
+pub fn fetch_rows<E: std::fmt::Display>(
+    t: RouteTable,
+    query: &mut dyn FnMut(&str) -> Result<Value, E>,
+) -> Result<Vec<String>, ShowError> {
+    let (cmd, fam) = t.command();
+    let mut rows = Vec::new();
+    loop {
+        let ask = format!("{cmd},{fam},{}", rows.len());
+        let v = query(&ask).map_err(|e| ShowError::Query(e.to_string()))?;
+        if let Some(e) = v.get("error") {
+            return Err(ShowError::Switch {
+                cmd: cmd.into(),
+                msg: e.as_str().map_or_else(|| e.to_string(), String::from),
+            });
+        }
+        let (Some(total), Some(Value::Array(page))) = (v.get("total").and_then(Value::as_u64), v.get("rows")) else {
+            return Err(ShowError::Unexpected { cmd: cmd.into(), reply: v.to_string() });
+        };
+        rows.extend(page.iter().filter_map(|r| r.as_str().map(String::from)));
+        if page.is_empty() || rows.len() as u64 >= total {
+            return Ok(rows);
+        }
+    }
+}
+
+/// The table of `t` from its rows (`/pfcswitch/routes`: `prefix|code|metric|via|iface|mac|weight`,
+/// one per next hop; `/pfcswitch/neighbours`: `address|mac|iface`), in SONiC's layout.
+pub fn render_rows(t: RouteTable, rows: &[String]) -> String {
+    let split = |r: &String| r.split('|').map(String::from).collect::<Vec<String>>();
+    match t {
+        RouteTable::Ipv4Routes | RouteTable::Ipv6Routes => {
+            let mut s = String::from(
+                "Codes: K - kernel route, C - connected, L - local address, N - neighbour host route\n       \
+                 * - in the dataplane's table (FIB); (unresolved): punted until the neighbour resolves\n\n",
+            );
+            let mut last = String::new();
+            for r in rows.iter().map(split) {
+                let [prefix, code, metric, via, iface, mac, weight] = &r[..] else { continue };
+                let head = if *prefix == last {
+                    format!("  *{:width$}", "", width = prefix.len() + 1)
+                } else {
+                    format!("{code}>* {prefix}")
+                };
+                last = prefix.clone();
+                let metric = if metric.is_empty() { String::new() } else { format!(" [0/{metric}]") };
+                let line = match via.as_str() {
+                    "direct" => format!("{head}{metric} is directly connected, {iface}"),
+                    "local" => format!("{head} is a local address"),
+                    "blackhole" => format!("{head}{metric} unreachable (blackhole)"),
+                    "kernel" => format!("{head}{metric} handled by the kernel (unreachable, or not through a port)"),
+                    gw => {
+                        let w = if weight.is_empty() || weight == "1" {
+                            String::new()
+                        } else {
+                            format!(", weight {weight}")
+                        };
+                        let res = if mac.is_empty() { " (unresolved)".to_string() } else { String::new() };
+                        format!("{head}{metric} via {gw}, {iface}{w}{res}")
+                    }
+                };
+                s.push_str(&line);
+                s.push('\n');
+            }
+            s
+        }
+        RouteTable::Arp | RouteTable::Ndp => {
+            let h: Vec<String> =
+                ["Address", "MacAddress", "Iface", "Vlan", "Status"].iter().map(|s| s.to_string()).collect();
+            let body: Vec<Vec<String>> = rows
+                .iter()
+                .map(split)
+                .filter(|r| r.len() == 3)
+                .map(|r| {
+                    let (mac, status) =
+                        if r[1].is_empty() { ("-".to_string(), "INCOMPLETE") } else { (r[1].clone(), "RESOLVED") };
+                    vec![r[0].clone(), mac, r[2].clone(), "-".to_string(), status.to_string()]
+                })
+                .collect();
+            let mut s = left_table(&h, &body);
+            s.push_str(&format!("Total number of entries {}\n", body.len()));
+            s
+        }
+    }
+}
+
+/// A table with left-aligned columns (SONiC's `show arp`).
+fn left_table(header: &[String], rows: &[Vec<String>]) -> String {
+    let mut w: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(w.len()) {
+            w[i] = w[i].max(c.len());
+        }
+    }
+    let line = |cells: &[String]| {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{:<w$}", c, w = w[i]))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    let mut out = line(header);
+    out.push('\n');
+    out.push_str(&w.iter().map(|n| "-".repeat(*n)).collect::<Vec<_>>().join("  "));
+    out.push('\n');
+    for r in rows {
+        out.push_str(&line(r));
+        out.push('\n');
+    }
+    out
 }

@@ -292,6 +292,17 @@ pub(crate) const SECTIONS: &[&str] =
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawControlPlane {
     pub netns: Option<String>,
+    /// Deserialized on its own, so its errors name `control_plane.copp.<key>`.
+    pub copp: Option<Value>,
+}
+
+/// `[control_plane.copp]`: punt rate limits per class, packets per second.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCopp {
+    pub arp_nd: Option<IntLike>,
+    pub to_us: Option<IntLike>,
+    pub exceptions: Option<IntLike>,
 }
 
 fn field_between<'a>(msg: &'a str, prefix: &str) -> Option<(&'a str, &'a str)> {

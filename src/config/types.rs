@@ -134,6 +134,10 @@ pub struct PortConfig {
     pub tx_inflight: TxInflight,
     /// `control_tx_queue`: PFC frames on a TX queue of their own.
     pub control_tx_queue: ControlTxQueue,
+    /// Not a `[[port]]` but the kernel representor of router interface `ports[i]` (a
+    /// `net_tap` the switch adds after the configured ports: docs/routing.md). Punted
+    /// frames leave through it, what the kernel sends arrives on it.
+    pub representor_of: Option<usize>,
 }
 
 /// `[[port]] tx_inflight_limit`: how much data may sit in the device's TX ring ahead of a
@@ -590,6 +594,28 @@ pub struct RoutingConfig {
     /// index, in port order, each with its addresses. A port listed here routes frames sent
     /// to its MAC and has a kernel representor named like it.
     pub interfaces: Vec<RouterInterface>,
+    /// `[control_plane.copp]`: punt rate limits per class.
+    pub copp: CoppConfig,
+}
+
+/// Punt rate limits (SONiC's COPP idea), packets per second per class for the whole switch
+/// (each worker lcore polices its share). 0 punts nothing of the class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CoppConfig {
+    /// ARP and IPv6 neighbour discovery.
+    pub arp_nd: u32,
+    /// To the switch's own addresses (ping, BGP), link-scope multicast.
+    pub to_us: u32,
+    /// TTL expired, no route, unresolved neighbour, MTU exceeded.
+    pub exceptions: u32,
+}
+
+impl Default for CoppConfig {
+    /// SONiC's defaults in spirit: ARP/ND 600 pps, traffic to the switch 6000 pps,
+    /// exceptions 600 pps.
+    fn default() -> CoppConfig {
+        CoppConfig { arp_nd: 600, to_us: 6000, exceptions: 600 }
+    }
 }
 
 /// One router interface: a port and the addresses set on its representor at start.
@@ -609,5 +635,20 @@ impl RoutingConfig {
     /// Is port `index` a router interface?
     pub fn is_routed(&self, index: usize) -> bool {
         self.interfaces.iter().any(|i| i.port == index)
+    }
+}
+
+/// The name of the representor port of switch port `port` in counters, telemetry and
+/// `show`: `cpu/Ethernet0` (DPDK telemetry takes letters, digits, '_' and '/' in a key; the
+/// kernel netdev itself is named like the port).
+pub fn representor_port_name(port: &str) -> String {
+    format!("cpu/{port}")
+}
+
+impl Config {
+    /// The `[[port]]`s, without the representors the switch adds after them.
+    pub fn switch_ports(&self) -> &[PortConfig] {
+        let n = self.ports.iter().take_while(|p| p.representor_of.is_none()).count();
+        &self.ports[..n]
     }
 }

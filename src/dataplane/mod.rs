@@ -16,6 +16,8 @@ mod link;
 mod main_loop;
 mod pause_handoff;
 mod report;
+mod router;
+mod routing;
 mod setup;
 mod shared;
 pub mod spec;
@@ -55,6 +57,11 @@ pub enum DataplaneError {
     Io(std::io::Error),
     #[error("{0}")]
     Speed(spec::SpeedMismatch),
+    /// `[control_plane] netns` cannot be entered (before EAL: a configuration error).
+    #[error("{0}")]
+    Netns(crate::kernel::KernelError),
+    #[error("routing: {0}")]
+    Routing(String),
 }
 
 /// How to run and when to stop.
@@ -78,6 +85,12 @@ fn fault_lcore(var: &str) -> Option<u32> {
 
 /// Start the switch described by `spec`, run until `opts` says stop, stop cleanly.
 pub fn run(spec: &SwitchSpec, opts: &RunOptions) -> Result<RunReport, DataplaneError> {
+    // Before EAL: its lcores, the representors (net_tap creates its netdev in the prober's
+    // namespace), af_packet ports and the control thread are then all born there.
+    if let Some(ns) = &spec.config.routing.netns {
+        crate::kernel::netns::enter(ns).map_err(DataplaneError::Netns)?;
+        log::info!("network namespace {ns}: entered");
+    }
     let eal = Eal::init(&spec.eal_args).map_err(DataplaneError::Eal)?;
     log::info!(
         "{} up: {} lcores, {} ports probed, TSC {} Hz",
@@ -127,6 +140,8 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     setup::check_queue_capacity(spec, pool.size())?;
     let mmu = Mmu::new(spec.plan.mmu.clone()).map_err(|e| DataplaneError::Mmu(e.to_string()))?;
     let hz = tsc_hz();
+    // The kernel's tables are loaded before any worker runs.
+    let mut routing = routing::Routing::start(spec, &ports.macs)?;
     let mut pfc = setup::PfcSides::new(spec, hz);
     let shared = setup::shared_state(spec, mmu, &ports, &pfc, pools, &links, hz);
     let mut control = control::Control::new(shared.clone(), hz, sources);
@@ -135,6 +150,7 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
         pfc_tx: control.tx_counters(),
         port_ids: ports.ids.clone(),
         tsc_hz: hz,
+        routing: routing.as_ref().map(|r| telemetry::RoutingView { status: r.status.clone(), names: r.names.clone() }),
     });
     let (timeline, timeline_file) = match &opts.timeline {
         Some((path, every)) => {
@@ -146,7 +162,13 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     };
     let port_names = spec.ports.iter().map(|p| p.name.clone()).collect();
     let io_thread = io::IoThread::spawn(shared.io.clone(), timeline_file, port_names).map_err(DataplaneError::Io)?;
-    let workers = setup::workers(spec, &shared, &mut ports, &mut pfc, hz);
+    let mut workers = setup::workers(spec, &shared, &mut ports, &mut pfc, hz);
+    if let Some(r) = &routing {
+        let now = dpdk::rdtsc();
+        for (i, w) in workers.iter_mut().enumerate() {
+            w.route_with(r.worker(i, hz, now)?);
+        }
+    }
 
     // Launch. If one worker cannot be launched, the ones already running stop at once:
     // they wait at stop only for the workers that were launched.
@@ -193,8 +215,13 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
 
     let ids = ports.ids.clone();
     let (totals, pmd) = shutdown(&shared, handles, &control, ports);
+    let routing_json = routing.as_mut().map(|r| {
+        r.stop();
+        report::routing_json(&r.status)
+    });
     io_thread.finish();
-    let report = report::build(spec, &shared, &control, report::Final { totals, pmd, ids, elapsed }, &pool, &ctl_pool);
+    let fin = report::Final { totals, pmd, ids, elapsed, routing: routing_json };
+    let report = report::build(spec, &shared, &control, fin, &pool, &ctl_pool);
     match launch_err {
         Some(e) => Err(e),
         None => Ok(report),

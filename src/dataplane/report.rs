@@ -127,6 +127,10 @@ pub struct RunReport {
     pub pool: Value,
     /// Output the I/O thread could not keep up with (dropped, never waited for).
     pub io_dropped: super::io::IoDropped,
+    /// The router's control thread at stop (None without a router interface).
+    pub routing: Option<Value>,
+    /// Per port: the port it is the kernel representor of.
+    pub representor_of: Vec<Option<usize>>,
 }
 
 impl RunReport {
@@ -258,7 +262,8 @@ impl RunReport {
         let ports: Vec<_> = self
             .ports
             .iter()
-            .map(|p| {
+            .enumerate()
+            .map(|(i, p)| {
                 let drops: serde_json::Map<String, Value> =
                     DropReason::ALL.iter().map(|r| (r.as_str().to_string(), p.totals.drops[*r as usize].into())).collect();
                 let arr = |f: &dyn Fn(&PfcPrioStats) -> u64| p.pfc.iter().map(f).collect::<Vec<u64>>();
@@ -299,6 +304,14 @@ impl RunReport {
                 for (name, v) in p.totals.scalars() {
                     o[name] = v.into();
                 }
+                let by_reason = |a: &[u64]| -> Value {
+                    crate::route::PuntReason::ALL.iter().map(|r| (r.name().to_string(), Value::from(a[r.index()]))).collect()
+                };
+                o["punted"] = by_reason(&p.totals.punted);
+                o["punt_dropped"] = by_reason(&p.totals.punt_dropped);
+                if let Some(Some(of)) = self.representor_of.get(i) {
+                    o["representor_of"] = self.ports[*of].name.clone().into();
+                }
                 o
             })
             .collect();
@@ -327,8 +340,22 @@ impl RunReport {
             "rx_flushed_at_stop": self.rx_flushed_at_stop,
             "control_frame_failures": self.ctl_failures,
             "io_dropped": self.io_dropped,
+            "routing": self.routing,
         })
     }
+}
+
+/// The router's control thread at stop: synced, batches, resyncs, the writer's counters.
+pub(super) fn routing_json(st: &crate::kernel::sync::SyncStatus) -> Value {
+    use std::sync::atomic::Ordering::Relaxed;
+    let stats = st.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    json!({
+        "synced": st.synced.load(Relaxed),
+        "batches": st.batches.load(Relaxed),
+        "resyncs": st.resyncs.load(Relaxed),
+        "rib": stats,
+        "error": st.error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+    })
 }
 
 /// What is known only once everything stopped.
@@ -339,6 +366,8 @@ pub(super) struct Final {
     /// DPDK port ids, per port.
     pub ids: Vec<u16>,
     pub elapsed: Duration,
+    /// [`routing_json`] at stop, with a router.
+    pub routing: Option<Value>,
 }
 
 pub(super) fn build(
@@ -349,7 +378,7 @@ pub(super) fn build(
     pool: &Mempool,
     ctl_pool: &Mempool,
 ) -> RunReport {
-    let Final { totals, pmd, ids, elapsed } = fin;
+    let Final { totals, pmd, ids, elapsed, routing } = fin;
     let hz = crate::dpdk::tsc_hz();
     let txc = control.tx_counters();
     let mut ports = Vec::new();
@@ -432,6 +461,8 @@ pub(super) fn build(
         rx_flushed_at_stop: shared.counters.iter().map(|c| c.worker.rx_flushed_at_stop.get()).sum(),
         ctl_failures: control.ctl_failures,
         io_dropped: shared.io.dropped(),
+        routing,
+        representor_of: spec.ports.iter().map(|p| p.representor_of).collect(),
         pool: json!({
             "ingress_lossless_pool": {
                 "size": ps.lossless.size, "shared_size": ps.lossless.shared_size,

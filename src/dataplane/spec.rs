@@ -25,6 +25,8 @@ pub struct PortSpec {
     pub control_txq: Option<bool>,
     /// A PCI device (not a vdev).
     pub is_pci: bool,
+    /// The kernel representor of port `i` (added by the switch after the `[[port]]`s).
+    pub representor_of: Option<usize>,
 }
 
 impl PortSpec {
@@ -90,6 +92,11 @@ pub fn queue_len_for(plan: &crate::plan::Plan, mbuf_count: u32, burst: usize) ->
 }
 
 impl SwitchSpec {
+    /// How many ports are configured `[[port]]`s (the representors follow them).
+    pub fn switch_ports(&self) -> usize {
+        self.ports.iter().take_while(|p| p.representor_of.is_none()).count()
+    }
+
     /// The largest MTU of any port: what bounds a frame that can reach an egress port.
     pub fn max_mtu(&self) -> u32 {
         self.ports.iter().map(|p| p.mtu).max().unwrap_or(1500)
@@ -120,6 +127,7 @@ impl SwitchSpec {
                         crate::config::ControlTxQueue::Auto => None,
                     },
                     is_pci: matches!(p.device, crate::config::PortDevice::Pci { .. }),
+                    representor_of: p.representor_of,
                 })
                 .collect(),
             workers: cfg

@@ -27,6 +27,103 @@ pub struct Views {
     pub pfc_tx: Vec<Arc<PfcTxCounters>>,
     pub port_ids: Vec<u16>,
     pub tsc_hz: u64,
+    /// The router, if any port is a router interface.
+    pub routing: Option<RoutingView>,
+}
+
+/// What `/pfcswitch/routes` and `/pfcswitch/neighbours` read: views the control thread
+/// takes of its writer on request (never the fast path's tables).
+#[derive(Clone)]
+pub struct RoutingView {
+    pub status: Arc<crate::kernel::sync::SyncStatus>,
+    /// Switch port names by index.
+    pub names: Vec<String>,
+}
+
+/// Rows of one page: DPDK sends 16 KB at most, a string of 127 bytes at most.
+const PAGE_BYTES: usize = 12 * 1024;
+const PAGE_ROWS: usize = 200;
+
+/// `v4|v6[,<offset>]`.
+fn family_offset(params: &str) -> Result<(bool, usize), String> {
+    let usage = "parameters: v4|v6[,<offset>]";
+    let mut it = params.split(',').map(str::trim);
+    let v6 = match it.next() {
+        Some("v4") | Some("") | None => false,
+        Some("v6") => true,
+        _ => return Err(usage.into()),
+    };
+    let off = match it.next() {
+        Some(o) => o.parse().map_err(|_| usage.to_string())?,
+        None => 0,
+    };
+    Ok((v6, off))
+}
+
+/// `{"total", "offset", "rows": [...]}`: the rows from `offset` that fit a reply.
+fn page(rows: Vec<String>, offset: usize) -> Value {
+    let total = rows.len();
+    let mut bytes = 0;
+    let out: Vec<String> = rows
+        .into_iter()
+        .skip(offset)
+        .take(PAGE_ROWS)
+        .take_while(|r| {
+            bytes += r.len() + 3;
+            bytes <= PAGE_BYTES
+        })
+        .collect();
+    json!({ "total": total, "offset": offset, "rows": out })
+}
+
+impl RoutingView {
+    fn view(&self) -> Result<Arc<crate::route::RibView>, String> {
+        self.status
+            .view(std::time::Duration::from_secs(1), std::time::Duration::from_secs(3))
+            .ok_or_else(|| "the routing control thread did not answer".to_string())
+    }
+
+    fn name(&self, port: u16) -> &str {
+        self.names.get(usize::from(port)).map_or("?", |s| s.as_str())
+    }
+
+    /// One row per next hop: `prefix|code|metric|via|iface|mac|weight` (via: a gateway,
+    /// or `direct`, `local`, `blackhole`, `kernel`; mac empty while unresolved).
+    fn route_rows(&self, v6: bool) -> Result<Vec<String>, String> {
+        use crate::route::{Prefix, Target};
+        let view = self.view()?;
+        let mut rows = Vec::new();
+        for r in view.routes.iter().filter(|r| matches!(r.prefix, Prefix::V6(_)) == v6) {
+            let metric = r.metric.map(|m| m.to_string()).unwrap_or_default();
+            let code = r.origin.code();
+            if r.nexthops.is_empty() {
+                let via = match r.target {
+                    Target::Glean => "direct",
+                    Target::Local => "local",
+                    Target::Blackhole => "blackhole",
+                    _ => "kernel",
+                };
+                let iface = r.port.map(|p| self.name(p)).unwrap_or("");
+                rows.push(format!("{}|{code}|{metric}|{via}|{iface}||", r.prefix));
+            }
+            for (port, gw, mac, weight) in &r.nexthops {
+                let mac = mac.map(|m| m.to_string()).unwrap_or_default();
+                rows.push(format!("{}|{code}|{metric}|{gw}|{}|{mac}|{weight}", r.prefix, self.name(*port)));
+            }
+        }
+        Ok(rows)
+    }
+
+    /// `address|mac|iface` (mac empty while unresolved).
+    fn neighbour_rows(&self, v6: bool) -> Result<Vec<String>, String> {
+        let view = self.view()?;
+        Ok(view
+            .neighbours
+            .iter()
+            .filter(|n| n.addr.is_ipv6() == v6)
+            .map(|n| format!("{}|{}|{}", n.addr, n.mac.map(|m| m.to_string()).unwrap_or_default(), self.name(n.port)))
+            .collect())
+    }
 }
 
 /// One port's object in a per-port reply.
@@ -94,6 +191,28 @@ impl Views {
         }
         let credit = p.tx_credit.fetch_add(n, std::sync::atomic::Ordering::Relaxed) + n;
         Ok(json!({ "port": p.name, "released": n, "credit": credit }))
+    }
+
+    fn routing(&self) -> Result<&RoutingView, String> {
+        self.routing.as_ref().ok_or_else(|| "no router interface ([interface] is empty)".to_string())
+    }
+
+    /// `/pfcswitch/routes,v4|v6,<offset>`: a page of the installed routes.
+    pub fn routes(&self, params: &str) -> Result<Value, String> {
+        let (v6, off) = family_offset(params)?;
+        Ok(page(self.routing()?.route_rows(v6)?, off))
+    }
+
+    /// `/pfcswitch/neighbours,v4|v6,<offset>`: a page of the neighbours.
+    pub fn neighbours(&self, params: &str) -> Result<Value, String> {
+        let (v6, off) = family_offset(params)?;
+        Ok(page(self.routing()?.neighbour_rows(v6)?, off))
+    }
+
+    /// `/pfcswitch/routing`: the control thread's state and the writer's counters.
+    pub fn routing_status(&self, _params: &str) -> Result<Value, String> {
+        let r = self.routing()?;
+        Ok(super::report::routing_json(&r.status))
     }
 
     pub fn ports(&self) -> Value {
@@ -209,6 +328,10 @@ impl Views {
         for r in DropReason::ALL {
             o.insert(format!("drop_{}", r.as_str()), pt.drop_count(r).into());
         }
+        for r in crate::route::PuntReason::ALL {
+            o.insert(format!("punted_{}", r.name()), pt.punted[r.index()].into());
+            o.insert(format!("punt_dropped_{}", r.name()), pt.punt_dropped[r.index()].into());
+        }
         o
     }
 
@@ -287,12 +410,12 @@ enum Scope {
     PerPort(PortView),
     /// The whole switch.
     Switch(fn(&Views) -> Value),
-    /// A command that changes something; the parameter is its own.
+    /// A command with parameters of its own (a test knob, a page of a table).
     Action(fn(&Views, &str) -> Result<Value, String>),
 }
 
 /// The commands, their help, and what they answer for.
-const COMMANDS: [(&str, &str, Scope); 11] = [
+const COMMANDS: [(&str, &str, Scope); 14] = [
     (
         "/pfcswitch/ports",
         "Port names (for the per-port commands' parameter), pid and start time",
@@ -335,6 +458,21 @@ const COMMANDS: [(&str, &str, Scope); 11] = [
         Scope::PerPort(Views::conservation),
     ),
     ("/pfcswitch/fdb", "FDB entries (one table for every worker) and capacity", Scope::Switch(Views::fdb)),
+    (
+        "/pfcswitch/routes",
+        "Installed routes, one row per next hop: prefix|code|metric|via|iface|mac|weight. Params: v4|v6,offset",
+        Scope::Action(Views::routes),
+    ),
+    (
+        "/pfcswitch/neighbours",
+        "Neighbours of the router interfaces: address|mac|iface. Params: v4|v6,offset",
+        Scope::Action(Views::neighbours),
+    ),
+    (
+        "/pfcswitch/routing",
+        "The routing control thread: synced, batches, resyncs, writer counters",
+        Scope::Action(Views::routing_status),
+    ),
     (
         "/pfcswitch/tx_release",
         "Test knob: let N more data packets leave a port with tx_enable = false. Params: port,N",

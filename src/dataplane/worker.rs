@@ -16,10 +16,12 @@ use crate::dpdk::{rdtsc, Mbuf, MbufBurst, RxQueue, BURST_CAP};
 use crate::mmu::{self, Verdict};
 use crate::pfc::PfcRx;
 use crate::pfcwd::PfcwdRxStamps;
-use crate::wire::{self, MacAddr, MacControl, MIN_FRAME_LEN};
+use crate::route::{self, Decision, Ingress, PuntReason, RouteDrop};
+use crate::wire::{self, MacAddr, MacControl, Parsed, MIN_FRAME_LEN};
 
 use super::egress::{Queued, RunKey};
 use super::pause_handoff::WorkerNotes;
+use super::router::{Held, Router};
 use super::shared::Shared;
 use super::spec::SwitchSpec;
 use super::tx::TxPort;
@@ -60,6 +62,12 @@ pub struct Worker {
     adaptive: bool,
     /// Flood lossless-class frames to unknown unicast destinations.
     flood_lossless: bool,
+    /// The configured ports (bridged and flooded over); the representors come after them.
+    nswitch: usize,
+    /// Per port: for a kernel representor, the port what the kernel sends on it leaves by.
+    kernel_out: Vec<Option<u16>>,
+    /// Routing (None: no router interface, the L2 switch as it always was).
+    router: Option<Box<Router>>,
 }
 
 /// Empty loop iterations before an adaptive worker naps, and its nap lengths (µs).
@@ -120,7 +128,15 @@ impl Worker {
             notes: WorkerNotes::new(nports),
             adaptive: spec.worker_idle == crate::config::WorkerIdle::Adaptive,
             flood_lossless: spec.flood_lossless,
+            nswitch: spec.switch_ports(),
+            kernel_out: spec.ports.iter().map(|p| p.representor_of.map(|i| i as u16)).collect(),
+            router: None,
         }
+    }
+
+    /// Route on the router interfaces with `r`.
+    pub fn route_with(&mut self, r: Router) {
+        self.router = Some(Box::new(r));
     }
 
     /// Poll RX queue `q` of `port` from this lcore.
@@ -215,6 +231,11 @@ impl Worker {
         let mut next_settle = rdtsc().wrapping_add(settle_every);
         // Until the switch stops receiving (see `Shared::rx_stopped`).
         let mut rx_on = true;
+        // Offline until now (start-up grace periods must not wait for a worker not yet
+        // running); from here on a quiescent state every iteration, between bursts.
+        if let Some(r) = &self.router {
+            r.reader.online();
+        }
         while shared.running.load(Ordering::Relaxed) {
             let t0 = rdtsc();
             let mut moved = 0usize;
@@ -249,6 +270,9 @@ impl Worker {
                 // spin (a spinning lcore would also starve the control lcore on a shared CPU).
                 std::thread::sleep(std::time::Duration::from_micros(20));
             }
+            if let Some(r) = &self.router {
+                r.reader.quiescent();
+            }
             let t1 = rdtsc();
             counters.worker.loops.inc();
             if moved > 0 {
@@ -277,7 +301,16 @@ impl Worker {
                     // and ends the nap (another worker's PAUSE must not wait for it).
                     let bell = &shared.doorbells[self.index];
                     let nap = std::time::Duration::from_micros(nap_us);
-                    if bell.nap(nap, || self.txs.iter().all(|t| t.is_idle(&shared))) {
+                    // Offline while napping: the routing writer's grace periods do not
+                    // wait for a sleeping worker.
+                    if let Some(r) = &self.router {
+                        r.reader.offline();
+                    }
+                    let napped = bell.nap(nap, || self.txs.iter().all(|t| t.is_idle(&shared)));
+                    if let Some(r) = &self.router {
+                        r.reader.online();
+                    }
+                    if napped {
                         counters.worker.idle_sleeps.inc();
                         nap_us = (nap_us * 2).min(NAP_MAX_US);
                     }
@@ -286,6 +319,9 @@ impl Worker {
         }
         // Stop: account pauses that ended. Wait until no worker enqueues any more, then
         // free what this lcore holds or what is on its way to it, releasing the charges.
+        if let Some(r) = &self.router {
+            r.reader.offline();
+        }
         let now = rdtsc();
         for rx in self.pfc_rx.iter_mut().flatten() {
             rx.poll(now);
@@ -314,6 +350,13 @@ impl Worker {
     }
 
     fn process_burst(&mut self, shared: &Shared, in_port: usize, now: u64, c: &LcoreCounters) {
+        if let Some(out) = self.kernel_out[in_port] {
+            return self.kernel_burst(shared, in_port, out, now, c);
+        }
+        // Moved out for the burst (a pointer), so that pass 1 can hold packets in it while
+        // runs are formed in `self`.
+        let mut router = self.router.take();
+        let routes_here = router.as_ref().is_some_and(|r| r.routes_on(in_port));
         let pc = &c.ports[in_port];
         let plan = &shared.ports[in_port].plan;
         let n = self.burst.len();
@@ -367,6 +410,14 @@ impl Worker {
                 c.count_drop(DropSite::arrival(in_port), DropReason::LinkLocal, 1);
                 continue;
             }
+            if routes_here {
+                if let Some(r) = router.as_deref_mut() {
+                    match self.route_ingress(shared, r, in_port, &parsed, m, len, now, c) {
+                        Some(back) => m = back,
+                        None => continue,
+                    }
+                }
+            }
             if learned != Some(parsed.src.0) {
                 shared.fdb.learn(parsed.src.0, in_port as u16, now);
                 learned = Some(parsed.src.0);
@@ -390,7 +441,7 @@ impl Worker {
                 }
             };
             let ip = in_port as u16;
-            let nports = shared.egress.len();
+            let nports = self.nswitch;
             // Where the packet goes: one port (unicast, or a flood with a single other
             // port), or a flood with copies.
             let single = match out {
@@ -407,15 +458,7 @@ impl Worker {
                 None => None,
             };
             match single {
-                Some(p) => {
-                    if self.run_mbufs.is_empty() || !self.run.same(p, class, lossless) {
-                        self.flush_run(shared, ip, now, c);
-                        self.run = Batch { out: p, class, lossless };
-                    }
-                    let k = self.run_mbufs.len();
-                    self.run_lens[k] = len;
-                    let _ = self.run_mbufs.push(m);
-                }
+                Some(p) => self.push_run(shared, ip, p, class, lossless, m, len, now, c),
                 None => {
                     self.flush_run(shared, ip, now, c);
                     pc.tc_rx[class.tc as usize].inc();
@@ -441,6 +484,165 @@ impl Worker {
                     self.admit_one(shared, ip, last, class, lossless, m, now, c);
                 }
             }
+        }
+        if let Some(r) = router.as_deref_mut() {
+            if r.held() > 0 {
+                self.route_held(shared, r, in_port, now, c);
+            }
+        }
+        self.router = router;
+        self.flush_run(shared, in_port as u16, now, c);
+        pc.rx_packets.add(n as u64);
+        pc.rx_bytes.add(rx_bytes);
+        self.burst.clear();
+    }
+
+    /// Add a packet to the run being formed (same egress port and class), flushing the run
+    /// before if it differs.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn push_run(
+        &mut self,
+        shared: &Shared,
+        in_port: u16,
+        out: u16,
+        class: Class,
+        lossless: bool,
+        m: Mbuf,
+        len: u32,
+        now: u64,
+        c: &LcoreCounters,
+    ) {
+        if self.run_mbufs.is_empty() || !self.run.same(out, class, lossless) {
+            self.flush_run(shared, in_port, now, c);
+            self.run = Batch { out, class, lossless };
+        }
+        let k = self.run_mbufs.len();
+        self.run_lens[k] = len;
+        let _ = self.run_mbufs.push(m);
+    }
+
+    /// Pass 1 of routing, on a router interface: a frame for the kernel is punted, one to
+    /// the router MAC held for the burst's lookup, a malformed one dropped; anything else
+    /// comes back to be bridged.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn route_ingress(
+        &mut self,
+        shared: &Shared,
+        r: &mut Router,
+        in_port: usize,
+        parsed: &Parsed,
+        m: Mbuf,
+        len: u32,
+        now: u64,
+        c: &LcoreCounters,
+    ) -> Option<Mbuf> {
+        let ing = route::ingress(parsed, m.data(), &r.ports[in_port]);
+        if ing == Ingress::Done(Decision::Bridge) {
+            return Some(m);
+        }
+        let plan = &shared.ports[in_port].plan;
+        let class = plan.qos.classify(parsed);
+        let lossless = plan.pfc_mask & (1 << class.priority) != 0;
+        let wd_rx = shared.ports[in_port].pfcwd.as_ref().map_or(0, |w| w.ignore_pfc_mask());
+        if wd_rx & (1 << class.priority) != 0 && watchdog_rx_drops(shared, in_port, class, c) {
+            return None;
+        }
+        match ing {
+            Ingress::Lookup(l3) => {
+                r.hold(m, l3, Held { l3_offset: parsed.l3_offset as u16, class, lossless, len });
+            }
+            Ingress::Done(Decision::Punt(why)) => self.punt(shared, r, in_port, why, class, m, len, now, c),
+            Ingress::Done(Decision::Drop(why)) => count_forwarding_drop(c, in_port, class.tc, route_drop(why)),
+            // `ingress` decides no route itself; bridging was handled above.
+            Ingress::Done(Decision::Route(_) | Decision::Bridge) => {
+                count_forwarding_drop(c, in_port, class.tc, DropReason::Malformed)
+            }
+        }
+        None
+    }
+
+    /// Pass 2 of routing: look the held packets up in bulk, then forward (rewrite and join
+    /// a run to the egress port, in the class pass 1 found), punt or drop each.
+    fn route_held(&mut self, shared: &Shared, r: &mut Router, in_port: usize, now: u64, c: &LcoreCounters) {
+        r.lookup_held();
+        let pc = &c.ports[in_port];
+        let (mut routed, mut bytes) = (0u64, 0u64);
+        for k in 0..r.held() {
+            let Some((mut m, h, d)) = r.decide_held(k) else { continue };
+            match d {
+                Decision::Route(to) => {
+                    wire::route_rewrite(m.data_mut(), usize::from(h.l3_offset), to.dst_mac, r.mac(to.port));
+                    routed += 1;
+                    bytes += u64::from(h.len);
+                    self.push_run(shared, in_port as u16, to.port, h.class, h.lossless, m, h.len, now, c);
+                }
+                Decision::Punt(why) => self.punt(shared, r, in_port, why, h.class, m, h.len, now, c),
+                Decision::Drop(why) => count_forwarding_drop(c, in_port, h.class.tc, route_drop(why)),
+                Decision::Bridge => count_forwarding_drop(c, in_port, h.class.tc, DropReason::Malformed),
+            }
+        }
+        r.clear_held();
+        pc.routed_packets.add(routed);
+        pc.routed_bytes.add(bytes);
+    }
+
+    /// Up the representor of `in_port` if the class's rate allows: an egress like any
+    /// other, lossy (the kernel cannot be paused), in the packet's queue.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn punt(
+        &mut self,
+        shared: &Shared,
+        r: &mut Router,
+        in_port: usize,
+        why: PuntReason,
+        class: Class,
+        m: Mbuf,
+        len: u32,
+        now: u64,
+        c: &LcoreCounters,
+    ) {
+        let pc = &c.ports[in_port];
+        match r.rep_of[in_port] {
+            Some(rep) if r.limiter.admit(why, now) => {
+                pc.punted[why.index()].inc();
+                self.push_run(shared, in_port as u16, rep, class, false, m, len, now, c);
+            }
+            _ => {
+                pc.punt_dropped[why.index()].inc();
+                count_forwarding_drop(c, in_port, class.tc, DropReason::PuntRateLimited);
+            }
+        }
+    }
+
+    /// A burst from a kernel representor (ARP/ND answers, ICMP errors, BGP): out of the
+    /// port it represents unchanged, through the MMU (lossy) and the scheduler in its
+    /// DSCP's class. Nothing is learned or looked up.
+    fn kernel_burst(&mut self, shared: &Shared, in_port: usize, out: u16, now: u64, c: &LcoreCounters) {
+        let pc = &c.ports[in_port];
+        let plan = &shared.ports[in_port].plan;
+        let n = self.burst.len();
+        let mut rx_bytes = 0u64;
+        for i in 0..n {
+            let Some(mut m) = self.burst.take(i) else { continue };
+            rx_bytes += m.pkt_len() as u64;
+            if m.segments() != 1 || m.pkt_len() > self.max_frame[in_port] {
+                c.count_drop(DropSite::arrival(in_port), if m.segments() != 1 { DropReason::MultiSegment } else { DropReason::Oversize }, 1);
+                continue;
+            }
+            if m.len() < MIN_FRAME_LEN && !pad(&mut m) {
+                c.count_drop(DropSite::arrival(in_port), DropReason::Runt, 1);
+                continue;
+            }
+            let len = m.len() as u32;
+            let Ok(parsed) = wire::parse(m.data()) else {
+                c.count_drop(DropSite::arrival(in_port), DropReason::Malformed, 1);
+                continue;
+            };
+            let class = plan.qos.classify(&parsed);
+            self.push_run(shared, in_port as u16, out, class, false, m, len, now, c);
         }
         self.flush_run(shared, in_port as u16, now, c);
         pc.rx_packets.add(n as u64);
@@ -627,6 +829,14 @@ fn copy_mbuf(shared: &Shared, m: &Mbuf) -> Option<Mbuf> {
     let dst = copy.append(src.len() as u16)?;
     dst.copy_from_slice(src);
     Some(copy)
+}
+
+/// The counter a router drop is counted under.
+fn route_drop(why: RouteDrop) -> DropReason {
+    match why {
+        RouteDrop::Blackhole => DropReason::RouteBlackhole,
+        RouteDrop::Malformed => DropReason::RouteMalformed,
+    }
 }
 
 /// A classified packet the forwarding decision drops (no egress): received and dropped in

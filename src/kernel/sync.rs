@@ -6,11 +6,12 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use super::decode::decode;
 use super::netlink::{Dump, Received, RtNetlink};
 use super::KernelError;
-use crate::route::{Grace, KernelEvent, LpmWriter, Rib, RibStats};
+use crate::route::{Grace, KernelEvent, LpmWriter, Rib, RibStats, RibView};
 
 /// What the control thread shares with the rest of the switch.
 #[derive(Default)]
@@ -25,6 +26,43 @@ pub struct SyncStatus {
     pub stats: Mutex<RibStats>,
     /// Why the thread stopped, if it did on an error.
     pub error: Mutex<Option<String>>,
+    /// The last view of what is installed (`show ip route`, `show arp`), and when it was
+    /// taken. Taken on request ([`SyncStatus::view`]) by the control thread, between
+    /// batches: the writer is never shared.
+    view: Mutex<Option<(Instant, Arc<RibView>)>>,
+    view_wanted: AtomicBool,
+}
+
+impl SyncStatus {
+    /// A view at most `max_age` old: the last one, or a fresh one asked of the control
+    /// thread (which answers within one read timeout, 100 ms), waiting up to `wait`. None
+    /// if the thread does not answer (stopped, or a long batch).
+    pub fn view(&self, max_age: Duration, wait: Duration) -> Option<Arc<RibView>> {
+        let lock = || self.view.lock().unwrap_or_else(|p| p.into_inner());
+        let asked = Instant::now();
+        if let Some((t, v)) = lock().as_ref() {
+            if t.elapsed() <= max_age {
+                return Some(v.clone());
+            }
+        }
+        self.view_wanted.store(true, Ordering::Release);
+        while asked.elapsed() < wait {
+            std::thread::sleep(Duration::from_millis(2));
+            if let Some((t, v)) = lock().as_ref() {
+                if *t >= asked {
+                    return Some(v.clone());
+                }
+            }
+        }
+        None
+    }
+
+    fn publish_view<L: LpmWriter, G: Grace>(&self, rib: &Rib<L, G>) {
+        if self.view_wanted.swap(false, Ordering::AcqRel) {
+            let v = Arc::new(rib.view());
+            *self.view.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), v));
+        }
+    }
 }
 
 /// The control thread; joining it gives the writer back.
@@ -68,6 +106,7 @@ fn run<L: LpmWriter, G: Grace>(
     let mut events: Vec<KernelEvent> = Vec::new();
     let mut full = true;
     while !stop.load(Ordering::Relaxed) {
+        st.publish_view(rib);
         if full {
             events.clear();
             while !dump_all(&mut nl, &mut msgs, &mut events, stop)? {

@@ -5,12 +5,14 @@
 //! * [`mod@decide`]: the per-packet decision (bridge / route / punt / drop), pure, no
 //!   allocation;
 //! * [`hash`]: the seeded 5-tuple ECMP hash;
+//! * [`copp`]: the punt rate limit per class (a token bucket per worker);
 //! * [`tables`]: next hops (one `AtomicU64` each) and immutable ECMP groups, read by the
 //!   workers, written by the one writer;
 //! * [`rib`]: the one writer: kernel events → LPM entries, next hops, groups, with freed ids
 //!   reused only after a grace period;
 //! * [`target`]: what an LPM value means; [`prefix`]: prefixes.
 
+pub mod copp;
 pub mod decide;
 pub mod hash;
 pub mod prefix;
@@ -18,10 +20,14 @@ pub mod rib;
 pub mod tables;
 pub mod target;
 
+pub use copp::PuntLimiter;
 pub use decide::{decide, forward, ingress, Decision, Ingress, PuntReason, RouteDrop, RouteTo, RouterPort};
 pub use hash::{flow_hash, pick, seed_from_mac};
 pub use prefix::{IfAddr, Prefix, Prefix4, Prefix6};
-pub use rib::{Grace, KernelEvent, KernelRoute, LpmWriter, NoReaders, Path, Rib, RibStats, RouteKind, SoftLpm};
+pub use rib::{
+    Grace, KernelEvent, KernelRoute, LpmWriter, NeighRow, NoReaders, Path, Rib, RibStats, RibView, RouteKind,
+    RouteOrigin, RouteRow, SoftLpm,
+};
 pub use tables::{NextHop, NextHopTables, Resolved};
 pub use target::{Target, MAX_GROUPS, MAX_NEXTHOPS, MAX_PATHS, NO_ROUTE};
 

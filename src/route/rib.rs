@@ -178,6 +178,64 @@ pub struct RibStats {
     pub last_error: Option<String>,
 }
 
+/// How a prefix got into the dataplane's table (`show ip route` codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum RouteOrigin {
+    /// `C`: a connected subnet (punted `neighbour_miss` until a neighbour resolves).
+    Connected,
+    /// `L`: one of the switch's own addresses (punted `to_us`).
+    Local,
+    /// `K`: a kernel route (`ip route`, FRR, BIRD...), through next hops or special.
+    Kernel,
+    /// `N`: the host route of a resolved neighbour.
+    Neighbour,
+}
+
+impl RouteOrigin {
+    /// The one-letter code of `show ip route`.
+    pub fn code(self) -> char {
+        match self {
+            RouteOrigin::Connected => 'C',
+            RouteOrigin::Local => 'L',
+            RouteOrigin::Kernel => 'K',
+            RouteOrigin::Neighbour => 'N',
+        }
+    }
+}
+
+/// One installed prefix as `show ip route` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteRow {
+    pub prefix: Prefix,
+    pub origin: RouteOrigin,
+    /// The kernel route's metric (None for addresses and neighbours).
+    pub metric: Option<u32>,
+    /// What the LPM entry points at.
+    pub target: Target,
+    /// Next hops (distinct ECMP members with their weight): port, gateway, neighbour MAC
+    /// if resolved, weight. Empty for a special target.
+    pub nexthops: Vec<(u16, IpAddr, Option<MacAddr>, u16)>,
+    /// For a connected subnet: the port.
+    pub port: Option<u16>,
+}
+
+/// A neighbour as `show arp` / `show ndp` list it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NeighRow {
+    pub addr: IpAddr,
+    pub port: u16,
+    /// None while the kernel resolves it (or after it failed).
+    pub mac: Option<MacAddr>,
+}
+
+/// What the writer has installed, for `show` (taken on the control thread).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RibView {
+    pub routes: Vec<RouteRow>,
+    pub neighbours: Vec<NeighRow>,
+    pub stats: RibStats,
+}
+
 /// The writer's model of the kernel and of what it installed.
 pub struct Rib<L: LpmWriter, G: Grace> {
     lpm: L,
@@ -254,6 +312,55 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
             .collect();
         v.sort();
         v
+    }
+
+    /// Everything installed, sorted, with its origin and next hops (for `show ip route`,
+    /// `show arp`, `show ndp`).
+    pub fn view(&self) -> RibView {
+        let mut routes = Vec::with_capacity(self.installed.len());
+        for (p, (want, target)) in &self.installed {
+            let route = self.routes.get(p).and_then(|m| m.iter().next());
+            let origin = match (want, route) {
+                (Want::Special(Target::Local), _) => RouteOrigin::Local,
+                (Want::Special(Target::Glean), _) => RouteOrigin::Connected,
+                (_, Some(_)) => RouteOrigin::Kernel,
+                (_, None) => RouteOrigin::Neighbour,
+            };
+            let hop = |port: u16, gw: IpAddr, weight: u16| (port, gw, self.neighbour_mac(port, gw), weight);
+            let nexthops = match want {
+                Want::Special(_) => Vec::new(),
+                Want::Nh(port, gw) => vec![hop(*port, *gw, 1)],
+                Want::Group(members) => {
+                    let mut v: Vec<(u16, IpAddr, Option<MacAddr>, u16)> = Vec::new();
+                    for &(port, gw) in members {
+                        match v.iter_mut().find(|h| (h.0, h.1) == (port, gw)) {
+                            Some(h) => h.3 += 1,
+                            None => v.push(hop(port, gw, 1)),
+                        }
+                    }
+                    v
+                }
+            };
+            let port = route.and_then(|(_, r)| r.paths.first()).and_then(|path| self.port_of(path.ifindex));
+            routes.push(RouteRow {
+                prefix: *p,
+                origin,
+                metric: route
+                    .filter(|_| origin == RouteOrigin::Kernel || origin == RouteOrigin::Connected)
+                    .map(|(m, _)| *m),
+                target: *target,
+                nexthops,
+                port: if origin == RouteOrigin::Connected { port } else { None },
+            });
+        }
+        routes.sort_by_key(|r| r.prefix);
+        let mut neighbours: Vec<NeighRow> = self
+            .neighbours
+            .iter()
+            .flat_map(|(addr, m)| m.iter().map(|(&port, &mac)| NeighRow { addr: *addr, port, mac }))
+            .collect();
+        neighbours.sort();
+        RibView { routes, neighbours, stats: self.stats.clone() }
     }
 
     /// Apply a batch of events, then make it visible ([`LpmWriter::commit`]) and queue what

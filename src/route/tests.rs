@@ -384,3 +384,33 @@ fn sixty_four_flows_over_two_paths() {
     }
     assert!(per_port[0] >= 16 && per_port[1] >= 16, "{per_port:?}");
 }
+
+#[test]
+fn view_lists_routes_with_origin_next_hops_and_neighbours() {
+    let (mut r, _, _) = rib();
+    r.apply([
+        neigh(E0, "10.0.0.1", Some(1)),
+        neigh(E4, "10.0.0.3", None),
+        route("192.168.0.0/16", &[(E0, Some("10.0.0.1")), (E4, Some("10.0.0.3"))]),
+    ]);
+    let v = r.view();
+    let row = |p: &str| v.routes.iter().find(|x| x.prefix == pfx(p)).unwrap_or_else(|| panic!("no {p}"));
+    let c = row("10.0.0.0/31");
+    assert_eq!((c.origin, c.port, c.origin.code()), (RouteOrigin::Connected, Some(0), 'C'));
+    assert_eq!(row("10.0.0.0/32").origin, RouteOrigin::Local);
+    let n = row("10.0.0.1/32");
+    assert_eq!(n.origin, RouteOrigin::Neighbour);
+    let g = row("192.168.0.0/16");
+    assert_eq!((g.origin, g.metric), (RouteOrigin::Kernel, Some(0)));
+    let mac = MacAddr([2, 0, 0, 0, 0xee, 1]);
+    assert_eq!(g.nexthops, vec![(0, ip("10.0.0.1"), Some(mac), 1), (1, ip("10.0.0.3"), None, 1)]);
+    assert_eq!(
+        v.neighbours,
+        vec![
+            NeighRow { addr: ip("10.0.0.1"), port: 0, mac: Some(mac) },
+            NeighRow { addr: ip("10.0.0.3"), port: 1, mac: None }
+        ]
+    );
+    // Sorted by prefix.
+    assert!(v.routes.windows(2).all(|w| w[0].prefix <= w[1].prefix));
+}

@@ -235,13 +235,39 @@ pub struct Hosts(String);
 
 impl Hosts {
     pub fn up(prefix: &str, n: u32) -> Hosts {
+        Hosts::up_with(prefix, n, false)
+    }
+
+    /// Routed hosts (`PFCSW_HOSTS_ROUTED=1`): the switch's ends in namespace `<prefix>sw`,
+    /// host i in 198.18.<i>.2/24 and fd00:<i>::2/64 behind the switch's .1 / ::1.
+    pub fn up_routed(prefix: &str, n: u32) -> Hosts {
+        Hosts::up_with(prefix, n, true)
+    }
+
+    fn up_with(prefix: &str, n: u32, routed: bool) -> Hosts {
         let out = Command::new("bash")
             .args([&format!("{}/scripts/hosts.sh", env!("CARGO_MANIFEST_DIR")), "up", &n.to_string()])
             .env("PFCSW_HOSTS_PREFIX", prefix)
+            .env("PFCSW_HOSTS_ROUTED", if routed { "1" } else { "0" })
             .output()
             .unwrap();
         assert!(out.status.success(), "hosts.sh up: {}", show(&out));
         Hosts(prefix.to_string())
+    }
+
+    /// Run `cmd` with `sh -c` in host `i`'s namespace.
+    pub fn exec(&self, i: u32, cmd: &str) -> Output {
+        sh(&format!("ip netns exec {}h{i} sh -c '{cmd}'", self.0))
+    }
+
+    /// Start `cmd` in host `i`'s namespace in the background (stdout piped).
+    pub fn spawn(&self, i: u32, cmd: &str) -> std::process::Child {
+        Command::new("ip")
+            .args(["netns", "exec", &format!("{}h{i}", self.0), "sh", "-c", cmd])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
     }
 }
 

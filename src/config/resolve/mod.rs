@@ -142,12 +142,15 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
         }
         None => None,
     };
-    let lcores = resolve_lcores(top.get("lcores"), &mut ports)?;
+    let mut lcores = resolve_lcores(top.get("lcores"), &mut ports)?;
+    // The router first (its errors name `[[port]]`s), then its representors become ports
+    // that everything after (buffer, EAL arguments, mbufs) counts like any other.
+    let routing = routing::resolve_routing(top, &sw, &ports)?;
+    routing::add_representors(&mut ports, &mut lcores, &routing)?;
     let buffer = resolve_buffer(top.get("buffer"), &ports, &qos, &mut ctx)?;
     check_eal(&eal, &ports, &lcores, top.contains_key("lcores"))?;
     warn_devargs(&ports, &mut ctx);
     compute_mbufs(&mut switch, &sw, &ports, &lcores, &buffer, &mut ctx)?;
-    let routing = routing::resolve_routing(top, &sw, &ports)?;
     Ok(Config {
         origin: origin.to_string(),
         eal: EalConfig { args: eal.args, file_prefix: eal.file_prefix },

@@ -205,6 +205,7 @@ pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -
         tx_lcore: u32::MAX,
         tx_inflight,
         control_tx_queue,
+        representor_of: None,
     };
     if speed_auto && !port.has_real_link() {
         return Err(FieldError::new(

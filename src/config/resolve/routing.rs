@@ -89,7 +89,78 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
             "set, but no [interface] makes a port a router interface (nothing would use the namespace)",
         ));
     }
-    Ok(RoutingConfig { netns: cp.netns, ecmp_seed, interfaces })
+    let mut copp = CoppConfig::default();
+    if let Some(v) = &cp.copp {
+        expect_table(v, "control_plane.copp")?;
+        let c: RawCopp = de(v, "control_plane.copp")?;
+        let rate = |v: &Option<IntLike>, key: &str, dflt: u32| -> FResult<u32> {
+            match v {
+                Some(IntLike(n)) => Ok(in_range(*n, 0, 10_000_000, &format!("control_plane.copp.{key}"))? as u32),
+                None => Ok(dflt),
+            }
+        };
+        copp = CoppConfig {
+            arp_nd: rate(&c.arp_nd, "arp_nd", copp.arp_nd)?,
+            to_us: rate(&c.to_us, "to_us", copp.to_us)?,
+            exceptions: rate(&c.exceptions, "exceptions", copp.exceptions)?,
+        };
+    }
+    Ok(RoutingConfig { netns: cp.netns, ecmp_seed, interfaces, copp })
+}
+
+/// Append a representor port per router interface (after every `[[port]]`, so the
+/// configured ports keep their indices and DPDK port ids): a `net_tap` named like the
+/// port, its MTU and speed, no PFC (punted and kernel traffic is lossy), polled and
+/// transmitted by the worker that owns the port's TX.
+pub(super) fn add_representors(
+    ports: &mut Vec<PortConfig>,
+    lcores: &mut LcoreConfig,
+    routing: &RoutingConfig,
+) -> FResult<()> {
+    for ri in &routing.interfaces {
+        let p = &ports[ri.port];
+        let name = representor_port_name(&p.name);
+        if let Some(q) = ports.iter().find(|q| q.name == name) {
+            return Err(FieldError::new(
+                format!("port[{}].name", q.index),
+                format!("'{name}' is the name of {}'s kernel representor port: rename it", p.name),
+            ));
+        }
+        let vdev = format!("net_tap_rep{}", ri.port);
+        let index = ports.len();
+        let owner = lcores.workers.iter().position(|w| w.tx.contains(&ri.port)).unwrap_or(0);
+        let rep = PortConfig {
+            index,
+            name,
+            devargs: format!("{vdev},iface={}", p.name),
+            device: PortDevice::Vdev { driver: "net_tap".into(), name: vdev },
+            speed_bps: p.speed_bps,
+            speed_auto: false,
+            speed_mismatch_warn: false,
+            cable_length_m: p.cable_length_m,
+            mtu: p.mtu,
+            admin_up: true,
+            trust: Trust::Dscp,
+            default_tc: p.default_tc,
+            pfc_enable: Vec::new(),
+            pfc_mask: 0,
+            tx_enable: true,
+            obey_8023x: false,
+            shaper_bps: None,
+            mac: None,
+            rx_queues: 1,
+            tx_lcore: lcores.workers.get(owner).map_or(u32::MAX, |w| w.lcore),
+            tx_inflight: TxInflight::Off,
+            control_tx_queue: ControlTxQueue::Off,
+            representor_of: Some(ri.port),
+        };
+        ports.push(rep);
+        if let Some(w) = lcores.workers.get_mut(owner) {
+            w.rx.push(RxQueueRef { port: index, queue: 0 });
+            w.tx.push(index);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -157,6 +228,37 @@ speed = "100G"
             let e = cfg(extra).unwrap_err();
             assert!(!e.contains('\n') && e.starts_with(want), "{extra:?}\n got: {e}\nwant: {want}");
         }
+    }
+
+    #[test]
+    fn representors_are_ports_after_the_configured_ones() {
+        let c = cfg("[interface]\nEthernet4 = [\"10.0.0.2/31\"]\n").unwrap();
+        assert_eq!(c.ports.len(), 3);
+        assert_eq!(c.switch_ports().len(), 2);
+        let r = &c.ports[2];
+        assert_eq!(
+            (r.name.as_str(), r.devargs.as_str(), r.representor_of),
+            ("cpu/Ethernet4", "net_tap_rep1,iface=Ethernet4", Some(1))
+        );
+        assert_eq!((r.pfc_mask, r.mtu, r.rx_queues), (0, c.ports[1].mtu, 1));
+        // Polled and transmitted by the worker that owns Ethernet4's TX; on the EAL line
+        // after the configured ports (which keep DPDK port ids 0 and 1).
+        let w = &c.lcores.workers[0];
+        assert!(w.tx.contains(&2) && w.rx.iter().any(|q| q.port == 2 && q.queue == 0));
+        let args = c.eal_args("t");
+        let vdevs: Vec<&String> = args.iter().filter(|a| a.starts_with("--vdev=")).collect();
+        assert_eq!(vdevs.last().map(|s| s.as_str()), Some("--vdev=net_tap_rep1,iface=Ethernet4"));
+        // COPP: defaults, overrides, one-line errors.
+        assert_eq!(c.routing.copp, crate::config::CoppConfig::default());
+        let c = cfg("[control_plane.copp]\nto_us = 100\n[interface]\nEthernet0 = []\n").unwrap();
+        assert_eq!((c.routing.copp.to_us, c.routing.copp.arp_nd), (100, 600));
+        let e = cfg("[control_plane.copp]\nto_us = -1\n").unwrap_err();
+        assert!(e.starts_with("t.toml: control_plane.copp.to_us: -1 is out of range"), "{e}");
+        let clash = BASE.replace("\"Ethernet0\"", "\"cpu/Ethernet4\"");
+        let e = from_str(&format!("{clash}\n[interface]\nEthernet4 = []\n"), "t.toml").unwrap_err().to_string();
+        assert!(e.starts_with("t.toml: port[0].name: 'cpu/Ethernet4' is the name of Ethernet4's kernel"), "{e}");
+        let e = cfg("[control_plane.copp]\nbgp = 1\n").unwrap_err();
+        assert!(e.starts_with("t.toml: control_plane.copp.bgp: unknown field"), "{e}");
     }
 
     #[test]

@@ -1,0 +1,161 @@
+//! A worker's router: what it reads to route (the DPDK tables through `RouteLookup`, the
+//! next hops, the ECMP seed, its QSBR reader), its punt limiter, and the per-burst scratch
+//! of the two passes docs/routing.md describes: pass 1 (the worker's loop) holds the
+//! packets sent to a router MAC here; once per burst their destinations are looked up in
+//! bulk (one `rte_fib_lookup_bulk` per family: a lookup of one costs several times more);
+//! pass 2 decides each one with `route::forward`. Nothing here allocates after start.
+
+use std::sync::Arc;
+
+use crate::classify::Class;
+use crate::dpdk::fib::RouteLookup;
+use crate::dpdk::{Mbuf, MbufBurst, QsbrReader, BURST_CAP};
+use crate::route::{self, Decision, NextHopTables, PuntLimiter, RouterPort};
+use crate::wire::{IpPair, L3Header, MacAddr};
+
+/// What a held packet was classified as in pass 1.
+#[derive(Debug, Clone, Copy)]
+pub struct Held {
+    pub l3_offset: u16,
+    pub class: Class,
+    pub lossless: bool,
+    pub len: u32,
+}
+
+/// Per worker (built at start, moved to the lcore).
+pub struct Router {
+    pub lookup: RouteLookup,
+    pub tables: Arc<NextHopTables>,
+    pub seed: u32,
+    /// Reports a quiescent state once per loop; offline while the worker naps.
+    pub reader: QsbrReader,
+    /// Per port: a router interface, and its MAC (the router MAC there).
+    pub ports: Vec<RouterPort>,
+    /// Per port: the IP MTU a routed packet must fit.
+    pub ip_mtu: Vec<u16>,
+    /// Per switch port: the port index of its kernel representor.
+    pub rep_of: Vec<Option<u16>>,
+    pub limiter: PuntLimiter,
+    held: MbufBurst,
+    l3: Vec<L3Header>,
+    meta: Vec<Held>,
+    dst4: Vec<u32>,
+    at4: Vec<u16>,
+    dst6: Vec<[u8; 16]>,
+    at6: Vec<u16>,
+    out: Box<[u32; BURST_CAP]>,
+    vals: Box<[u32; BURST_CAP]>,
+}
+
+impl Router {
+    /// `ports`, `ip_mtu`, `rep_of`: per port of the switch (representors included).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        lookup: RouteLookup,
+        tables: Arc<NextHopTables>,
+        seed: u32,
+        reader: QsbrReader,
+        ports: Vec<RouterPort>,
+        ip_mtu: Vec<u16>,
+        rep_of: Vec<Option<u16>>,
+        limiter: PuntLimiter,
+    ) -> Router {
+        Router {
+            lookup,
+            tables,
+            seed,
+            reader,
+            ports,
+            ip_mtu,
+            rep_of,
+            limiter,
+            held: MbufBurst::new(),
+            l3: Vec::with_capacity(BURST_CAP),
+            meta: Vec::with_capacity(BURST_CAP),
+            dst4: Vec::with_capacity(BURST_CAP),
+            at4: Vec::with_capacity(BURST_CAP),
+            dst6: Vec::with_capacity(BURST_CAP),
+            at6: Vec::with_capacity(BURST_CAP),
+            out: Box::new([0; BURST_CAP]),
+            vals: Box::new([0; BURST_CAP]),
+        }
+    }
+
+    /// Is `port` a router interface?
+    #[inline(always)]
+    pub fn routes_on(&self, port: usize) -> bool {
+        self.ports.get(port).is_some_and(|p| p.routed)
+    }
+
+    /// The MAC a routed packet leaving `port` carries as source.
+    #[inline(always)]
+    pub fn mac(&self, port: u16) -> MacAddr {
+        self.ports.get(usize::from(port)).map_or(MacAddr([0; 6]), |p| p.mac)
+    }
+
+    /// Pass 1: keep a packet for the lookup (a burst holds at most `BURST_CAP`).
+    #[inline]
+    pub fn hold(&mut self, m: Mbuf, l3: L3Header, h: Held) {
+        if self.held.push(m).is_ok() {
+            self.l3.push(l3);
+            self.meta.push(h);
+        }
+    }
+
+    /// Packets held in this burst.
+    #[inline(always)]
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Look every held destination up, a family at a time, in bulk.
+    #[inline]
+    pub fn lookup_held(&mut self) {
+        self.dst4.clear();
+        self.at4.clear();
+        self.dst6.clear();
+        self.at6.clear();
+        for (i, l3) in self.l3.iter().enumerate() {
+            match &l3.addrs {
+                IpPair::V4 { dst, .. } => {
+                    self.dst4.push(u32::from_be_bytes(*dst));
+                    self.at4.push(i as u16);
+                }
+                IpPair::V6 { dst, .. } => {
+                    self.dst6.push(*dst);
+                    self.at6.push(i as u16);
+                }
+            }
+        }
+        if !self.dst4.is_empty() {
+            let n = self.dst4.len();
+            self.lookup.lookup4_bulk(&self.dst4, &mut self.out[..n]);
+            for (k, &i) in self.at4.iter().enumerate() {
+                self.vals[usize::from(i)] = self.out[k];
+            }
+        }
+        if !self.dst6.is_empty() {
+            let n = self.dst6.len();
+            self.lookup.lookup6_bulk(&self.dst6, &mut self.out[..n]);
+            for (k, &i) in self.at6.iter().enumerate() {
+                self.vals[usize::from(i)] = self.out[k];
+            }
+        }
+    }
+
+    /// Pass 2: the `k`-th held packet, what pass 1 knew of it, and its decision.
+    #[inline]
+    pub fn decide_held(&mut self, k: usize) -> Option<(Mbuf, Held, Decision)> {
+        let m = self.held.take(k)?;
+        let d = route::forward(&self.l3[k], self.vals[k], &self.tables, self.seed, &self.ip_mtu);
+        Some((m, self.meta[k], d))
+    }
+
+    /// End of pass 2.
+    #[inline]
+    pub fn clear_held(&mut self) {
+        self.held.clear();
+        self.l3.clear();
+        self.meta.clear();
+    }
+}

@@ -1,0 +1,158 @@
+//! Start and stop the router (docs/routing.md, "How phase 2 calls it"): after EAL and the
+//! ports, the kernel settings, the representors' MAC, MTU and addresses, the DPDK tables,
+//! QSBR, the next-hop tables and the control thread that mirrors the kernel into them;
+//! then one [`Router`] per worker. At stop the control thread is joined.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::dpdk::fib::{route_tables, RouteLookup, RouteWriter, TableSizes};
+use crate::dpdk::Qsbr;
+use crate::kernel::netlink::RtNetlink;
+use crate::kernel::sync::{SyncStatus, SyncThread};
+use crate::kernel::{self, representor};
+use crate::route::{NextHopTables, PuntLimiter, Rib, RouterPort};
+use crate::wire::MacAddr;
+
+use super::router::Router;
+use super::spec::SwitchSpec;
+use super::DataplaneError;
+
+/// How long start-up waits for the kernel's first full dump to be in the tables.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The running router's shared parts.
+pub struct Routing {
+    qsbr: Arc<Qsbr>,
+    lookup: RouteLookup,
+    tables: Arc<NextHopTables>,
+    pub seed: u32,
+    pub status: Arc<SyncStatus>,
+    stop: Arc<AtomicBool>,
+    thread: Option<SyncThread<RouteWriter, Qsbr>>,
+    ports: Vec<RouterPort>,
+    ip_mtu: Vec<u16>,
+    rep_of: Vec<Option<u16>>,
+    /// Switch port names (`show ip route` names next hops' ports with them).
+    pub names: Vec<String>,
+    rates: [u32; 3],
+    workers: u32,
+}
+
+fn err(e: impl std::fmt::Display) -> DataplaneError {
+    DataplaneError::Routing(e.to_string())
+}
+
+impl Routing {
+    /// Start routing for `spec` (None without a router interface). `macs[i]`: port i's MAC
+    /// as started. Returns once the kernel's routes, addresses and neighbours are in the
+    /// tables (every worker's QSBR reader is offline until it runs).
+    pub fn start(spec: &SwitchSpec, macs: &[MacAddr]) -> Result<Option<Routing>, DataplaneError> {
+        let cfg = &spec.config.routing;
+        if !cfg.enabled() {
+            return Ok(None);
+        }
+        let t0 = Instant::now();
+        kernel::enable_forwarding().map_err(err)?;
+        let nswitch = spec.switch_ports();
+        let mut nl = RtNetlink::open().map_err(err)?;
+        for r in representor::representors(&spec.config) {
+            let mtu = spec.ports[r.port].mtu.min(u32::from(u16::MAX)) as u16;
+            representor::configure(&mut nl, &r.ifname, macs[r.port], mtu, &r.addrs).map_err(err)?;
+            log::info!(
+                "router interface {}: representor {} (kernel netdev {}), mac {}, mtu {mtu}, addresses [{}]",
+                r.ifname,
+                super::super::config::representor_port_name(&r.ifname),
+                r.ifname,
+                macs[r.port],
+                r.addrs.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")
+            );
+        }
+        let workers = spec.workers.len().max(1) as u32;
+        let qsbr = Qsbr::new(workers).map_err(err)?;
+        let (lookup, writer) = route_tables(TableSizes::default(), qsbr.clone()).map_err(err)?;
+        let tables = Arc::new(NextHopTables::new());
+        let names: Vec<String> = spec.ports[..nswitch].iter().map(|p| p.name.clone()).collect();
+        let seed = cfg.ecmp_seed.unwrap_or_else(|| crate::route::seed_from_mac(macs[0]));
+        let rib = Rib::new(writer, tables.clone(), qsbr.clone(), names.clone());
+        let stop = Arc::new(AtomicBool::new(false));
+        // Already in the namespace (entered before EAL): the thread inherits it.
+        let (thread, status) = kernel::sync::spawn(None, rib, stop.clone()).map_err(err)?;
+        let mut routing = Routing {
+            qsbr,
+            lookup,
+            tables,
+            seed,
+            status,
+            stop,
+            thread: Some(thread),
+            ports: (0..spec.ports.len())
+                .map(|i| RouterPort { routed: i < nswitch && cfg.is_routed(i), mac: macs[i] })
+                .collect(),
+            ip_mtu: spec.ports.iter().map(|p| p.mtu.min(u32::from(u16::MAX)) as u16).collect(),
+            rep_of: (0..spec.ports.len())
+                .map(|i| spec.ports.iter().position(|p| p.representor_of == Some(i)).map(|r| r as u16))
+                .collect(),
+            names,
+            rates: [cfg.copp.arp_nd, cfg.copp.to_us, cfg.copp.exceptions],
+            workers,
+        };
+        while !routing.status.synced.load(Ordering::Acquire) {
+            let failed = routing.status.error.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if let Some(e) = failed {
+                routing.stop();
+                return Err(err(format!("routing control thread: {e}")));
+            }
+            if t0.elapsed() > SYNC_TIMEOUT {
+                routing.stop();
+                return Err(err(format!("the kernel's routes were not loaded within {SYNC_TIMEOUT:?}")));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let st = routing.status.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        log::info!(
+            "routing: kernel tables loaded in {:.1} ms ({} events, {} LPM writes, {} errors), ECMP seed {:#010x}",
+            t0.elapsed().as_secs_f64() * 1e3,
+            st.events,
+            st.lpm_writes,
+            st.errors,
+            seed
+        );
+        Ok(Some(routing))
+    }
+
+    /// Worker `index`'s router: its QSBR reader (offline until the worker runs), the
+    /// tables, and its share of the punt rates.
+    pub fn worker(&self, index: usize, tsc_hz: u64, now: u64) -> Result<Router, DataplaneError> {
+        let reader = self.qsbr.reader(index as u32).map_err(err)?;
+        reader.offline();
+        Ok(Router::new(
+            self.lookup.clone(),
+            self.tables.clone(),
+            self.seed,
+            reader,
+            self.ports.clone(),
+            self.ip_mtu.clone(),
+            self.rep_of.clone(),
+            PuntLimiter::new(self.rates, self.workers, tsc_hz, now),
+        ))
+    }
+
+    /// Stop the control thread and wait for it (workers stopped first: their readers are
+    /// offline, so a grace period in progress ends).
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            if t.join().is_err() {
+                log::error!("routing control thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for Routing {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
