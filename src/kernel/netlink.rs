@@ -82,7 +82,12 @@ impl RtNetlink {
         m.finalize();
         let mut b = vec![0u8; m.header.length as usize];
         m.serialize(&mut b);
-        self.sock.send(&b, 0).map_err(nl_err)?;
+        // Sent again when a signal interrupted it (EINTR: nothing was sent).
+        while let Err(e) = self.sock.send(&b, 0) {
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(nl_err(e));
+            }
+        }
         Ok(self.seq)
     }
 
@@ -102,7 +107,13 @@ impl RtNetlink {
     pub fn recv(&mut self, out: &mut Vec<(RouteNetlinkMessage, u16)>) -> Result<Received, KernelError> {
         let n = match self.sock.recv(&mut &mut self.buf[..], 0) {
             Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut => {
+            // EINTR: a signal handled on this thread (DPDK's net_tap installs a SIGIO
+            // handler); nothing was read, read again at the next call.
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    || e.kind() == io::ErrorKind::TimedOut
+                    || e.kind() == io::ErrorKind::Interrupted =>
+            {
                 return Ok(Received::Timeout)
             }
             Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => return Ok(Received::Overrun),
