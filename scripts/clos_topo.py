@@ -176,10 +176,11 @@ def peer_asn(name):
 
 # pfcswitch's buffer per switch: small, so that a run of the incast outlasts what every
 # buffer on the paths could hold (docs/fabric.md, "Buffers"). Headroom 64 KiB per lossless
-# PG: 105 ms at the links' 5 Mbit/s, for switches that share two CPUs with nine others.
-BUFFER_TOTAL = 256 * 1024
-LOSSLESS_POOL = 224 * 1024
-LOSSY_POOL = 32 * 1024
+# PG: 105 ms at the links' 5 Mbit/s, for switches that share two CPUs with nine others; four
+# ports reserve 4 x (4 + 64) KiB of the lossless pool, the rest (176 KiB) is shared.
+BUFFER_TOTAL = 512 * 1024
+LOSSLESS_POOL = 448 * 1024
+LOSSY_POOL = 64 * 1024
 XOFF = 64 * 1024
 # A port's nominal speed (PFC quanta: a PAUSE lasts up to 335 ms at 100M, so a descheduled
 # control lcore still refreshes it in time); the shaper sets the real rate.
@@ -199,7 +200,7 @@ def pfcswitch_toml(sw, ns, cpus, pfc=True):
     for k, p in enumerate(sw.ports):
         out += ["[[port]]", f'name = "{p.name}"', f'devargs = "net_af_packet{k},iface={p.raw_iface()}"',
                 'tx_inflight_limit = "16K"    # a veth: a few frames ahead of a PAUSE is plenty',
-                f'speed = "{NOMINAL_SPEED}"',
+                f'speed = "{NOMINAL_SPEED}"', 'speed_mismatch = "warn"       # a veth reports 10G',
                 "mtu = 9100                   # the shaper's bucket is two frames: 5M needs more than 2 x 1500 B",
                 f"pfc_enable = [{LOSSLESS_TC}]" if pfc else "pfc_enable = []",
                 f'shaper_rate = "{LINK_BPS // 1_000_000}M"', ""]
