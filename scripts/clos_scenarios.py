@@ -150,23 +150,28 @@ def switch_rows(stats):
     routed packets, conservation."""
     rows = {}
     for name, j in stats.items():
-        r = {"pause_tx": 0, "pause_rx": 0, "lossless_drops": 0, "link_down": 0, "conserved": bool(j["conservation"]["ok"])}
+        r = {"pause_tx": 0, "pause_rx": 0, "lossless_drops": 0, "drops": 0, "link_down": 0,
+             "conserved": bool(j["conservation"]["ok"])}
         for p in j["ports"]:
             r["pause_tx"] += p["pfc"]["tx_pause"][topo.LOSSLESS_TC]
             r["pause_rx"] += p["pfc"]["rx_pause"][topo.LOSSLESS_TC]
             r["lossless_drops"] += p.get("lossless_drops", 0)
+            # Every drop of a data port (without PFC the class is lossy: its drops are
+            # lossy_threshold, not lossless_drops); punts the limiter refused are not data.
+            r["drops"] += p.get("drops_total", 0) - p["drops"].get("punt_rate_limited", 0)
             r["link_down"] += p["drops"].get("link_down", 0)
         rows[name] = r
     return rows
 
 
 def print_switch_table(rows, cpu=None):
-    head = f"{'switch':<7} {'PAUSE tx':>9} {'PAUSE rx':>9} {'lossless drops':>15} {'link_down':>10} {'conserved':>10}"
+    head = (f"{'switch':<7} {'PAUSE tx':>9} {'PAUSE rx':>9} {'lossless drops':>15} {'all drops':>10} {'link_down':>10}"
+            f" {'conserved':>10}")
     if cpu:
         head += f" {'CPU idle %':>11} {'CPU incast %':>13}"
     print(head)
     for n, r in rows.items():
-        line = (f"{n:<7} {r['pause_tx']:>9} {r['pause_rx']:>9} {r['lossless_drops']:>15} {r['link_down']:>10} "
+        line = (f"{n:<7} {r['pause_tx']:>9} {r['pause_rx']:>9} {r['lossless_drops']:>15} {r['drops']:>10} {r['link_down']:>10} "
                 f"{str(r['conserved']):>10}")
         if cpu:
             line += f" {cpu['idle'].get(n, 0):>11} {cpu['incast'].get(n, 0):>13}"
@@ -277,7 +282,7 @@ def incast(args):
             if args.dataplane == "pfcswitch":
                 fab.stop_switches()
                 rows = switch_rows(fab.switch_stats())
-                where = (pause_roots(rows) if pfc else [n for n, r in rows.items() if r["lossless_drops"]])
+                where = (pause_roots(rows) if pfc else [n for n, r in rows.items() if r["drops"]])
                 switches[key] = {"rows": rows, "cpu": cpu, "congested": where}
                 if pfc and args.plot:
                     plot(fab, args.plot, f"{topo.NAME} incast, PFC on: h11 + h31 -> h41 at 3 Mbit/s each, "
