@@ -95,6 +95,7 @@ class Fabric:
         self.locked = False
         self.started = {}
         self.macs = {}
+        self.reachable_pairs = 0
 
     # ---- names
     def ns(self, name):
@@ -252,6 +253,38 @@ class Fabric:
             return 0
         return len(routes[0].get("nexthops", [])) or (1 if "gateway" in routes[0] else 0)
 
+    def fib_paths(self):
+        """What each pfcswitch's dataplane holds for every ToR's /24 (`pfcswitch show ip
+        route --json` over its telemetry socket): next hops in its FIB, resolved, per
+        prefix. FRR learned them over BGP and installed them in the namespace's kernel; the
+        switch mirrored them over netlink (no route is in its TOML)."""
+        out = {}
+        for sw in self.t.switches:
+            r = run(BIN, "show", "ip", "route", "--json", "--prefix", self.ns(sw), check=False)
+            try:
+                rows = json.loads(r.stdout or "[]")
+            except json.JSONDecodeError:
+                rows = []
+            paths = {}
+            for row in rows:
+                f = row.split("|")
+                if len(f) >= 7 and f[1] == "K" and f[6] == "1" and f[0] != "0.0.0.0/0":
+                    paths.setdefault(f[0], set()).add(f[4])
+            out[sw] = {t: len(paths.get(topo.tor_subnet(int(t[1:])), ())) for t in self.t.tors() if t != sw}
+        return out
+
+    def fib_converged(self, timeout=10.0):
+        """Whether every switch's FIB has, within `timeout` s, the expected number of
+        equal-cost next hops to every other ToR's /24 (expected_paths; the kernel has them
+        already: wait_bgp), and the last reading."""
+        end = time.monotonic() + timeout
+        while True:
+            fib = self.fib_paths()
+            ok = all(n >= self.expected_paths(sw, t) for sw, ts in fib.items() for t, n in ts.items())
+            if ok or time.monotonic() > end:
+                return ok, fib
+            time.sleep(0.5)
+
     def wait_bgp(self, timeout):
         end = time.monotonic() + timeout
         while True:
@@ -288,6 +321,7 @@ class Fabric:
                 time.sleep(1)
             if pending:
                 raise SystemExit(f"{a.name} cannot reach {sorted(pending)}")
+        self.reachable_pairs = len(hosts) * (len(hosts) - 1)
         log(f"ping: each of the {len(hosts)} hosts reaches the {len(hosts) - 1} others")
 
     # ---- teardown

@@ -459,6 +459,7 @@ def ecmp(args):
     per_flow, ports = 20, 16
     with fabric(args, pfc=args.dataplane == "pfcswitch") as fab:
         w = fab.work
+        fib_ok, fib = fab.fib_converged() if args.dataplane == "pfcswitch" else (None, {})
         points = []   # (link "a>b", namespace, interface): the receiving end of each hop
         for leaf in topo.PODS[0][0]:
             points.append((f"t1>{leaf}", fab.t.switches[leaf].port_to("t1")))
@@ -509,7 +510,12 @@ def ecmp(args):
         print(f"  {hop:<11} " + "  ".join(f"{n} {per_link[n]}" for n in names))
     print(f"flows on exactly one link per hop with all their {per_flow} frames: {len(flow_links) - split} of "
           f"{len(flow_links)}")
-    return {"scenario": "ecmp", "topology": topo.NAME, "dataplane": args.dataplane, "flows": len(flow_links),
+    if fib:
+        print("next hops in each switch's FIB (from BGP via the kernel) to the ToRs' /24s: "
+              + "  ".join(f"{sw} " + ",".join(f"{t}:{n}" for t, n in ts.items()) for sw, ts in fib.items()))
+    return {"scenario": "ecmp", "topology": topo.NAME, "dataplane": args.dataplane, "fib_converged": fib_ok,
+            "host_pairs_reachable": fab.reachable_pairs,
+            "fib_paths": fib, "flows": len(flow_links),
             "frames_per_flow": per_flow, "links": per_link, "flows_not_on_one_path": split,
             "spines_used": sorted({n.split(">")[1] for n in hops["leaf>spine"] if per_link[n]}),
             "pod2_leaves_used": sorted({n.split(">")[0] for n in hops["leaf>tor"] if per_link[n]})}
