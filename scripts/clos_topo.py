@@ -175,13 +175,22 @@ def peer_asn(name):
 
 
 # pfcswitch's buffer per switch: small, so that a run of the incast outlasts what every
-# buffer on the paths could hold (docs/fabric.md, "Buffers"). Headroom 64 KiB per lossless
-# PG: 105 ms at the links' 5 Mbit/s, for switches that share two CPUs with nine others; four
-# ports reserve 4 x (4 + 64) KiB of the lossless pool, the rest (176 KiB) is shared.
-BUFFER_TOTAL = 512 * 1024
-LOSSLESS_POOL = 448 * 1024
+# buffer on the paths could hold (docs/fabric.md, "Buffers"). Headroom per lossless PG: 64
+# KiB (105 ms at the links' 5 Mbit/s) on switch links, for switches that share two CPUs with
+# nine others; 128 KiB on a ToR's host ports, whose sender is a pfcgen process that a loaded
+# machine can deschedule longer (a 60 s incast once filled 64 KiB there and lost 28 frames).
+# A ToR reserves 2 x (4 + 64) + 2 x (4 + 128) KiB of the lossless pool, a leaf or spine
+# 4 x (4 + 64) KiB; the rest is shared.
+BUFFER_TOTAL = 640 * 1024
+LOSSLESS_POOL = 576 * 1024
 LOSSY_POOL = 64 * 1024
 XOFF = 64 * 1024
+XOFF_HOST = 128 * 1024
+# mbufs per switch: the rings (8 ports x 256) and lcore caches need ~2900, and the buffer
+# holds at most ~640 of the incast's 1000-byte frames. The computed default assumes
+# minimum-size frames filling the buffer (~13 000 mbufs of 9 KiB: 120 MB a switch, and
+# more than -m 512 once the FIBs are allocated); so this warns at start, on purpose.
+MBUFS = 4096
 # A port's nominal speed (PFC quanta: a PAUSE lasts up to 335 ms at 100M, so a descheduled
 # control lcore still refreshes it in time); the shaper sets the real rate.
 NOMINAL_SPEED = "100M"
@@ -195,7 +204,8 @@ def pfcswitch_toml(sw, ns, cpus, pfc=True):
     mirrors it over netlink. `cpus`: (control lcore's CPU, worker's CPU)."""
     out = [f"# {NAME}: switch {sw.name} ({sw.tier}, AS {sw.asn}), written by scripts/clos_topo.py", "",
            "[eal]", f'args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@{cpus[0]},1@{cpus[1]}"]',
-           f'file_prefix = "{ns}"', "", "[switch]", "rx_ring_size = 256", "tx_ring_size = 256", "",
+           f'file_prefix = "{ns}"', "", "[switch]", "rx_ring_size = 128", "tx_ring_size = 128",
+           f"mbuf_count = {MBUFS}", "",
            "[control_plane]", f'netns = "{ns}"', ""]
     for k, p in enumerate(sw.ports):
         out += ["[[port]]", f'name = "{p.name}"', f'devargs = "net_af_packet{k},iface={p.raw_iface()}"',
@@ -210,9 +220,11 @@ def pfcswitch_toml(sw, ns, cpus, pfc=True):
             "[buffer.pool.egress_lossy_pool]", f'size = "{LOSSY_POOL // 1024}KiB"', 'type = "egress"',
             "[buffer.profile.pg_lossless_profile]", 'pool = "ingress_lossless_pool"', "size = 4096",
             f'xoff = "{XOFF // 1024}KiB"', "xon = 4096", "xon_offset = 12288", "dynamic_th = -3",
+            "[buffer.profile.pg_lossless_host_profile]", 'pool = "ingress_lossless_pool"', "size = 4096",
+            f'xoff = "{XOFF_HOST // 1024}KiB"', "xon = 4096", "xon_offset = 12288", "dynamic_th = -3",
             "[buffer.profile.queue_lossy_profile]", 'pool = "egress_lossy_pool"', "dynamic_th = -2",
             "[buffer.pg]"]
-    out += [f'"{p.name}|{LOSSLESS_TC}" = "pg_lossless_profile"' for p in sw.ports]
+    out += [f'"{p.name}|{LOSSLESS_TC}" = "pg_lossless_{"host_" if p.to_host else ""}profile"' for p in sw.ports]
     out += ["[buffer.queue]"]
     for p in sw.ports:
         out += [f'"{p.name}|0-2" = "queue_lossy_profile"', f'"{p.name}|4-7" = "queue_lossy_profile"']
