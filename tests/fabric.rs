@@ -127,7 +127,8 @@ fn clos_2_4_4_bgp_routes_reach_the_fib_and_ecmp_uses_both_spines() {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "fabric.py clos-2-4-4 ecmp: {}", show(&out));
     eprintln!("{stdout}");
-    let e: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let e: Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     // Routes: learned over BGP, mirrored from the kernel into each dataplane.
     assert_eq!(e["fib_converged"], true, "{e}");
     for spine in ["s1", "s2"] {

@@ -285,7 +285,9 @@ ecn = "ecn_all"
         .memory_mb(1024)
         .port(Port::new("Ethernet0", &format!("net_af_packet0,iface={p}v1a")).speed("10G"))
         .port(Port::new("Ethernet4", &format!("net_af_packet1,iface={p}v2a")).speed("10G"))
-        .port(Port::new("Ethernet8", &format!("net_af_packet2,iface={p}v3a")).speed("10G").set("shaper_rate", "\"100M\""))
+        .port(
+            Port::new("Ethernet8", &format!("net_af_packet2,iface={p}v3a")).speed("10G").set("shaper_rate", "\"100M\""),
+        )
         .toml(&format!(
             r#"[control_plane]
 netns = "{p}sw"
@@ -314,8 +316,10 @@ Ethernet8 = ["198.18.3.1/24"]
     let recv = hosts.spawn(3, &format!("python3 {script} udp-recv 5000 5"));
     std::thread::sleep(Duration::from_millis(300));
     // TOS 14 = DSCP 3, ECT(0).
-    let senders: Vec<_> =
-        [1, 2].iter().map(|&h| hosts.spawn(h, &format!("python3 {script} udp-burst 198.18.3.2 5000 500 14 1000"))).collect();
+    let senders: Vec<_> = [1, 2]
+        .iter()
+        .map(|&h| hosts.spawn(h, &format!("python3 {script} udp-burst 198.18.3.2 5000 500 14 1000")))
+        .collect();
     let sent: u64 = senders
         .into_iter()
         .map(|c| {
@@ -336,9 +340,10 @@ Ethernet8 = ["198.18.3.1/24"]
     //    while host 1 sends lossless routed traffic to host 3 at 20 Mb/s.
     let mut tel = Client::connect(&socket_path(&d.prefix())).expect("telemetry socket");
     let e4_0 = counters(&mut tel, "Ethernet4");
-    let router_mac = String::from_utf8_lossy(&sh(&format!("ip netns exec {p}sw cat /sys/class/net/{p}v2a/address")).stdout)
-        .trim()
-        .to_string();
+    let router_mac =
+        String::from_utf8_lossy(&sh(&format!("ip netns exec {p}sw cat /sys/class/net/{p}v2a/address")).stdout)
+            .trim()
+            .to_string();
     // Long enough for a sender the busy machine starts late.
     let recv = hosts.spawn(3, &format!("python3 {script} udp-recv 5001 9"));
     std::thread::sleep(Duration::from_millis(200));
@@ -350,7 +355,8 @@ Ethernet8 = ["198.18.3.1/24"]
     let e4_1 = counters(&mut tel, "Ethernet4");
     let ro = recv.wait_with_output().unwrap();
     let flooded: Value = serde_json::from_slice(&fo.stdout).unwrap_or_else(|e| panic!("flood-ip: {e}: {}", text(&fo)));
-    let paced: Value = serde_json::from_slice(&paced.stdout).unwrap_or_else(|e| panic!("udp-send: {e}: {}", text(&paced)));
+    let paced: Value =
+        serde_json::from_slice(&paced.stdout).unwrap_or_else(|e| panic!("udp-send: {e}: {}", text(&paced)));
     let got: Value = serde_json::from_slice(&ro.stdout).unwrap_or_else(|e| panic!("udp-recv: {e}: {}", text(&ro)));
     let punted = n(&e4_1, "punted_to_us") - n(&e4_0, "punted_to_us");
     let policed = n(&e4_1, "punt_dropped_to_us") - n(&e4_0, "punt_dropped_to_us");
@@ -388,7 +394,10 @@ Ethernet8 = ["198.18.3.1/24"]
         assert!(data.iter().all(|&(_, good, ttl)| good && ttl == 63), "checksum or TTL wrong after routing");
         let ce = data.iter().filter(|x| x.0 == 3).count();
         assert!(ce > 0 && data.iter().all(|x| x.0 == 3 || x.0 == 2), "ECN: {ce} CE of {}", data.len());
-        eprintln!("ECN: {ce} of {} routed datagrams arrived CE-marked, all with valid checksums and TTL 63", data.len());
+        eprintln!(
+            "ECN: {ce} of {} routed datagrams arrived CE-marked, all with valid checksums and TTL 63",
+            data.len()
+        );
     }
     if let Some((_, pfc)) = tshark_decode(&cap1, 5000) {
         assert!(pfc >= 1, "no PFC frame reached host 1");

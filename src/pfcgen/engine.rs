@@ -277,13 +277,7 @@ impl Generator {
         self.streams
             .iter()
             .filter(|s| !s.done(now))
-            .map(|s| {
-                if s.paused {
-                    self.ports[s.spec.port].deadlines.deadline(s.spec.priority)
-                } else {
-                    s.pacer.due()
-                }
-            })
+            .map(|s| if s.paused { self.ports[s.spec.port].deadlines.deadline(s.spec.priority) } else { s.pacer.due() })
             .min()
     }
 
