@@ -9,10 +9,11 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crossbeam_utils::CachePadded;
 
-/// Declares [`DropReason`] from one list: the variant, its JSON/telemetry name, its doc.
-/// Adding a reason is one line.
+/// Declares [`DropReason`] from one list: the variant, its JSON/telemetry name, the port
+/// it is counted on ([`Side`]), whether a lossless packet dropped for it is lossless loss,
+/// and its doc. Adding a reason is one line.
 macro_rules! drop_reasons {
-    ($( $(#[$doc:meta])* $v:ident = $name:literal, )*) => {
+    ($( $(#[$doc:meta])* $v:ident = $name:literal @ $side:ident $(, $loss:ident)?; )*) => {
         /// Why a packet (or packet copy) was dropped. Names are the JSON/telemetry keys.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[repr(u8)]
@@ -30,52 +31,80 @@ macro_rules! drop_reasons {
                     $( DropReason::$v => $name, )*
                 }
             }
+
+            /// The port whose `drops` counts it.
+            #[inline(always)]
+            pub const fn side(self) -> Side {
+                match self {
+                    $( DropReason::$v => Side::$side, )*
+                }
+            }
+
+            /// A lossless packet dropped for this reason is lossless loss (counted per PG in
+            /// `pg_lossless_drops`); the others are decisions (a dead link, the watchdog,
+            /// stop).
+            #[inline(always)]
+            pub const fn loses_lossless(self) -> bool {
+                match self {
+                    $( DropReason::$v => drop_reasons!(@loss $($loss)?), )*
+                }
+            }
         }
     };
+    (@loss lossless_loss) => { true };
+    (@loss) => { false };
+}
+
+/// Which port's `drops` counts a drop: the port the packet came in on, or the one it was
+/// queued for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Ingress,
+    Egress,
 }
 
 drop_reasons! {
     /// Shorter than 60 bytes (the Ethernet minimum without FCS).
-    Runt = "runt",
+    Runt = "runt" @ Ingress;
     /// Longer than the port's MTU plus the largest L2 header (18 B: Ethernet + 802.1Q).
-    Oversize = "oversize",
+    Oversize = "oversize" @ Ingress;
     /// A chained (multi-segment) mbuf: the switch handles single-segment frames only.
-    MultiSegment = "multi_segment",
+    MultiSegment = "multi_segment" @ Ingress;
     /// A header the parser could not read (truncated VLAN/IP header, bad IP version...).
-    Malformed = "malformed",
+    Malformed = "malformed" @ Ingress;
     /// Sent to an IEEE 802.1D reserved address 01-80-C2-00-00-0x that is not MAC control.
-    LinkLocal = "link_local",
+    LinkLocal = "link_local" @ Ingress;
     /// A lossless-class frame to an unknown unicast destination with
     /// `switch.flood_lossless = false` (never flooded: a PFC deadlock source).
-    LosslessUnknownUnicast = "lossless_unknown_unicast",
+    LosslessUnknownUnicast = "lossless_unknown_unicast" @ Ingress;
     /// A MAC-control frame (EtherType 0x8808) the decoder rejected.
-    BadMacControl = "bad_mac_control",
+    BadMacControl = "bad_mac_control" @ Ingress;
     /// The destination was learned on the ingress port (a bridge never hairpins).
-    SamePort = "same_port",
+    SamePort = "same_port" @ Ingress;
     /// No mbuf for a flood copy.
-    FloodNoMbuf = "flood_no_mbuf",
+    FloodNoMbuf = "flood_no_mbuf" @ Ingress;
     /// The egress queue ring was full.
-    EgressQueueFull = "egress_queue_full",
+    EgressQueueFull = "egress_queue_full" @ Egress, lossless_loss;
     /// MMU: lossless PG full up to private + shared + headroom (a headroom sizing bug).
-    LosslessHeadroomFull = "lossless_headroom_full",
+    LosslessHeadroomFull = "lossless_headroom_full" @ Ingress, lossless_loss;
     /// MMU: lossy egress queue over its Dynamic Threshold or the lossy pool full.
-    LossyThreshold = "lossy_threshold",
+    LossyThreshold = "lossy_threshold" @ Ingress;
     /// MMU: any other admission refusal.
-    MmuOther = "mmu_other",
+    MmuOther = "mmu_other" @ Ingress;
     /// PFC watchdog: queue stormed with action drop.
-    PfcWatchdog = "pfc_watchdog",
+    PfcWatchdog = "pfc_watchdog" @ Ingress;
     /// Still queued when the switch stopped (freed at shutdown).
-    FlushedAtStop = "flushed_at_stop",
+    FlushedAtStop = "flushed_at_stop" @ Egress;
     /// Queued for, or sent to, a port whose link went down (flushed, charges released).
-    LinkDown = "link_down",
+    LinkDown = "link_down" @ Ingress;
     /// WRED at dequeue: a Not-ECT (or unmarked) packet of a lossy queue (docs/design.md §6).
-    Wred = "wred",
+    Wred = "wred" @ Egress;
     /// A packet for the kernel over its class's punt rate limit (`[control_plane.copp]`).
-    PuntRateLimited = "punt_rate_limited",
+    PuntRateLimited = "punt_rate_limited" @ Ingress;
     /// Routed into a kernel blackhole route.
-    RouteBlackhole = "route_blackhole",
+    RouteBlackhole = "route_blackhole" @ Ingress;
     /// Sent to the router MAC with IP length fields that overrun the frame.
-    RouteMalformed = "route_malformed",
+    RouteMalformed = "route_malformed" @ Ingress;
 }
 
 impl DropReason {
@@ -87,10 +116,44 @@ impl DropReason {
     }
 }
 
-impl From<crate::mmu::DropReason> for DropReason {
+/// Where a drop happened and what was known of the packet there: every drop is counted
+/// through [`LcoreCounters::count_drop`] with one of these.
+#[derive(Debug, Clone, Copy)]
+pub struct DropSite {
+    /// The port the packet came in on.
+    pub in_port: usize,
+    /// Its traffic class, once classified (its per-TC balance on the ingress port).
+    pub tc: Option<u8>,
+    /// The egress port and queue, once the forwarding decision named them.
+    pub out: Option<(usize, u8)>,
+    /// Its ingress PG, when the packet was lossless (then its loss is lossless loss).
+    pub lossless_pg: Option<u8>,
+}
+
+impl DropSite {
+    /// Dropped on arrival: before classification.
+    #[inline(always)]
+    pub const fn arrival(in_port: usize) -> DropSite {
+        DropSite { in_port, tc: None, out: None, lossless_pg: None }
+    }
+
+    /// Dropped after classification into `tc`, before an egress was chosen.
+    #[inline(always)]
+    pub const fn classified(in_port: usize, tc: u8) -> DropSite {
+        DropSite { in_port, tc: Some(tc), out: None, lossless_pg: None }
+    }
+
+    /// Dropped on its way to queue `queue` of `out`.
+    #[inline(always)]
+    pub const fn forwarded(in_port: usize, tc: u8, out: usize, queue: u8, lossless_pg: Option<u8>) -> DropSite {
+        DropSite { in_port, tc: Some(tc), out: Some((out, queue)), lossless_pg }
+    }
+}
+
+impl From<crate::mmu::Refusal> for DropReason {
     /// The counter an MMU refusal is counted under.
-    fn from(r: crate::mmu::DropReason) -> DropReason {
-        use crate::mmu::DropReason as M;
+    fn from(r: crate::mmu::Refusal) -> DropReason {
+        use crate::mmu::Refusal as M;
         match r {
             M::LosslessHeadroomFull => DropReason::LosslessHeadroomFull,
             M::LossyDt | M::LossyPoolFull => DropReason::LossyThreshold,
@@ -249,14 +312,65 @@ counter_set! {
 
 impl PortCounters {
     #[inline(always)]
-    pub fn drop(&self, r: DropReason) {
-        self.drops[r as usize].inc();
-    }
-    #[inline(always)]
-    pub fn drop_n(&self, r: DropReason, n: u64) {
+    fn drop_n(&self, r: DropReason, n: u64) {
         self.drops[r as usize].add(n);
     }
 }
+
+/// One of a port's per-queue, per-TC or per-PG counter arrays, and the names it goes by:
+/// `key` in the stats JSON (`"queues": [{"queue": q, <key>: …}]`, likewise `"tc"`), and
+/// `<prefix><i>_<telemetry>` in DPDK telemetry and `pfcswitch show` (SONiC's `UC3_packets`,
+/// `TC3_rx`, `PG3_lossless_drops`). The lists below are the one place these names are
+/// written: adding a counter to them is one line.
+pub struct ArrayCounter {
+    pub key: &'static str,
+    pub telemetry: &'static str,
+    pub get: fn(&PortTotals) -> &[u64; 8],
+}
+
+impl ArrayCounter {
+    /// The telemetry key of element `i` under `prefix` ("UC", "TC", "PG").
+    pub fn telemetry_key(&self, prefix: &str, i: usize) -> String {
+        format!("{prefix}{i}_{}", self.telemetry)
+    }
+}
+
+/// Per egress queue (telemetry prefix "UC").
+pub const QUEUE_COUNTERS: [ArrayCounter; 7] = [
+    ArrayCounter { key: "tx_packets", telemetry: "packets", get: |t| &t.queue_tx_packets },
+    ArrayCounter { key: "tx_bytes", telemetry: "bytes", get: |t| &t.queue_tx_bytes },
+    ArrayCounter { key: "drops", telemetry: "drops", get: |t| &t.queue_drops },
+    ArrayCounter { key: "ecn_marked_packets", telemetry: "ecn_marked_packets", get: |t| &t.queue_ecn_marked_packets },
+    ArrayCounter { key: "ecn_marked_bytes", telemetry: "ecn_marked_bytes", get: |t| &t.queue_ecn_marked_bytes },
+    ArrayCounter {
+        key: "wred_dropped_packets",
+        telemetry: "wred_dropped_packets",
+        get: |t| &t.queue_wred_dropped_packets,
+    },
+    ArrayCounter { key: "wred_dropped_bytes", telemetry: "wred_dropped_bytes", get: |t| &t.queue_wred_dropped_bytes },
+];
+
+/// The queue counters `show queue counters` prints (SONiC's columns).
+pub const Q_TX_PACKETS: &ArrayCounter = &QUEUE_COUNTERS[0];
+pub const Q_TX_BYTES: &ArrayCounter = &QUEUE_COUNTERS[1];
+pub const Q_DROPS: &ArrayCounter = &QUEUE_COUNTERS[2];
+/// The queue counters `show queue wredcounters` prints.
+pub const Q_ECN_MARKED_PACKETS: &ArrayCounter = &QUEUE_COUNTERS[3];
+pub const Q_ECN_MARKED_BYTES: &ArrayCounter = &QUEUE_COUNTERS[4];
+pub const Q_WRED_DROPPED_PACKETS: &ArrayCounter = &QUEUE_COUNTERS[5];
+pub const Q_WRED_DROPPED_BYTES: &ArrayCounter = &QUEUE_COUNTERS[6];
+
+/// Per ingress TC (telemetry prefix "TC"): the per-(port, TC) conservation balance.
+pub const TC_COUNTERS: [ArrayCounter; 4] = [
+    ArrayCounter { key: "rx", telemetry: "rx", get: |t| &t.tc_rx },
+    ArrayCounter { key: "flood_copies", telemetry: "flood_copies", get: |t| &t.tc_copies },
+    ArrayCounter { key: "tx", telemetry: "tx", get: |t| &t.tc_tx },
+    ArrayCounter { key: "dropped", telemetry: "dropped", get: |t| &t.tc_dropped },
+];
+
+/// Per ingress PG (telemetry prefix "PG").
+pub const PG_COUNTERS: [ArrayCounter; 1] =
+    [ArrayCounter { key: "pg_lossless_drops", telemetry: "lossless_drops", get: |t| &t.pg_lossless_drops }];
 
 /// The last `N` samples of a quantity (e.g. PFC reaction time in TSC ticks), single
 /// writer, readable at any time; percentiles are taken on read.
@@ -307,6 +421,28 @@ pub struct LcoreCounters {
 }
 
 impl LcoreCounters {
+    /// Count `n` packets dropped at `site` for `why`: on the ingress or the egress port
+    /// as the reason says ([`DropReason::side`]), in the ingress port's per-TC balance, on
+    /// the egress queue, and per PG when a lossless packet was lost. The one place a drop
+    /// is counted.
+    #[inline(always)]
+    pub fn count_drop(&self, site: DropSite, why: DropReason, n: u64) {
+        let port = match (why.side(), site.out) {
+            (Side::Egress, Some((out, _))) => out,
+            _ => site.in_port,
+        };
+        self.ports[port].drop_n(why, n);
+        if let Some(tc) = site.tc {
+            self.ports[site.in_port].tc_dropped[tc as usize & 7].add(n);
+        }
+        if let Some((out, queue)) = site.out {
+            self.ports[out].queue_drops[queue as usize & 7].add(n);
+        }
+        if let (Some(pg), true) = (site.lossless_pg, why.loses_lossless()) {
+            self.ports[site.in_port].pg_lossless_drops[pg as usize & 7].add(n);
+        }
+    }
+
     pub fn new(nports: usize) -> CachePadded<LcoreCounters> {
         CachePadded::new(LcoreCounters {
             ports: (0..nports).map(|_| PortCounters::default()).collect(),
@@ -368,7 +504,7 @@ mod tests {
         let b = LcoreCounters::new(2);
         a.ports[0].rx_packets.add(3);
         b.ports[0].rx_packets.add(4);
-        b.ports[1].drop(DropReason::Runt);
+        b.count_drop(DropSite::arrival(1), DropReason::Runt, 1);
         a.ports[1].tx_packets.add(7);
         let t = Totals::collect([&*a, &*b], 2);
         assert_eq!(t.ports[0].rx_packets, 7);
@@ -382,15 +518,29 @@ mod tests {
         let a = LcoreCounters::new(1);
         let b = LcoreCounters::new(1);
         // Two headroom-full drops (counted by reason and per PG) on PG 3.
-        a.ports[0].drop_n(DropReason::LosslessHeadroomFull, 2);
-        a.ports[0].pg_lossless_drops[3].add(2);
+        a.count_drop(DropSite::forwarded(0, 3, 0, 3, Some(3)), DropReason::LosslessHeadroomFull, 2);
         let t = Totals::collect([&*a, &*b], 1);
         assert_eq!(t.ports[0].pg_lossless_drops[3], 2);
         assert_eq!(t.ports[0].lossless_drops(), 2, "one loss, counted twice, reported once");
-        // Plus a lossless egress queue overflow on PG 4 (per PG only).
-        b.ports[0].pg_lossless_drops[4].inc();
+        // Plus a lossless egress queue overflow on PG 4 (charged to the egress port, per
+        // PG on the ingress port).
+        b.count_drop(DropSite::forwarded(0, 4, 0, 4, Some(4)), DropReason::EgressQueueFull, 1);
         let t = Totals::collect([&*a, &*b], 1);
         assert_eq!(t.ports[0].lossless_drops(), 3);
+        // A deliberate drop of a lossless packet (a dead link) is not lossless loss.
+        b.count_drop(DropSite::forwarded(0, 4, 0, 4, Some(4)), DropReason::LinkDown, 1);
+        assert_eq!(Totals::collect([&*a, &*b], 1).ports[0].lossless_drops(), 3);
+    }
+
+    #[test]
+    fn a_drop_is_counted_on_its_side() {
+        let a = LcoreCounters::new(2);
+        a.count_drop(DropSite::forwarded(0, 1, 1, 2, None), DropReason::EgressQueueFull, 1);
+        a.count_drop(DropSite::forwarded(0, 1, 1, 2, None), DropReason::LinkDown, 1);
+        let t = Totals::collect([&*a], 2);
+        assert_eq!(t.ports[1].drop_count(DropReason::EgressQueueFull), 1, "egress side");
+        assert_eq!(t.ports[0].drop_count(DropReason::LinkDown), 1, "ingress side");
+        assert_eq!((t.ports[0].tc_dropped[1], t.ports[1].queue_drops[2]), (2, 2));
     }
 
     #[test]

@@ -7,6 +7,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::counters::{
+    Q_DROPS, Q_ECN_MARKED_BYTES, Q_ECN_MARKED_PACKETS, Q_TX_BYTES, Q_TX_PACKETS, Q_WRED_DROPPED_BYTES,
+    Q_WRED_DROPPED_PACKETS,
+};
+
 /// What `show`/`clear` can display, with the telemetry command behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
@@ -323,9 +328,9 @@ pub fn render(view: View, v: &Value) -> String {
                     rows.push(vec![
                         p.clone(),
                         format!("UC{q}"),
-                        get(o, &format!("UC{q}_packets")),
-                        get(o, &format!("UC{q}_bytes")),
-                        get(o, &format!("UC{q}_drops")),
+                        get(o, &Q_TX_PACKETS.telemetry_key("UC", q)),
+                        get(o, &Q_TX_BYTES.telemetry_key("UC", q)),
+                        get(o, &Q_DROPS.telemetry_key("UC", q)),
                         get(o, &format!("UC{q}_depth")),
                     ]);
                 }
@@ -343,10 +348,10 @@ pub fn render(view: View, v: &Value) -> String {
                     rows.push(vec![
                         p.clone(),
                         format!("UC{q}"),
-                        get(o, &format!("UC{q}_wred_dropped_packets")),
-                        get(o, &format!("UC{q}_wred_dropped_bytes")),
-                        get(o, &format!("UC{q}_ecn_marked_packets")),
-                        get(o, &format!("UC{q}_ecn_marked_bytes")),
+                        get(o, &Q_WRED_DROPPED_PACKETS.telemetry_key("UC", q)),
+                        get(o, &Q_WRED_DROPPED_BYTES.telemetry_key("UC", q)),
+                        get(o, &Q_ECN_MARKED_PACKETS.telemetry_key("UC", q)),
+                        get(o, &Q_ECN_MARKED_BYTES.telemetry_key("UC", q)),
                     ]);
                 }
             }

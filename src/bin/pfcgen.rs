@@ -86,7 +86,7 @@ enum Cmd {
 
 #[derive(Args)]
 struct SpecArgs {
-    /// TOML file with [eal], [[port]] and [[stream]] tables (docs/pfcgen.md).
+    /// TOML file with `[eal]`, `[[port]]` and `[[stream]]` tables (docs/pfcgen.md).
     #[arg(long, short)]
     config: Option<PathBuf>,
     /// A port by its devargs (vdev or PCI address), named p0, p1, ... Repeatable.

@@ -28,6 +28,19 @@ pub struct Queued {
 }
 
 impl Queued {
+    /// Where this packet is if it is dropped now: classified, on its way to its queue.
+    #[inline]
+    pub fn drop_site(&self) -> crate::counters::DropSite {
+        let lossless_pg = self.charge.is_lossless().then(|| self.charge.pg());
+        crate::counters::DropSite::forwarded(
+            self.in_port as usize,
+            self.tc,
+            self.charge.out_port() as usize,
+            self.queue,
+            lossless_pg,
+        )
+    }
+
     /// What the TX side keeps once per run ([`RunKey`]), and the packet itself.
     #[inline]
     pub fn split(self) -> (RunKey, Slot<Mbuf>) {

@@ -242,14 +242,17 @@ fn shutdown(
         h.wait();
     }
     let nports = shared.ports.len();
-    let mut totals = Totals::collect(shared.counters.iter().map(|c| &**c), nports);
-    for (p, eg) in shared.egress.iter().enumerate() {
-        for q in std::iter::from_fn(|| eg.inbound.pop()) {
-            let _ = shared.mmu.release(q.charge);
-            totals.ports[p].drops[DropReason::FlushedAtStop as usize] += 1;
-            totals.ports[q.in_port as usize].tc_dropped[q.tc as usize & 7] += 1;
+    // What is left on its way to a port no worker serves; counted as a worker's (they all
+    // stopped: this thread is the only writer now).
+    if let Some(c) = shared.counters.first() {
+        for eg in &shared.egress {
+            for q in std::iter::from_fn(|| eg.inbound.pop()) {
+                let _ = shared.mmu.release(q.charge);
+                c.count_drop(q.drop_site(), DropReason::FlushedAtStop, 1);
+            }
         }
     }
+    let totals = Totals::collect(shared.counters.iter().map(|c| &**c), nports);
     control.drain();
     let setup::Ports { mut ports, rxqs, txqs, .. } = ports;
     drop(rxqs);

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::counters::{percentile, DropReason, PortTotals, Totals, WorkerTotals};
+use crate::counters::{
+    percentile, ArrayCounter, DropReason, PortTotals, Totals, WorkerTotals, PG_COUNTERS, QUEUE_COUNTERS, TC_COUNTERS,
+};
 use crate::dpdk::{Mempool, PortStats};
 use crate::pfc::PfcPrioStats;
 
@@ -275,7 +277,7 @@ impl RunReport {
                     // egress queue full; per PG in pg_lossless_drops) or by the NIC on a port
                     // that carries a lossless class (lossless_nic_loss: imissed + rx_nombuf).
                     "lossless_drops": p.lossless_loss().total(),
-                    "pg_lossless_drops": p.totals.pg_lossless_drops,
+                    "pg_lossless_drops": (PG_COUNTERS[0].get)(&p.totals),
                     "pmd": p.pmd,
                     "lossless_nic_loss": p.lossless_nic_loss(),
                     "pfc_enable": (0..8).filter(|i| p.pfc_enable & (1 << i) != 0).collect::<Vec<u8>>(),
@@ -292,8 +294,8 @@ impl RunReport {
                         "rx_8023x_ignored": p.rx_link_pause_ignored,
                         "rx_ignored": p.rx_ignored,
                     },
-                    "tc": (0..8).map(|tc| json!({"tc": tc, "rx": p.totals.tc_rx[tc], "flood_copies": p.totals.tc_copies[tc], "tx": p.totals.tc_tx[tc], "dropped": p.totals.tc_dropped[tc]})).collect::<Vec<_>>(),
-                    "queues": (0..8).map(|q| json!({"queue": q, "tx_packets": p.totals.queue_tx_packets[q], "tx_bytes": p.totals.queue_tx_bytes[q], "drops": p.totals.queue_drops[q], "ecn_marked_packets": p.totals.queue_ecn_marked_packets[q], "ecn_marked_bytes": p.totals.queue_ecn_marked_bytes[q], "wred_dropped_packets": p.totals.queue_wred_dropped_packets[q], "wred_dropped_bytes": p.totals.queue_wred_dropped_bytes[q]})).collect::<Vec<_>>(),
+                    "tc": per_index(&p.totals, "tc", &TC_COUNTERS),
+                    "queues": per_index(&p.totals, "queue", &QUEUE_COUNTERS),
                     "pfcwd": p.pfcwd,
                     "pg_watermark": p.pg_watermarks.iter().map(|(pg, s, h, size)| json!({"pg": pg, "shared": s, "headroom": h, "headroom_size": size})).collect::<Vec<_>>(),
                     "tx_ring": p.tx_ring,
@@ -496,4 +498,18 @@ fn fmt_rate(pps: f64) -> String {
     } else {
         format!("{:.0}pps", pps)
     }
+}
+
+/// One JSON object per index 0..8 of `counters` (`{"<index>": i, <key>: value, …}`).
+fn per_index(t: &PortTotals, index: &str, counters: &[ArrayCounter]) -> Vec<Value> {
+    (0..8)
+        .map(|i| {
+            let mut o = serde_json::Map::new();
+            o.insert(index.into(), i.into());
+            for c in counters {
+                o.insert(c.key.into(), (c.get)(t)[i].into());
+            }
+            Value::Object(o)
+        })
+        .collect()
 }

@@ -94,6 +94,9 @@ pub struct Shared {
     /// Per worker: its doorbell — set while it naps (adaptive idle), and its thread, to
     /// wake it when a PFC frame is queued for a port it transmits.
     pub doorbells: Vec<Doorbell>,
+    /// The control lcore's doorbell: an edge queued for it ends its nap, so a RESUME
+    /// never waits for the end of one.
+    pub control_bell: Doorbell,
 }
 
 /// A worker's doorbell: whoever queues a PFC frame for one of its ports wakes it if it
@@ -143,6 +146,7 @@ impl Shared {
             if self.edges[worker].push(EdgeMsg { edge, tsc: now }).is_err() {
                 c.worker.edge_overflow.inc();
             }
+            self.control_bell.ring();
         }
     }
 
@@ -150,14 +154,7 @@ impl Shared {
     /// and count it where it would have been counted.
     pub fn drop_admitted(&self, worker: usize, q: Queued, why: DropReason, now: u64, c: &LcoreCounters) {
         self.push_edge(worker, self.mmu.release(q.charge), now, c);
-        let out = q.charge.out_port() as usize;
-        c.ports[out].drop(why);
-        c.ports[out].queue_drops[q.queue as usize & 7].inc();
-        c.ports[q.in_port as usize].tc_dropped[q.tc as usize & 7].inc();
-        // A lossless packet that found its egress queue full is lossless loss too.
-        if why == DropReason::EgressQueueFull && q.charge.is_lossless() {
-            c.ports[q.in_port as usize].pg_lossless_drops[q.charge.pg() as usize & 7].inc();
-        }
+        c.count_drop(q.drop_site(), why, 1);
     }
 
     /// Queue a PFC PAUSE for `prios` on `port`'s control queue. `edge_tsc`: the Xoff

@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{json, Map, Value};
 
-use crate::counters::{DropReason, Totals};
+use crate::counters::{DropReason, Totals, PG_COUNTERS, QUEUE_COUNTERS, TC_COUNTERS};
 use crate::dpdk::{stats_of, telemetry};
 use crate::pfc::{PfcPrioStats, PfcTxCounters};
 
@@ -250,14 +250,10 @@ impl Views {
         let pt = &t.ports[i];
         let mut o = Map::new();
         for q in 0..8 {
-            o.insert(format!("UC{q}_packets"), pt.queue_tx_packets[q].into());
-            o.insert(format!("UC{q}_bytes"), pt.queue_tx_bytes[q].into());
-            o.insert(format!("UC{q}_drops"), pt.queue_drops[q].into());
+            for c in &QUEUE_COUNTERS {
+                o.insert(c.telemetry_key("UC", q), (c.get)(pt)[q].into());
+            }
             o.insert(format!("UC{q}_depth"), (self.shared.egress[i].depth(q) as u64).into());
-            o.insert(format!("UC{q}_wred_dropped_packets"), pt.queue_wred_dropped_packets[q].into());
-            o.insert(format!("UC{q}_wred_dropped_bytes"), pt.queue_wred_dropped_bytes[q].into());
-            o.insert(format!("UC{q}_ecn_marked_packets"), pt.queue_ecn_marked_packets[q].into());
-            o.insert(format!("UC{q}_ecn_marked_bytes"), pt.queue_ecn_marked_bytes[q].into());
         }
         o
     }
@@ -272,7 +268,9 @@ impl Views {
             o.insert(format!("PG{pg}_headroom_watermark"), w.headroom.into());
             o.insert(format!("PG{pg}_occupancy"), occ.total.into());
             o.insert(format!("PG{pg}_off"), (self.shared.mmu.is_off(port, pg) as u64).into());
-            o.insert(format!("PG{pg}_lossless_drops"), t.ports[i].pg_lossless_drops[pg as usize].into());
+            for c in &PG_COUNTERS {
+                o.insert(c.telemetry_key("PG", pg as usize), (c.get)(&t.ports[i])[pg as usize].into());
+            }
         }
         o
     }
@@ -343,11 +341,10 @@ impl Views {
         let pt = &t.ports[i];
         let mut o = Map::new();
         for tc in 0..8 {
+            for c in &TC_COUNTERS {
+                o.insert(c.telemetry_key("TC", tc), (c.get)(pt)[tc].into());
+            }
             let (rx, copies, tx, dropped) = (pt.tc_rx[tc], pt.tc_copies[tc], pt.tc_tx[tc], pt.tc_dropped[tc]);
-            o.insert(format!("TC{tc}_rx"), rx.into());
-            o.insert(format!("TC{tc}_flood_copies"), copies.into());
-            o.insert(format!("TC{tc}_tx"), tx.into());
-            o.insert(format!("TC{tc}_dropped"), dropped.into());
             // The counters are read one after another while packets move: one sent
             // between the reads of rx and tx could make the rest negative for a moment.
             o.insert(format!("TC{tc}_in_flight"), (rx + copies).saturating_sub(tx + dropped).into());

@@ -611,9 +611,7 @@ impl TxPort {
             while let Some((slot, run)) = self.tcq[q].pop() {
                 let p = run.key.queued(slot.p, slot.charged);
                 shared.push_edge(worker, shared.mmu.release(p.charge), now, c);
-                c.ports[p.in_port as usize].tc_dropped[p.tc as usize].inc();
-                c.ports[p.in_port as usize].drop(DropReason::PfcWatchdog);
-                c.ports[self.port].queue_drops[q].inc();
+                c.count_drop(p.drop_site(), DropReason::PfcWatchdog, 1);
                 n += 1;
             }
             if n > 0 {
@@ -629,13 +627,10 @@ impl TxPort {
     /// ingress PGs this port's backlog held OFF. Control frames for this port are freed.
     #[cold]
     fn flush_link_down(&mut self, shared: &Shared, worker: usize, now: u64, c: &LcoreCounters) {
-        let oc = &c.ports[self.port];
         let eg = &shared.egress[self.port];
         self.drain_held(eg, |q| {
             shared.push_edge(worker, shared.mmu.release(q.charge), now, c);
-            c.ports[q.in_port as usize].drop(DropReason::LinkDown);
-            c.ports[q.in_port as usize].tc_dropped[q.tc as usize & 7].inc();
-            oc.queue_drops[q.queue as usize & 7].inc();
+            c.count_drop(q.drop_site(), DropReason::LinkDown, 1);
         });
         eg.drain_control();
         if let Some(t) = self.ctl.as_mut() {
@@ -677,14 +672,12 @@ impl TxPort {
     /// At stop (every worker has stopped enqueueing): free everything held here or on
     /// its way here, releasing the MMU charges.
     pub fn flush(&mut self, shared: &Shared, c: &LcoreCounters) {
-        let pc = &c.ports[self.port];
         if let Some(t) = self.ctl.as_mut() {
             t.pending.drain().for_each(drop);
         }
         self.drain_held(&shared.egress[self.port], |q| {
             let _ = shared.mmu.release(q.charge);
-            pc.drop(DropReason::FlushedAtStop);
-            c.ports[q.in_port as usize].tc_dropped[q.tc as usize & 7].inc();
+            c.count_drop(q.drop_site(), DropReason::FlushedAtStop, 1);
         });
         self.publish_depths(shared);
         self.lat.publish(&shared.ports[self.port].latency, true);

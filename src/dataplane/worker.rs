@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::classify::Class;
-use crate::counters::{DropReason, LcoreCounters, PortCounters};
+use crate::counters::{DropReason, DropSite, LcoreCounters};
 use crate::dpdk::{rdtsc, Mbuf, MbufBurst, RxQueue, BURST_CAP};
 use crate::mmu::{self, Verdict};
 use crate::pfc::PfcRx;
@@ -53,7 +53,7 @@ pub struct Worker {
     burst_size: usize,
     tsc_hz: u64,
     /// The run being formed: same egress port and class; its mbufs and lengths.
-    run: Run,
+    run: Batch,
     run_mbufs: MbufBurst,
     run_lens: Box<[u32; BURST_CAP]>,
     /// PAUSEs this lcore sent whose note the control lcore has not taken yet.
@@ -75,15 +75,16 @@ const IDLE_SPINS: u32 = 1024;
 const NAP_MIN_US: u64 = 20;
 const NAP_MAX_US: u64 = 1000;
 
-/// The key of the run of packets being formed.
+/// The key of the batch of packets being formed (a run on the egress TC queue once admitted):
+/// same egress port, class and losslessness.
 #[derive(Clone, Copy, Default)]
-struct Run {
+struct Batch {
     out: u16,
     class: Class,
     lossless: bool,
 }
 
-impl Run {
+impl Batch {
     #[inline]
     fn same(&self, out: u16, class: Class, lossless: bool) -> bool {
         self.out == out && self.class == class && self.lossless == lossless
@@ -121,7 +122,7 @@ impl Worker {
             burst: MbufBurst::new(),
             burst_size: spec.burst_size.clamp(1, BURST_CAP),
             tsc_hz,
-            run: Run::default(),
+            run: Batch::default(),
             run_mbufs: MbufBurst::new(),
             run_lens: Box::new([0; BURST_CAP]),
             notes: WorkerNotes::new(nports),
@@ -138,8 +139,8 @@ impl Worker {
         self.router = Some(Box::new(r));
     }
 
-    /// Poll RX queue `q` of `port`.
-    pub fn poll(&mut self, port: usize, q: RxQueue) {
+    /// Poll RX queue `q` of `port` from this lcore.
+    pub fn add_rx_queue(&mut self, port: usize, q: RxQueue) {
         self.rxqs.push((port, q));
     }
 
@@ -375,18 +376,19 @@ impl Worker {
             // Only whole, single-segment frames the port's MTU allows go further: everything
             // after this sees the first segment only, and the MMU charges its length.
             if m.segments() != 1 || m.pkt_len() > self.max_frame[in_port] {
-                pc.drop(if m.segments() != 1 { DropReason::MultiSegment } else { DropReason::Oversize });
+                let why = if m.segments() != 1 { DropReason::MultiSegment } else { DropReason::Oversize };
+                c.count_drop(DropSite::arrival(in_port), why, 1);
                 continue;
             }
             if m.len() < MIN_FRAME_LEN && (!self.pad_short[in_port] || !pad(&mut m)) {
-                pc.drop(DropReason::Runt);
+                c.count_drop(DropSite::arrival(in_port), DropReason::Runt, 1);
                 continue;
             }
             let len = m.len() as u32;
             let parsed = match wire::parse(m.data()) {
                 Ok(p) => p,
                 Err(_) => {
-                    pc.drop(DropReason::Malformed);
+                    c.count_drop(DropSite::arrival(in_port), DropReason::Malformed, 1);
                     continue;
                 }
             };
@@ -400,12 +402,12 @@ impl Worker {
                         pc.mac_control_rx.inc();
                         self.on_mac_control(shared, in_port, &f, now, c);
                     }
-                    _ => pc.drop(DropReason::BadMacControl),
+                    _ => c.count_drop(DropSite::arrival(in_port), DropReason::BadMacControl, 1),
                 }
                 continue;
             }
             if parsed.dst.is_link_local_reserved() {
-                pc.drop(DropReason::LinkLocal);
+                c.count_drop(DropSite::arrival(in_port), DropReason::LinkLocal, 1);
                 continue;
             }
             if routes_here {
@@ -423,7 +425,7 @@ impl Worker {
             }
             let class = plan.qos.classify(&parsed);
             let lossless = plan.pfc_mask & (1 << class.priority) != 0;
-            if wd_rx & (1 << class.priority) != 0 && watchdog_rx_drops(shared, in_port, class, pc) {
+            if wd_rx & (1 << class.priority) != 0 && watchdog_rx_drops(shared, in_port, class, c) {
                 continue;
             }
             let out = if parsed.dst.is_multicast() {
@@ -444,11 +446,11 @@ impl Worker {
             // port), or a flood with copies.
             let single = match out {
                 None if lossless && !self.flood_lossless && !parsed.dst.is_multicast() => {
-                    count_forwarding_drop(pc, class.tc, DropReason::LosslessUnknownUnicast);
+                    count_forwarding_drop(c, in_port, class.tc, DropReason::LosslessUnknownUnicast);
                     continue;
                 }
                 Some(p) if p == ip => {
-                    count_forwarding_drop(pc, class.tc, DropReason::SamePort);
+                    count_forwarding_drop(c, in_port, class.tc, DropReason::SamePort);
                     continue;
                 }
                 Some(p) => Some(p),
@@ -463,8 +465,7 @@ impl Worker {
                     // Flood: the original to the last port, copies to the others; each copy
                     // is admitted by the MMU on its own.
                     let Some(last) = (0..nports).rev().find(|&p| p != in_port) else {
-                        pc.drop(DropReason::SamePort);
-                        pc.tc_dropped[class.tc as usize].inc();
+                        c.count_drop(DropSite::classified(in_port, class.tc), DropReason::SamePort, 1);
                         continue;
                     };
                     for p in 0..last {
@@ -476,8 +477,7 @@ impl Worker {
                         match copy_mbuf(shared, &m) {
                             Some(copy) => self.admit_one(shared, ip, p, class, lossless, copy, now, c),
                             None => {
-                                pc.drop(DropReason::FloodNoMbuf);
-                                pc.tc_dropped[class.tc as usize].inc();
+                                c.count_drop(DropSite::classified(in_port, class.tc), DropReason::FloodNoMbuf, 1);
                             }
                         }
                     }
@@ -515,7 +515,7 @@ impl Worker {
     ) {
         if self.run_mbufs.is_empty() || !self.run.same(out, class, lossless) {
             self.flush_run(shared, in_port, now, c);
-            self.run = Run { out, class, lossless };
+            self.run = Batch { out, class, lossless };
         }
         let k = self.run_mbufs.len();
         self.run_lens[k] = len;
@@ -545,9 +545,8 @@ impl Worker {
         let plan = &shared.ports[in_port].plan;
         let class = plan.qos.classify(parsed);
         let lossless = plan.pfc_mask & (1 << class.priority) != 0;
-        let pc = &c.ports[in_port];
         let wd_rx = shared.ports[in_port].pfcwd.as_ref().map_or(0, |w| w.ignore_pfc_mask());
-        if wd_rx & (1 << class.priority) != 0 && watchdog_rx_drops(shared, in_port, class, pc) {
+        if wd_rx & (1 << class.priority) != 0 && watchdog_rx_drops(shared, in_port, class, c) {
             return None;
         }
         match ing {
@@ -555,10 +554,10 @@ impl Worker {
                 r.hold(m, l3, Held { l3_offset: parsed.l3_offset as u16, class, lossless, len });
             }
             Ingress::Done(Decision::Punt(why)) => self.punt(shared, r, in_port, why, class, m, len, now, c),
-            Ingress::Done(Decision::Drop(why)) => count_forwarding_drop(pc, class.tc, route_drop(why)),
+            Ingress::Done(Decision::Drop(why)) => count_forwarding_drop(c, in_port, class.tc, route_drop(why)),
             // `ingress` decides no route itself; bridging was handled above.
             Ingress::Done(Decision::Route(_) | Decision::Bridge) => {
-                count_forwarding_drop(pc, class.tc, DropReason::Malformed)
+                count_forwarding_drop(c, in_port, class.tc, DropReason::Malformed)
             }
         }
         None
@@ -580,8 +579,8 @@ impl Worker {
                     self.push_run(shared, in_port as u16, to.port, h.class, h.lossless, m, h.len, now, c);
                 }
                 Decision::Punt(why) => self.punt(shared, r, in_port, why, h.class, m, h.len, now, c),
-                Decision::Drop(why) => count_forwarding_drop(pc, h.class.tc, route_drop(why)),
-                Decision::Bridge => count_forwarding_drop(pc, h.class.tc, DropReason::Malformed),
+                Decision::Drop(why) => count_forwarding_drop(c, in_port, h.class.tc, route_drop(why)),
+                Decision::Bridge => count_forwarding_drop(c, in_port, h.class.tc, DropReason::Malformed),
             }
         }
         r.clear_held();
@@ -613,7 +612,7 @@ impl Worker {
             }
             _ => {
                 pc.punt_dropped[why.index()].inc();
-                count_forwarding_drop(pc, class.tc, DropReason::PuntRateLimited);
+                count_forwarding_drop(c, in_port, class.tc, DropReason::PuntRateLimited);
             }
         }
     }
@@ -630,16 +629,16 @@ impl Worker {
             let Some(mut m) = self.burst.take(i) else { continue };
             rx_bytes += m.pkt_len() as u64;
             if m.segments() != 1 || m.pkt_len() > self.max_frame[in_port] {
-                pc.drop(if m.segments() != 1 { DropReason::MultiSegment } else { DropReason::Oversize });
+                c.count_drop(DropSite::arrival(in_port), if m.segments() != 1 { DropReason::MultiSegment } else { DropReason::Oversize }, 1);
                 continue;
             }
             if m.len() < MIN_FRAME_LEN && !pad(&mut m) {
-                pc.drop(DropReason::Runt);
+                c.count_drop(DropSite::arrival(in_port), DropReason::Runt, 1);
                 continue;
             }
             let len = m.len() as u32;
             let Ok(parsed) = wire::parse(m.data()) else {
-                pc.drop(DropReason::Malformed);
+                c.count_drop(DropSite::arrival(in_port), DropReason::Malformed, 1);
                 continue;
             };
             let class = plan.qos.classify(&parsed);
@@ -657,13 +656,13 @@ impl Worker {
         if k == 0 {
             return;
         }
-        let Run { out, class, lossless } = self.run;
+        let Batch { out, class, lossless } = self.run;
         let (tc, queue) = (class.tc & 7, class.queue & 7);
         c.ports[in_port as usize].tc_rx[tc as usize].add(k as u64);
         let out_u = out as usize;
         if !shared.ports[out_u].link_up.load(Ordering::Relaxed) {
             // A dead egress admits nothing: its buffer must not hold an ingress PG OFF.
-            count_unadmitted(c, in_port, out_u, tc, queue, k as u64, DropReason::LinkDown);
+            c.count_drop(DropSite::forwarded(in_port as usize, tc, out_u, queue, None), DropReason::LinkDown, k as u64);
             self.run_mbufs.clear();
             return;
         }
@@ -722,14 +721,14 @@ impl Worker {
         let len = m.len() as u32;
         let (tc, queue) = (class.tc & 7, class.queue & 7);
         if !shared.ports[out].link_up.load(Ordering::Relaxed) {
-            count_unadmitted(c, in_port, out, tc, queue, 1, DropReason::LinkDown);
+            c.count_drop(DropSite::forwarded(in_port as usize, tc, out, queue, None), DropReason::LinkDown, 1);
             return;
         }
         // PFC watchdog, action drop: a stormed priority's arrivals are dropped before admission.
         if let Some(wd) = &shared.ports[out].pfcwd {
             if wd.drop_mask() & (1 << class.priority) != 0 {
                 wd.count_tx_dropped(class.priority, 1);
-                count_unadmitted(c, in_port, out, tc, queue, 1, DropReason::PfcWatchdog);
+                c.count_drop(DropSite::forwarded(in_port as usize, tc, out, queue, None), DropReason::PfcWatchdog, 1);
                 return;
             }
         }
@@ -738,13 +737,8 @@ impl Worker {
         self.on_edge(shared, verdict.edge(), now, c);
         match verdict {
             Verdict::Drop { reason: r, .. } => {
-                let ic = &c.ports[in_port as usize];
-                ic.drop(r.into());
-                ic.tc_dropped[tc as usize].inc();
-                if r == mmu::DropReason::LosslessHeadroomFull {
-                    ic.pg_lossless_drops[class.pg as usize & 7].inc();
-                }
-                c.ports[out].queue_drops[queue as usize].inc();
+                let lossless_pg = lossless.then_some(class.pg);
+                c.count_drop(DropSite::forwarded(in_port as usize, tc, out, queue, lossless_pg), r.into(), 1);
             }
             Verdict::Admit { charge, .. } => {
                 let q = Queued { m, charge, rx_tsc: now, in_port, tc, queue };
@@ -848,34 +842,20 @@ fn route_drop(why: RouteDrop) -> DropReason {
 /// A classified packet the forwarding decision drops (no egress): received and dropped in
 /// its TC's balance on the ingress port, under `why`.
 #[inline]
-fn count_forwarding_drop(pc: &PortCounters, tc: u8, why: DropReason) {
-    pc.tc_rx[tc as usize & 7].inc();
-    pc.drop(why);
-    pc.tc_dropped[tc as usize & 7].inc();
-}
-
-/// `n` packets of (ingress port, TC) for egress `queue` of `out`, dropped before the MMU
-/// saw them: counted under `why` on the ingress port, in its per-TC balance, and on the
-/// egress queue.
-#[inline]
-fn count_unadmitted(c: &LcoreCounters, in_port: u16, out: usize, tc: u8, queue: u8, n: u64, why: DropReason) {
-    let ic = &c.ports[in_port as usize];
-    ic.drop_n(why, n);
-    ic.tc_dropped[tc as usize & 7].add(n);
-    c.ports[out].queue_drops[queue as usize & 7].add(n);
+fn count_forwarding_drop(c: &LcoreCounters, in_port: usize, tc: u8, why: DropReason) {
+    c.ports[in_port].tc_rx[tc as usize & 7].inc();
+    c.count_drop(DropSite::classified(in_port, tc), why, 1);
 }
 
 /// A packet received on a port whose priority the watchdog has stormed: counted in the
 /// watchdog's `rx_ok`, or with action `drop` dropped (`rx_dropped`, `drops.pfc_watchdog`),
 /// as SONiC drops what a storming peer keeps sending. Returns true if dropped.
 #[cold]
-fn watchdog_rx_drops(shared: &Shared, in_port: usize, class: Class, pc: &PortCounters) -> bool {
+fn watchdog_rx_drops(shared: &Shared, in_port: usize, class: Class, c: &LcoreCounters) -> bool {
     let Some(wd) = &shared.ports[in_port].pfcwd else { return false };
     if wd.drop_mask() & (1 << class.priority) != 0 {
         wd.count_rx_dropped(class.priority, 1);
-        pc.tc_rx[class.tc as usize & 7].inc();
-        pc.drop(DropReason::PfcWatchdog);
-        pc.tc_dropped[class.tc as usize & 7].inc();
+        count_forwarding_drop(c, in_port, class.tc, DropReason::PfcWatchdog);
         true
     } else {
         wd.count_rx_ok(class.priority, 1);

@@ -59,8 +59,8 @@ pub use config::{
     HeadroomPolicy, MmuConfig, MmuError, PgProfile, PortMmuConfig, QueueProfile, ReleaseOrder, Threshold,
 };
 pub use types::{
-    Charge, DropReason, Edge, EdgeKind, LosslessPoolStats, LossyPoolStats, PgOccupancy, PgWatermarks, PoolStats,
-    QueueOccupancy, Segment, Verdict,
+    Charge, Edge, EdgeKind, LosslessPoolStats, LossyPoolStats, PgOccupancy, PgWatermarks, PoolStats, QueueOccupancy,
+    Refusal, Segment, Verdict,
 };
 
 use crossbeam_utils::CachePadded;
@@ -272,21 +272,21 @@ impl Mmu {
     #[inline]
     pub fn admit(&self, in_port: u16, pg: u8, out_port: u16, queue: u8, len: u32, lossless: bool) -> Verdict {
         let (Some(pi), Some(qi)) = (self.idx(in_port, pg), self.idx(out_port, queue)) else {
-            return Verdict::drop(DropReason::InvalidIndex);
+            return Verdict::drop(Refusal::InvalidIndex);
         };
         let (Some(lim), Some(q)) = (self.pg_limits.get(pi), self.queues.get(qi)) else {
-            return Verdict::drop(DropReason::InvalidIndex);
+            return Verdict::drop(Refusal::InvalidIndex);
         };
         let b = self.charge_bytes(len);
         let Ok(bytes) = u32::try_from(b) else {
-            return Verdict::drop(DropReason::Oversize);
+            return Verdict::drop(Refusal::Oversize);
         };
         let mut charge = Charge { bytes, in_port, out_port, pg, queue, segment: Segment::Private };
         if lossless && lim.lossless {
             let (Some(st), Some(ps), Some(pl)) =
                 (self.pgs.get(pi), self.ports.get(usize::from(in_port)), self.port_limits.get(usize::from(in_port)))
             else {
-                return Verdict::drop(DropReason::InvalidIndex);
+                return Verdict::drop(Refusal::InvalidIndex);
             };
             match self.admit_lossless(st, lim, ps, pl, pg, b) {
                 Ok((segment, pause)) => {
@@ -308,7 +308,7 @@ impl Mmu {
             }
         } else {
             let Some(ql) = self.q_limits.get(qi) else {
-                return Verdict::drop(DropReason::InvalidIndex);
+                return Verdict::drop(Refusal::InvalidIndex);
             };
             match self.admit_lossy(q, ql, b) {
                 Ok(segment) => {
@@ -476,7 +476,7 @@ impl Mmu {
         pl: &PortLimits,
         pg: u8,
         b: u64,
-    ) -> Result<(Segment, u32), (DropReason, u32)> {
+    ) -> Result<(Segment, u32), (Refusal, u32)> {
         let pool = &*self.lossless;
         if try_add_upto(&st.private, b, lim.private) {
             pool.private.fetch_add(b, Relaxed);
@@ -499,7 +499,7 @@ impl Mmu {
         // them; only the pool's charge (which releases follow, never lead) may be undone.
         // A shared headroom pool is a second cap: the pool's size and the PG's `xoff`.
         match self.hp_cap {
-            Some(cap) if !try_add_upto(&pool.headroom, b, cap) => return Err((DropReason::LosslessHeadroomFull, bit)),
+            Some(cap) if !try_add_upto(&pool.headroom, b, cap) => return Err((Refusal::LosslessHeadroomFull, bit)),
             Some(_) => {}
             None => {
                 pool.headroom.fetch_add(b, Relaxed);
@@ -511,7 +511,7 @@ impl Mmu {
             return Ok((Segment::Headroom, bit));
         }
         pool.headroom.fetch_sub(b, Relaxed);
-        Err((DropReason::LosslessHeadroomFull, bit))
+        Err((Refusal::LosslessHeadroomFull, bit))
     }
 
     /// DSH cases 2–4 (module docs); `free` is the pool's free shared bytes before the packet.
@@ -526,7 +526,7 @@ impl Mmu {
         bit: u32,
         free: u64,
         b: u64,
-    ) -> Result<(Segment, u32), (DropReason, u32)> {
+    ) -> Result<(Segment, u32), (Refusal, u32)> {
         let pool = &*self.lossless;
         let pg_t = self.pg_point(lim, free);
         let port_t = self.port_point(pl, free);
@@ -552,12 +552,12 @@ impl Mmu {
             raise(&pool.headroom_wm, ph);
             return Ok((Segment::Headroom, PORT_OFF));
         }
-        Err((DropReason::LosslessHeadroomFull, PORT_OFF))
+        Err((Refusal::LosslessHeadroomFull, PORT_OFF))
     }
 
     /// Egress DT on the lossy pool.
     #[inline]
-    fn admit_lossy(&self, q: &QueueState, ql: &QueueProfile, b: u64) -> Result<Segment, DropReason> {
+    fn admit_lossy(&self, q: &QueueState, ql: &QueueProfile, b: u64) -> Result<Segment, Refusal> {
         let pool = &*self.lossy;
         let seg = if try_add_upto(&q.private, b, ql.size) {
             pool.private.fetch_add(b, Relaxed);
@@ -565,10 +565,10 @@ impl Mmu {
         } else {
             let t = ql.threshold.limit(self.bs_lossy.saturating_sub(pool.shared.load(Relaxed)));
             if q.shared.load(Relaxed) >= t {
-                return Err(DropReason::LossyDt);
+                return Err(Refusal::LossyDt);
             }
             if !try_add_upto(&pool.shared, b, self.bs_lossy) {
-                return Err(DropReason::LossyPoolFull);
+                return Err(Refusal::LossyPoolFull);
             }
             q.shared.fetch_add(b, Relaxed);
             raise(&pool.shared_wm, pool.shared.load(Relaxed));

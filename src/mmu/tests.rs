@@ -44,7 +44,7 @@ fn four_cases_at_exact_boundaries() {
         let expect_edge = (i == 60).then_some(Edge::one(0, 3, EdgeKind::Pause));
         assert_eq!(v.edge(), expect_edge, "packet {i}");
         if i == 90 {
-            assert_eq!(v, Verdict::drop(DropReason::LosslessHeadroomFull));
+            assert_eq!(v, Verdict::drop(Refusal::LosslessHeadroomFull));
         }
         charges.extend(v.charge());
         assert_eq!(m.is_off(0, 3), i >= 60);
@@ -150,7 +150,7 @@ fn lossy_dt_and_pool_full() {
         match i {
             0..=4 => assert_eq!(v.charge().unwrap().segment(), Segment::LossyPrivate, "{i}"),
             5..=44 => assert_eq!(v.charge().unwrap().segment(), Segment::LossyShared, "{i}"),
-            _ => assert_eq!(v, Verdict::drop(DropReason::LossyDt)),
+            _ => assert_eq!(v, Verdict::drop(Refusal::LossyDt)),
         }
         assert!(v.edge().is_none());
     }
@@ -162,7 +162,7 @@ fn lossy_dt_and_pool_full() {
     let m = Mmu::new(MmuConfig::uniform(1, 0, PgProfile::default(), q, 0, 12_000)).unwrap();
     let v: Vec<_> = (0..18).map(|_| m.admit(0, 0, 0, 0, 700, false)).collect();
     assert!(v[..17].iter().all(|v| v.charge().is_some()));
-    assert_eq!(v[17], Verdict::drop(DropReason::LossyPoolFull));
+    assert_eq!(v[17], Verdict::drop(Refusal::LossyPoolFull));
     for c in v.iter().filter_map(|v| v.charge()) {
         m.release(c);
     }
@@ -184,10 +184,10 @@ fn cells_and_invalid_input() {
     let v = m.admit(0, 3, 1, 3, 60, true);
     assert_eq!(v.charge().unwrap().bytes(), 256);
     assert_eq!(m.pg_occupancy(0, 3).private, 256);
-    assert_eq!(m.admit(2, 3, 1, 3, 60, true), Verdict::drop(DropReason::InvalidIndex));
-    assert_eq!(m.admit(0, 8, 1, 3, 60, true), Verdict::drop(DropReason::InvalidIndex));
-    assert_eq!(m.admit(0, 3, 1, 9, 60, true), Verdict::drop(DropReason::InvalidIndex));
-    assert_eq!(m.admit(0, 3, 1, 3, u32::MAX, true), Verdict::drop(DropReason::Oversize));
+    assert_eq!(m.admit(2, 3, 1, 3, 60, true), Verdict::drop(Refusal::InvalidIndex));
+    assert_eq!(m.admit(0, 8, 1, 3, 60, true), Verdict::drop(Refusal::InvalidIndex));
+    assert_eq!(m.admit(0, 3, 1, 9, 60, true), Verdict::drop(Refusal::InvalidIndex));
+    assert_eq!(m.admit(0, 3, 1, 3, u32::MAX, true), Verdict::drop(Refusal::Oversize));
     assert!(!m.is_off(9, 9));
     assert_eq!(m.pg_occupancy(9, 0), PgOccupancy::default());
 }
@@ -341,7 +341,7 @@ fn shared_headroom_pool_caps_the_sum_and_each_pg() {
         if i < 100 {
             charges.extend(v.charge());
         } else {
-            assert_eq!(v, Verdict::drop(DropReason::LosslessHeadroomFull), "PG cap");
+            assert_eq!(v, Verdict::drop(Refusal::LosslessHeadroomFull), "PG cap");
         }
     }
     assert_eq!(first_hr, Some(70));
@@ -358,7 +358,7 @@ fn shared_headroom_pool_caps_the_sum_and_each_pg() {
                 charges.push(charge);
             }
             Verdict::Drop { reason: r, .. } => {
-                assert_eq!(r, DropReason::LosslessHeadroomFull);
+                assert_eq!(r, Refusal::LosslessHeadroomFull);
                 break;
             }
         }
@@ -419,7 +419,7 @@ fn dsh_one_pg_queue_then_port_level() {
         assert_eq!((m.is_off(0, 4), m.is_port_off(0)), (i >= 143, i >= 143), "packet {i}");
         charges.extend(v.charge());
     }
-    assert_eq!(m.admit(0, 3, 1, 3, B, true), Verdict::drop(DropReason::LosslessHeadroomFull));
+    assert_eq!(m.admit(0, 3, 1, 3, B, true), Verdict::drop(Refusal::LosslessHeadroomFull));
     assert_eq!(m.port_occupancy(0), (13_400, 3000));
     assert!(!m.is_off(1, 3), "the other port is untouched");
     for (i, c) in charges.iter().enumerate() {
@@ -468,7 +468,7 @@ fn dsh_port_level_pause_names_every_lossless_pg() {
         port0.extend(v.charge());
     }
     assert_eq!(m.port_occupancy(0), (0, 3000));
-    assert_eq!(m.admit(0, 4, 1, 4, B, true), Verdict::drop(DropReason::LosslessHeadroomFull));
+    assert_eq!(m.admit(0, 4, 1, 4, B, true), Verdict::drop(Refusal::LosslessHeadroomFull));
     let last = port0.pop().unwrap();
     assert_eq!(m.release(last), Some(Edge { port: 0, pgs: 0b0001_1000, kind: EdgeKind::Resume }));
     assert!(!m.is_off(0, 3) && !m.is_off(0, 4) && !m.is_port_off(0));
@@ -498,12 +498,12 @@ fn drop_at_the_xoff_point_pauses() {
         }
         assert!(!m.is_off(1, 3), "B is ON while it is admitted below its Xoff point");
     };
-    assert_eq!(first_drop, DropReason::LosslessHeadroomFull);
+    assert_eq!(first_drop, Refusal::LosslessHeadroomFull);
     assert_eq!(m.pg_occupancy(1, 3).shared, 3500);
     assert!(m.is_off(1, 3), "dropped at the Xoff point while ON");
     assert_eq!(edges, [Edge::one(1, 3, EdgeKind::Pause)]);
     // The next drop finds it OFF already: no second edge.
-    assert_eq!(m.admit(1, 3, 0, 3, B, true), Verdict::drop(DropReason::LosslessHeadroomFull));
+    assert_eq!(m.admit(1, 3, 0, 3, B, true), Verdict::drop(Refusal::LosslessHeadroomFull));
 }
 
 /// A hook in `try_resume` between its reading of the counters and its CAS, so a test

@@ -138,7 +138,7 @@ impl Edge {
 
 /// Why a packet was not admitted. `as_str` names are stable counter keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DropReason {
+pub enum Refusal {
     /// Lossless PG: private, shared and headroom all full. Headroom is undersized or
     /// the peer ignores PAUSE: count it loudly.
     LosslessHeadroomFull,
@@ -152,24 +152,24 @@ pub enum DropReason {
     Oversize,
 }
 
-impl DropReason {
+impl Refusal {
     /// Every reason, for counter tables.
-    pub const ALL: [DropReason; 5] = [
-        DropReason::LosslessHeadroomFull,
-        DropReason::LossyDt,
-        DropReason::LossyPoolFull,
-        DropReason::InvalidIndex,
-        DropReason::Oversize,
+    pub const ALL: [Refusal; 5] = [
+        Refusal::LosslessHeadroomFull,
+        Refusal::LossyDt,
+        Refusal::LossyPoolFull,
+        Refusal::InvalidIndex,
+        Refusal::Oversize,
     ];
 
     /// Counter key.
     pub const fn as_str(&self) -> &'static str {
         match self {
-            DropReason::LosslessHeadroomFull => "lossless_headroom_full",
-            DropReason::LossyDt => "lossy_dt",
-            DropReason::LossyPoolFull => "lossy_pool_full",
-            DropReason::InvalidIndex => "invalid_index",
-            DropReason::Oversize => "oversize",
+            Refusal::LosslessHeadroomFull => "lossless_headroom_full",
+            Refusal::LossyDt => "lossy_dt",
+            Refusal::LossyPoolFull => "lossy_pool_full",
+            Refusal::InvalidIndex => "invalid_index",
+            Refusal::Oversize => "oversize",
         }
     }
 
@@ -186,7 +186,7 @@ pub enum Verdict {
     Admit { charge: Charge, edge: Option<Edge> },
     /// Free the packet and count the reason; act on `edge` if any (a lossless packet
     /// dropped at or over its PG's Xoff point pauses the PG all the same).
-    Drop { reason: DropReason, edge: Option<Edge> },
+    Drop { reason: Refusal, edge: Option<Edge> },
 }
 
 impl Verdict {
@@ -204,14 +204,14 @@ impl Verdict {
         }
     }
     /// The reason, if dropped.
-    pub fn drop_reason(&self) -> Option<DropReason> {
+    pub fn drop_reason(&self) -> Option<Refusal> {
         match self {
             Verdict::Admit { .. } => None,
             Verdict::Drop { reason, .. } => Some(*reason),
         }
     }
     /// A drop without an edge.
-    pub const fn drop(reason: DropReason) -> Verdict {
+    pub const fn drop(reason: Refusal) -> Verdict {
         Verdict::Drop { reason, edge: None }
     }
 }
