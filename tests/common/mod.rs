@@ -224,6 +224,34 @@ pub fn sh(cmd: &str) -> Output {
     Command::new("sh").arg("-c").arg(cmd).output().unwrap()
 }
 
+/// stdout and stderr of a finished command, for assertion messages.
+pub fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// Port `port`'s live counters over the switch's telemetry socket.
+pub fn counters(c: &mut pfcswitch::dpdk::telemetry::Client, port: &str) -> serde_json::Value {
+    let v = c.query(&format!("/pfcswitch/port_counters,{port}")).expect("telemetry");
+    v[port].clone()
+}
+
+/// Counter `k` of a counters object (panics naming it when absent).
+pub fn n(v: &serde_json::Value, k: &str) -> u64 {
+    v[k].as_u64().unwrap_or_else(|| panic!("no counter {k} in {v}"))
+}
+
+/// Poll `f` every 0.5 ms until it holds; the time it took, or None after `limit`.
+pub fn until(limit: std::time::Duration, mut f: impl FnMut() -> bool) -> Option<std::time::Duration> {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < limit {
+        if f() {
+            return Some(t0.elapsed());
+        }
+        std::thread::sleep(std::time::Duration::from_micros(500));
+    }
+    None
+}
+
 pub fn is_root() -> bool {
     sh("id -u").stdout.starts_with(b"0")
 }
@@ -258,6 +286,15 @@ impl Hosts {
     /// Run `cmd` with `sh -c` in host `i`'s namespace.
     pub fn exec(&self, i: u32, cmd: &str) -> Output {
         sh(&format!("ip netns exec {}h{i} sh -c '{cmd}'", self.0))
+    }
+
+    /// Wait (up to 20 s) until a UDP socket is bound to `port` in host `i`'s namespace: a
+    /// receiver just spawned may take long to start on a loaded machine.
+    pub fn wait_udp_bound(&self, i: u32, port: u16) {
+        let bound = until(std::time::Duration::from_secs(20), || {
+            !self.exec(i, &format!("ss -Hlun sport = :{port}")).stdout.is_empty()
+        });
+        assert!(bound.is_some(), "nothing bound to UDP port {port} in host {i} within 20 s");
     }
 
     /// Start `cmd` in host `i`'s namespace in the background (stdout piped).
