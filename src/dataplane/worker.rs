@@ -629,7 +629,11 @@ impl Worker {
             let Some(mut m) = self.burst.take(i) else { continue };
             rx_bytes += m.pkt_len() as u64;
             if m.segments() != 1 || m.pkt_len() > self.max_frame[in_port] {
-                c.count_drop(DropSite::arrival(in_port), if m.segments() != 1 { DropReason::MultiSegment } else { DropReason::Oversize }, 1);
+                c.count_drop(
+                    DropSite::arrival(in_port),
+                    if m.segments() != 1 { DropReason::MultiSegment } else { DropReason::Oversize },
+                    1,
+                );
                 continue;
             }
             if m.len() < MIN_FRAME_LEN && !pad(&mut m) {

@@ -102,7 +102,14 @@ impl RtNetlink {
     pub fn recv(&mut self, out: &mut Vec<(RouteNetlinkMessage, u16)>) -> Result<Received, KernelError> {
         let n = match self.sock.recv(&mut &mut self.buf[..], 0) {
             Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut => {
+            // A signal delivered to this thread (a handler without SA_RESTART, a profiler
+            // such as valgrind's) interrupts recv: nothing was read, read again later.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+                ) =>
+            {
                 return Ok(Received::Timeout)
             }
             Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => return Ok(Received::Overrun),
