@@ -22,9 +22,12 @@ use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
+/// (ECN codepoint, IPv4 checksum good, TTL) of a captured datagram.
+type Datagram = (u8, bool, u8);
+
 /// Frames of a capture decoded by tshark: (ECN, IPv4 checksum good, TTL) of each UDP
 /// datagram to `port`, and the number of MAC-control (PFC) frames. None without tshark.
-fn tshark_decode(pcap: &std::path::Path, port: u16) -> Option<(Vec<(u8, bool, u8)>, usize)> {
+fn tshark_decode(pcap: &std::path::Path, port: u16) -> Option<(Vec<Datagram>, usize)> {
     let Ok(out) = std::process::Command::new("tshark")
         .args(["-r", pcap.to_str().unwrap(), "-o", "ip.check_checksum:TRUE", "-T", "fields", "-E", "separator=|"])
         .args(["-e", "udp.dstport", "-e", "ip.dsfield.ecn", "-e", "ip.checksum.status", "-e", "ip.ttl"])
