@@ -537,6 +537,27 @@ elif shutil.which("valgrind"):
 else:
     notes.append("valgrind not installed: instructions_per_packet unavailable")
 
+# ---------------------------------------------------------------- 3b. routed Ir ------
+# Routed vs bridged Ir/packet (scripts/route_ir.py): net_null's frames carry no IP, so both
+# runs replay the same IPv4/UDP frames from net_pcap (infinite_rx) and differ only in
+# routing. Full mode, root (the routed run owns a network namespace).
+route_ir = None
+if QUICK:
+    notes.append("routed_vs_l2_instructions: full mode only")
+elif shutil.which("valgrind") and os.geteuid() == 0:
+    log("callgrind: routed vs bridged on net_pcap (scripts/route_ir.py)")
+    try:
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts/route_ir.py"), WORK, "10"],
+                           capture_output=True, text=True, timeout=1200)
+        route_ir = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else None
+        if route_ir is None:
+            notes.append("route_ir.py failed: " + p.stderr.strip()[-240:])
+    except (subprocess.TimeoutExpired, ValueError, IndexError) as e:
+        notes.append(f"route_ir.py: {e}")
+    extra["route_ir"] = route_ir
+else:
+    notes.append("routed_vs_l2_instructions: needs valgrind and root")
+
 # perf: no hardware counters in this VM (perf stat -e instructions: <not supported>), but
 # timer sampling (cpu-clock) of the worker's CPU works and weighs atomics by their real cost.
 perf_top = []
@@ -733,6 +754,8 @@ res = {
     "cycles_per_packet": round(med(cpp), 1) if cpp else None,
     "instructions_per_packet": round(ipp, 1) if ipp else None,
     "cache_misses_per_packet": round(cmpp, 2) if cmpp is not None else None,
+    "routed_instructions_per_packet": route_ir and route_ir["routed_ir_per_packet"],
+    "routed_vs_l2_instructions": route_ir and route_ir["ratio"],
     "latency_p50_us": None if lat["p50"] is None else round(lat["p50"], 2),
     "latency_p99_us": None if lat["p99"] is None else round(lat["p99"], 2),
     "latency_p999_us": None if lat["p999"] is None else round(lat["p999"], 2),
@@ -763,6 +786,7 @@ rows = [
     ("cycles / packet (worker, TSC)", fmt(res["cycles_per_packet"]), "busy cycles / forwarded packets, null"),
     ("cycles / packet, ECN deciding", fmt(extra["ecn_cycles_per_packet"]), f"WRED/ECN on every packet (Kmin 0, Pmax 0): +{fmt(extra['ecn_cost_cycles_per_packet'])} cycles"),
     ("instructions / packet (callgrind)", fmt(res["instructions_per_packet"]), "worker thread Ir / forwarded packets; goal <= 400"),
+    ("routed / bridged Ir per packet (callgrind)", f"{fmt(res['routed_instructions_per_packet'])} / {fmt(route_ir and route_ir['l2_ir_per_packet'])}", f"net_pcap replay, same frames; ratio {fmt(res['routed_vs_l2_instructions'])}, goal <= 1.15"),
     ("D1 data misses / packet (callgrind)", fmt(res["cache_misses_per_packet"]), f"cache simulation; last level {fmt(extra.get('ll_data_misses_per_packet'))}"),
     ("latency p50 / p99 / p99.9 (us)", f"{fmt(res['latency_p50_us'])} / {fmt(res['latency_p99_us'])} / {fmt(res['latency_p999_us'])}", "switch histograms at 50% of memif_mpps; goal p99 <= 20"),
     ("latency e2e via pacer (us)", (lambda e: f"{e['p50']} / {e['p99']} / {e['p999']}" if e else "n/a")(extra.get("latency_e2e_us")), "generator TX -> switch -> generator RX (includes memif both ways)"),

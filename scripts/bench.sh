@@ -14,6 +14,8 @@
 #             (dpdk-config/bench-memif.toml, worker on CPU 1) vs testpmd io in its place.
 #   cycles    worker busy TSC cycles / forwarded packets (null runs);
 #             instructions: callgrind Ir of the worker thread / forwarded packets.
+#   routed    callgrind Ir/packet of the routed path beside the bridged one, same frames
+#             replayed by net_pcap (net_null's frames carry no IP): scripts/route_ir.py.
 #   latency   at 50% of memif_mpps offered by scripts/pktgen/pacer.c (rate-paced), from the
 #             switch's own histograms (stats JSON "latency") when present, else n/a; the
 #             pacer's own end-to-end latency is reported under "extra".

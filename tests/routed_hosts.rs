@@ -75,7 +75,7 @@ fn routes_between_subnets_with_icmp_route_changes_and_ecmp() {
     assert!(out.contains(" 0% packet loss") && out.contains("ttl=63"), "h1 -> h2 IPv6: {out}");
     // Host 3's neighbour entry too (the ECMP part must not start on an unresolved member).
     let out = text(&hosts.exec(1, "ping -c 2 -i 0.2 -W 2 198.18.3.2"));
-    assert!(out.contains(" 0% packet loss"), "h1 -> h3: {out}");
+    assert!(out.contains("ttl=63"), "h1 -> h3: {out}");
 
     // 2. ICMP from the kernel: time exceeded, unreachable, from the switch's address.
     let out = text(&hosts.exec(1, "ping -c 1 -t 1 -W 2 198.18.2.2"));

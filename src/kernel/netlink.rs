@@ -107,12 +107,13 @@ impl RtNetlink {
     pub fn recv(&mut self, out: &mut Vec<(RouteNetlinkMessage, u16)>) -> Result<Received, KernelError> {
         let n = match self.sock.recv(&mut &mut self.buf[..], 0) {
             Ok(n) => n,
-            // EINTR: a signal handled on this thread (DPDK's net_tap installs a SIGIO
-            // handler); nothing was read, read again at the next call.
+            // A signal delivered to this thread (a handler without SA_RESTART, a profiler
+            // such as valgrind's) interrupts recv: nothing was read, read again later.
             Err(e)
-                if e.kind() == io::ErrorKind::WouldBlock
-                    || e.kind() == io::ErrorKind::TimedOut
-                    || e.kind() == io::ErrorKind::Interrupted =>
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+                ) =>
             {
                 return Ok(Received::Timeout)
             }
