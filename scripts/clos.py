@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The routed leaf-spine `clos-2-4-4` on one machine (scripts/fabric.sh clos-2-4-4 ...):
-ten switches, each in its own network namespace with FRR (one zebra + one bgpd, eBGP per
+ten switches, each in its own network namespace with FRR (zebra, bfdd and bgpd, eBGP per
 link), eight hosts in namespaces of their own. The topology, addresses and configuration
 files are scripts/clos_topo.py; the scenarios are scripts/clos_scenarios.py. This module
 brings the fabric up and tears it down (also on Ctrl-C or SIGTERM), and gives the
@@ -207,7 +207,7 @@ class Fabric:
         raise SystemExit(f"{sw.name} did not start ('forwarding:' not logged):\n{text[-3000:]}")
 
     def start_frr(self):
-        """zebra + bgpd per switch namespace, each instance in its own FRR pathspace (-N
+        """zebra, bfdd and bgpd per switch namespace, each instance in its own FRR pathspace (-N
         clos-<switch>: sockets in /var/run/frr/clos-<switch>/, so `ip netns exec clos-s1
         vtysh -N clos-s1` reaches it), configuration and logs in the run directory."""
         for sw in self.t.switches.values():
@@ -220,10 +220,12 @@ class Fabric:
                 f.write(topo.zebra_conf(sw, os.path.join(d, "zebra.log")))
             with open(os.path.join(d, "bgpd.conf"), "w") as f:
                 f.write(topo.bgpd_conf(sw, os.path.join(d, "bgpd.log")))
+            with open(os.path.join(d, "bfdd.conf"), "w") as f:
+                f.write(topo.bfdd_conf(sw, os.path.join(d, "bfdd.log")))
             for path in (d, os.path.dirname(d), run_dir, *[os.path.join(d, x) for x in os.listdir(d)]):
                 shutil.chown(path, "frr", "frr")
         os.chmod(self.work, 0o755)
-        for daemon in ("zebra", "bgpd"):
+        for daemon in ("zebra", "bfdd", "bgpd"):
             for sw in self.t.switches.values():
                 ns, d = self.ns(sw.name), os.path.join(self.work, "frr", sw.name)
                 cmd = nsx(ns, os.path.join(FRR_BIN, daemon), "-N", ns, "-f", os.path.join(d, daemon + ".conf"),
@@ -425,7 +427,7 @@ class Fabric:
 
     def cpu_ticks(self):
         """CPU time (clock ticks, user + system) so far per switch: its pfcswitch process
-        and its two FRR daemons; and per host's processes (pfcgen, iperf3)."""
+        and its FRR daemons; and per host's processes (pfcgen, iperf3)."""
         ticks = {}
         for name in list(self.t.switches) + list(self.t.hosts):
             total = 0

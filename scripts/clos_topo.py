@@ -145,6 +145,18 @@ def zebra_conf(sw, log_path):
     return f"hostname {sw.name}\nlog file {log_path}\n!\n"
 
 
+# BFD on every BGP session: a pulled link is detected in BFD_TX_MS x BFD_MULT (not BGP's 3 s
+# hold time: the representors stay up when their port's link falls, so neither the kernel
+# nor zebra sees it). 200 ms x 3: switches and daemons descheduled on a loaded two-CPU
+# machine must not flap a session.
+BFD_TX_MS, BFD_MULT = 200, 3
+
+
+def bfdd_conf(sw, log_path):
+    return (f"hostname {sw.name}\nlog file {log_path}\n!\nbfd\n profile fabric\n  detect-multiplier {BFD_MULT}\n"
+            f"  receive-interval {BFD_TX_MS}\n  transmit-interval {BFD_TX_MS}\n !\n!\n")
+
+
 def bgpd_conf(sw, log_path):
     """eBGP to every neighbour switch over its /31, RFC 7938 style: fast timers, ECMP over
     every equal path (`maximum-paths`), no policy required (a lab fabric), and the ToR
@@ -156,6 +168,7 @@ def bgpd_conf(sw, log_path):
         if not p.to_host:
             lines.append(f" neighbor {p.peer_addr} remote-as {peer_asn(p.peer)}")
             lines.append(f" neighbor {p.peer_addr} timers connect 1")
+            lines.append(f" neighbor {p.peer_addr} bfd profile fabric")
     lines += [" !", " address-family ipv4 unicast", "  maximum-paths 16"]
     if sw.tier == "tor":
         lines.append(f"  network {tor_subnet(int(sw.name[1:]))}")
