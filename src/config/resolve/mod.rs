@@ -15,6 +15,7 @@ mod ports;
 mod qos;
 mod routing;
 mod switch;
+mod vlan;
 mod wred;
 
 use buffer::resolve_buffer;
@@ -148,6 +149,7 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
     warn_devargs(&ports, &mut ctx);
     compute_mbufs(&mut switch, &sw, &ports, &lcores, &buffer, &mut ctx)?;
     let routing = routing::resolve_routing(top, &sw, &ports)?;
+    let vlans = vlan::resolve_vlans(top, &ports, &routing, &mut ctx)?;
     Ok(Config {
         origin: origin.to_string(),
         eal: EalConfig { args: eal.args, file_prefix: eal.file_prefix },
@@ -158,6 +160,7 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
         qos,
         pfcwd,
         routing,
+        vlans,
         warnings: ctx.warnings,
     })
 }
