@@ -43,6 +43,12 @@ pub(super) fn resolve_vlans(
         }
     }
     vlans.sort_by_key(|v| v.vid);
+    if !vlans.is_empty() && ports.len() > MAX_VLAN_PORTS {
+        return Err(FieldError::new(
+            "vlan",
+            format!("VLANs need at most {MAX_VLAN_PORTS} ports, the switch has {}", ports.len()),
+        ));
+    }
     let find = |vlans: &[VlanDef], name: &str| vlans.iter().position(|v| v.name == name);
     // Per port: the untagged VLAN's member key, to name it in the error.
     let mut untagged: Vec<Option<String>> = vec![None; ports.len()];
