@@ -112,8 +112,8 @@ vlanid = 20
     assert_eq!(tags(2), [0x31], "Ethernet8: Vlan20 only; M's unicast went to Ethernet12");
     assert_eq!(tags(3), [0x21, 0x22, 0x25], "Ethernet12: Vlan20 only");
     // Untagged members send untagged; the tagged member sends VID 20 with PCP = TC.
-    for i in 0..3 {
-        for f in &out[i] {
+    for (i, o) in out.iter().enumerate().take(3) {
+        for f in o {
             assert_eq!(vlan_of(f), None, "Ethernet{} sent a tagged frame {:x?}", 4 * i, &f[..18]);
             assert!(f.len() >= 60, "runt sent: {} bytes", f.len());
         }
