@@ -480,18 +480,22 @@ pub fn render(view: View, v: &Value) -> String {
 /// Dynamic). VLAN 0 is the VLAN-unaware domain (ports in no VLAN).
 fn render_mac(v: &Value) -> String {
     let h: Vec<String> = ["No.", "Vlan", "MacAddress", "Port", "Type"].iter().map(|s| s.to_string()).collect();
-    let rows: Vec<Vec<String>> = v
+    // Entries are `"<vid>|<mac>|<port>"`, sorted here by VLAN (as a number), then MAC.
+    let mut e: Vec<(u16, String, String)> = v
         .get("entries")
         .and_then(Value::as_array)
-        .map(|a| a.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            let cell =
-                |j: usize| e.get(j).map_or(String::new(), |x| x.as_str().map_or_else(|| x.to_string(), String::from));
-            vec![(i + 1).to_string(), cell(0), cell(1).to_uppercase(), cell(2), "Dynamic".to_string()]
+        .into_iter()
+        .flatten()
+        .filter_map(|x| {
+            let mut f = x.as_str()?.splitn(3, '|');
+            Some((f.next()?.parse().ok()?, f.next()?.to_uppercase(), f.next()?.to_string()))
         })
+        .collect();
+    e.sort();
+    let rows: Vec<Vec<String>> = e
+        .into_iter()
+        .enumerate()
+        .map(|(i, (vid, mac, port))| vec![(i + 1).to_string(), vid.to_string(), mac, port, "Dynamic".to_string()])
         .collect();
     let total = v.get("total").and_then(Value::as_u64).unwrap_or(rows.len() as u64);
     let mut s = table(&h, &rows);
@@ -654,7 +658,7 @@ mod tests {
 
     #[test]
     fn mac_table_and_fdb_clear() {
-        let v = json!({ "entries": [[10, "02:00:00:00:00:4d", "Ethernet4"], [20, "02:00:00:00:00:4d", "Ethernet12"]], "total": 2 });
+        let v = json!({ "entries": ["20|02:00:00:00:00:4d|Ethernet12", "3|02:00:00:00:00:4d|Ethernet4"], "total": 2 });
         let t = render(View::Mac, &v);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["No.", "Vlan", "MacAddress", "Port", "Type"]);
@@ -662,8 +666,12 @@ mod tests {
             lines[3].split_whitespace().collect::<Vec<_>>(),
             ["2", "20", "02:00:00:00:00:4D", "Ethernet12", "Dynamic"]
         );
+        assert_eq!(
+            lines[2].split_whitespace().collect::<Vec<_>>(),
+            ["1", "3", "02:00:00:00:00:4D", "Ethernet4", "Dynamic"]
+        );
         assert_eq!(lines[4], "Total number of entries 2");
-        let more = json!({ "entries": [[0, "02:00:00:00:00:01", "Ethernet0"]], "total": 300 });
+        let more = json!({ "entries": ["0|02:00:00:00:00:01|Ethernet0"], "total": 300 });
         assert!(render(View::Mac, &more).contains("(the first 1 shown)\nTotal number of entries 300"));
         assert_eq!(View::parse(&["mac".to_string()]).unwrap(), View::Mac);
         assert!(!View::Mac.per_port() && !View::Mac.clearable());

@@ -254,8 +254,8 @@ impl Views {
         Value::Object(m)
     }
 
-    /// SONiC's `show mac`: the live FDB entries as `[vid, "mac", "port"]`, sorted by VLAN
-    /// then MAC, optionally of one VLAN (param: VID). At most [`MAC_REPLY_MAX`] entries
+    /// SONiC's `show mac`: the live FDB entries as `"<vid>|<mac>|<port>"`, the first by
+    /// VLAN then MAC, optionally of one VLAN (param: VID). At most [`MAC_REPLY_MAX`] entries
     /// (DPDK's reply limit); `total` counts them all.
     pub fn mac(&self, params: &str) -> Result<Value, String> {
         let vid = parse_vid(params, true)?;
@@ -265,10 +265,12 @@ impl Views {
         e.sort_unstable();
         let total = e.len();
         let names = |p: u16| self.shared.ports.get(usize::from(p)).map_or_else(|| p.to_string(), |x| x.name.clone());
+        // One string `"<vid>|<mac>|<port>"` each: DPDK telemetry keeps an array of strings,
+        // but stringifies an array nested in it and refuses '|' and ':' in a dict key.
         let rows: Vec<Value> = e
             .iter()
             .take(MAC_REPLY_MAX)
-            .map(|&(v, m, p)| json!([v, crate::wire::MacAddr(m).to_string(), names(p)]))
+            .map(|&(v, m, p)| format!("{v}|{}|{}", crate::wire::MacAddr(m), names(p)).into())
             .collect();
         Ok(json!({ "entries": rows, "total": total }))
     }
