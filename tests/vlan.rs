@@ -4,7 +4,8 @@
 //! tagged. Every port trusts PCP. One worker reads each port's file a 32-frame burst at a
 //! time, ports in order: round 1 is each file's first burst (padded with runts, which are
 //! dropped before anything else looks at them), round 2 its second, so everything round 1
-//! learns is known in round 2.
+//! learns is known in round 2. A PFC frame is never tagged on the way out (the port builds
+//! it) and a tagged one received is not obeyed.
 
 mod common;
 use common::*;
@@ -37,6 +38,8 @@ fn two_vlans_on_four_ports() {
     let (a, b, m, x) = (mac(0xa), mac(0xb), mac(0x4d), mac(0x58));
     let mut s_tagged = vlan_frame(BCAST, a, 1, 10, 0x07, 0, 64);
     s_tagged[12..14].copy_from_slice(&[0x88, 0xa8]);
+    let pfc = pfc_frame(m, 0b1000, [0, 0, 0, 0xffff, 0, 0, 0, 0]);
+    let tagged_pfc = [&pfc[..12], &[0x81, 0x00, 0x60, 20], &pfc[12..]].concat();
     // Ethernet0 (Vlan10 untagged).
     let in0 = rounds(
         vec![
@@ -67,6 +70,7 @@ fn two_vlans_on_four_ports() {
             vlan_frame(BCAST, m, 6, 20, 0x31, 0, 64), // to Ethernet8, untagged
             vlan_frame(BCAST, m, 1, 10, 0x32, 0, 64), // Vlan10: not a member, dropped
             eth_frame(BCAST, m, 0x33, 64),            // untagged, no untagged VLAN: dropped
+            tagged_pfc,                               // a tagged PFC frame: not obeyed, not forwarded
         ],
         vec![],
     );
@@ -131,5 +135,7 @@ vlanid = 20
         (2, 0, 0, 2),
         "vlan_not_member"
     );
+    let e12 = port(&j, "Ethernet12");
+    assert_eq!(e12["drops"]["bad_mac_control"], 1, "a tagged PFC frame is not MAC control: {}", e12["drops"]);
     assert_conserved(&j);
 }
