@@ -408,7 +408,9 @@ impl Worker {
             let nports = shared.egress.len();
             // The flood domain: every port, or the frame's VLAN's members.
             let domain = if vlan_aware { vlans.flood_mask(vid) } else { u64::MAX };
-            let in_domain = |p: usize| !vlan_aware || domain & (1 << p) != 0;
+            // (With VLANs the config allows at most 64 ports; a shift past 63 is never a member.)
+            let bit = |p: usize| 1u64.checked_shl(p as u32).unwrap_or(0);
+            let in_domain = |p: usize| !vlan_aware || domain & bit(p) != 0;
             let tagged_in = parsed.vlan.is_some();
             // Where the packet goes: one port (unicast, or a flood with a single other
             // port), or a flood with copies.
@@ -423,8 +425,8 @@ impl Worker {
                 }
                 Some(p) => Some(p),
                 None if !vlan_aware && nports == 2 => Some(1 - ip),
-                None if vlan_aware && (domain & !(1 << in_port)).count_ones() == 1 => {
-                    Some((domain & !(1 << in_port)).trailing_zeros() as u16)
+                None if vlan_aware && (domain & !bit(in_port)).count_ones() == 1 => {
+                    Some((domain & !bit(in_port)).trailing_zeros() as u16)
                 }
                 None => None,
             };
