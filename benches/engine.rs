@@ -201,16 +201,16 @@ fn bench_fdb_churn(c: &mut Criterion) {
     let mut now = 1u64;
     for round in 0..8u32 {
         for i in 0..CAP as u32 / 2 {
-            fdb.learn(mac(round << 20 | i), 1, now);
+            fdb.learn(0, mac(round << 20 | i), 1, now);
         }
         now += 2 * HZ;
         fdb.age_slice(fdb.slots(), now);
     }
     for i in 0..CAP as u32 / 2 {
-        fdb.learn(mac(9 << 20 | i), 1, now);
+        fdb.learn(0, mac(9 << 20 | i), 1, now);
     }
     let unknown: Vec<[u8; 6]> = (0..1024u32).map(|i| mac(12 << 20 | i)).collect();
-    let probes: usize = unknown.iter().map(|m| fdb.probe_len(*m)).sum();
+    let probes: usize = unknown.iter().map(|m| fdb.probe_len(0, *m)).sum();
     eprintln!(
         "fdb after churn: {} empty slots of {}, {:.1} slots per miss",
         fdb.empty_slots(),
@@ -221,7 +221,7 @@ fn bench_fdb_churn(c: &mut Criterion) {
     c.bench_function("fdb_shared_lookup_miss_after_churn", |b| {
         b.iter(|| {
             k = (k + 1) & 1023;
-            fdb.lookup(black_box(unknown[k]), now)
+            fdb.lookup(0, black_box(unknown[k]), now)
         })
     });
 }
@@ -239,7 +239,7 @@ fn bench_fdb_aging(c: &mut Criterion) {
     let shared = pfcswitch::fdb::SharedFdb::new(CAP, 300, HZ);
     for i in 0..(CAP as u32 / 2) {
         own.learn(mac(i), (i & 3) as u16, 1);
-        shared.learn(mac(i), (i & 3) as u16, 1);
+        shared.learn(0, mac(i), (i & 3) as u16, 1);
     }
     let mut g = c.benchmark_group("fdb_aging_1m");
     g.sample_size(10);
@@ -253,8 +253,8 @@ fn bench_fdb_aging(c: &mut Criterion) {
         b.iter(|| {
             j = (j + 40_503) & (CAP as u32 / 2 - 1);
             now += 1;
-            black_box(shared.learn(mac(j), (j & 3) as u16, now));
-            black_box(shared.lookup(mac((j + 12_345) & (CAP as u32 / 2 - 1)), now))
+            black_box(shared.learn(0, mac(j), (j & 3) as u16, now));
+            black_box(shared.lookup(0, mac((j + 12_345) & (CAP as u32 / 2 - 1)), now))
         })
     });
 }

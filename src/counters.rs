@@ -72,6 +72,9 @@ drop_reasons! {
     MultiSegment = "multi_segment" @ Ingress;
     /// A header the parser could not read (truncated VLAN/IP header, bad IP version...).
     Malformed = "malformed" @ Ingress;
+    /// A frame of a VLAN the VLAN-aware ingress port is not a member of (a tag's VID, or
+    /// untagged/priority-tagged on a port with no untagged VLAN, or an 802.1ad S-tag).
+    VlanNotMember = "vlan_not_member" @ Ingress;
     /// Sent to an IEEE 802.1D reserved address 01-80-C2-00-00-0x that is not MAC control.
     LinkLocal = "link_local" @ Ingress;
     /// A lossless-class frame to an unknown unicast destination with

@@ -26,6 +26,7 @@ pub mod show;
 pub mod tcq;
 pub mod thresholds;
 pub mod units;
+pub mod vlan;
 pub mod wire;
 pub mod wred;
 

@@ -491,12 +491,31 @@ fn show_rows(prefix: Option<String>, json: bool, t: pfcswitch::show::RouteTable)
     Ok(ExitCode::SUCCESS)
 }
 
+/// `clear fdb ...`: the running switch removes the entries (a telemetry action).
+fn clear_fdb(prefix: Option<String>, cmd: &str) -> Outcome {
+    let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    let reply = pfcswitch::dpdk::telemetry::Client::connect(&sock)
+        .and_then(|mut c| c.query(cmd))
+        .map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    match (reply.get("removed"), reply.get("error")) {
+        (Some(n), _) => {
+            println!("Removed {n} FDB entries");
+            Ok(ExitCode::SUCCESS)
+        }
+        (_, Some(e)) => Err(Fail::Input(format!("pfcswitch: {}", e.as_str().unwrap_or_default()))),
+        _ => Err(Fail::Runtime(format!("pfcswitch: unexpected reply {reply}"))),
+    }
+}
+
 /// `show` (and `clear`, which stores what `show` would print as the new zero): read the
 /// running instance's telemetry socket and print its tables.
 fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> Outcome {
     use pfcswitch::show::{self, render, Instance, Snapshot, View};
     if let Some(t) = show::RouteTable::parse(what).filter(|_| !clear) {
         return show_rows(prefix, json, t);
+    }
+    if let (true, Some(cmd)) = (clear, show::fdb_clear_command(what)) {
+        return clear_fdb(prefix, &cmd.map_err(|e| Fail::Input(format!("pfcswitch: {e}")))?);
     }
     let view = View::parse(what).map_err(|e| Fail::Input(format!("pfcswitch: {e}")))?;
     if clear && !view.clearable() {

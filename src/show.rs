@@ -28,6 +28,8 @@ pub enum View {
     /// SONiC's `show headroom-pool watermark`: the shared headroom pool (or DSH's
     /// insurance headroom) and its use.
     HeadroomPool,
+    /// SONiC's `show mac`: the learned MACs per VLAN.
+    Mac,
 }
 
 /// The command listing the port names (and this instance's start time).
@@ -49,9 +51,10 @@ impl View {
             ["counters"] | ["interfaces", "counters"] => View::PortCounters,
             ["conservation"] => View::Conservation,
             ["headroom-pool", "watermark"] | ["headroom-pool"] => View::HeadroomPool,
+            ["mac"] | ["mac", "address-table"] => View::Mac,
             _ => {
                 return Err(format!(
-                    "unknown view '{}': expected one of: pfc counters | queue counters | queue wredcounters | priority-group watermark shared|headroom | buffer pool | pfcwd stats | latency | counters | conservation | headroom-pool watermark | ip route | ipv6 route | arp | ndp",
+                    "unknown view '{}': expected one of: pfc counters | queue counters | queue wredcounters | priority-group watermark shared|headroom | buffer pool | pfcwd stats | latency | counters | conservation | headroom-pool watermark | ip route | ipv6 route | arp | ndp | mac",
                     words.join(" ")
                 ))
             }
@@ -68,12 +71,13 @@ impl View {
             View::Latency => "/pfcswitch/latency",
             View::PortCounters => "/pfcswitch/port_counters",
             View::Conservation => "/pfcswitch/conservation",
+            View::Mac => "/pfcswitch/mac",
         }
     }
 
     /// Whether the command answers per port (and takes a port name).
     pub fn per_port(self) -> bool {
-        !matches!(self, View::BufferPool | View::HeadroomPool)
+        !matches!(self, View::BufferPool | View::HeadroomPool | View::Mac)
     }
 
     /// Counters (cleared by snapshot) as opposed to gauges and watermarks. Conservation
@@ -299,6 +303,7 @@ fn ports(v: &Value) -> Vec<(String, Map<String, Value>)> {
 pub fn render(view: View, v: &Value) -> String {
     let ps = ports(v);
     match view {
+        View::Mac => render_mac(v),
         View::PfcCounters => {
             let mut s = String::new();
             for dir in ["Rx", "Tx"] {
@@ -505,6 +510,48 @@ pub fn render(view: View, v: &Value) -> String {
     }
 }
 
+/// SONiC's `show mac` table: No., Vlan, MacAddress, Port, Type (every entry is learned:
+/// Dynamic). VLAN 0 is the VLAN-unaware domain (ports in no VLAN).
+fn render_mac(v: &Value) -> String {
+    let h: Vec<String> = ["No.", "Vlan", "MacAddress", "Port", "Type"].iter().map(|s| s.to_string()).collect();
+    // Entries are `"<vid>|<mac>|<port>"`, sorted here by VLAN (as a number), then MAC.
+    let mut e: Vec<(u16, String, String)> = v
+        .get("entries")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|x| {
+            let mut f = x.as_str()?.splitn(3, '|');
+            Some((f.next()?.parse().ok()?, f.next()?.to_uppercase(), f.next()?.to_string()))
+        })
+        .collect();
+    e.sort();
+    let rows: Vec<Vec<String>> = e
+        .into_iter()
+        .enumerate()
+        .map(|(i, (vid, mac, port))| vec![(i + 1).to_string(), vid.to_string(), mac, port, "Dynamic".to_string()])
+        .collect();
+    let total = v.get("total").and_then(Value::as_u64).unwrap_or(rows.len() as u64);
+    let mut s = table(&h, &rows);
+    if total > rows.len() as u64 {
+        s.push_str(&format!("(the first {} shown)\n", rows.len()));
+    }
+    s.push_str(&format!("Total number of entries {total}\n"));
+    s
+}
+
+/// `clear fdb all` / `clear fdb vlan Vlan1000` (SONiC's `sonic-clear fdb ...`): the
+/// telemetry command that removes those entries; None if the words are not an FDB clear.
+pub fn fdb_clear_command(words: &[String]) -> Option<Result<String, String>> {
+    let w: Vec<&str> = words.iter().map(|s| s.as_str()).collect();
+    match w.as_slice() {
+        ["fdb", "all"] => Some(Ok("/pfcswitch/fdb_clear,all".to_string())),
+        ["fdb", "vlan", v] => Some(Ok(format!("/pfcswitch/fdb_clear,{v}"))),
+        ["fdb", ..] => Some(Err("expected: clear fdb all | clear fdb vlan VlanN".to_string())),
+        _ => None,
+    }
+}
+
 fn render_pfcwd(ps: &[(String, Map<String, Value>)]) -> String {
     // Without [pfcwd] every port says "watchdog": "off"; an empty table would look like
     // a watchdog with nothing to report.
@@ -642,6 +689,32 @@ pub fn render_ecn(cfg: &crate::config::Config) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn mac_table_and_fdb_clear() {
+        let v = json!({ "entries": ["20|02:00:00:00:00:4d|Ethernet12", "3|02:00:00:00:00:4d|Ethernet4"], "total": 2 });
+        let t = render(View::Mac, &v);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["No.", "Vlan", "MacAddress", "Port", "Type"]);
+        assert_eq!(
+            lines[3].split_whitespace().collect::<Vec<_>>(),
+            ["2", "20", "02:00:00:00:00:4D", "Ethernet12", "Dynamic"]
+        );
+        assert_eq!(
+            lines[2].split_whitespace().collect::<Vec<_>>(),
+            ["1", "3", "02:00:00:00:00:4D", "Ethernet4", "Dynamic"]
+        );
+        assert_eq!(lines[4], "Total number of entries 2");
+        let more = json!({ "entries": ["0|02:00:00:00:00:01|Ethernet0"], "total": 300 });
+        assert!(render(View::Mac, &more).contains("(the first 1 shown)\nTotal number of entries 300"));
+        assert_eq!(View::parse(&["mac".to_string()]).unwrap(), View::Mac);
+        assert!(!View::Mac.per_port() && !View::Mac.clearable());
+        let w = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(fdb_clear_command(&w("fdb all")), Some(Ok("/pfcswitch/fdb_clear,all".into())));
+        assert_eq!(fdb_clear_command(&w("fdb vlan Vlan1000")), Some(Ok("/pfcswitch/fdb_clear,Vlan1000".into())));
+        assert!(matches!(fdb_clear_command(&w("fdb")), Some(Err(_))));
+        assert_eq!(fdb_clear_command(&w("pfc counters")), None);
+    }
 
     #[test]
     fn pfc_table_has_sonic_shape() {

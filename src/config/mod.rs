@@ -122,11 +122,20 @@
 //! netns = "leaf1"               # enter this network namespace (`ip netns add leaf1`) before
 //!                               # EAL starts: representors, rtnetlink, af_packet live there
 //!
+//! [vlan.Vlan1000]               # VLAN|Vlan1000: the name is Vlan<1..4094>
+//! vlanid = 1000                 # optional; must match the name
+//! [vlan_member]                 # VLAN_MEMBER|Vlan1000|Ethernet0; a port has at most one
+//! "Vlan1000|Ethernet0" = { tagging_mode = "untagged" }   # untagged VLAN; a port in no VLAN
+//! "Vlan1000|Ethernet8" = { tagging_mode = "tagged" }     # bridges as before (docs/switching.md)
+//! [vlan_interface]              # VLAN_INTERFACE|Vlan1000|192.168.0.1/21: validated, not
+//! Vlan1000 = ["192.168.0.1/21"] # routed yet (a warning says so)
+//!
 //! [qos]                         # optional; entries are merged over the SONiC defaults
 //! dscp_to_tc = { "46" = 5 }     # DSCP_TO_TC_MAP; default 3→3, 4→4, 8→0, 46→5, 48→6, others→1
 //! dot1p_to_tc = { "0" = 0 }     # DOT1P_TO_TC_MAP; default identity
 //! tc_to_pg = { "3" = 3 }        # TC_TO_PRIORITY_GROUP_MAP; default 3→3, 4→4, others→0
 //! tc_to_queue = { "3" = 3 }     # TC_TO_QUEUE_MAP; default identity
+//! tc_to_dot1p = { "3" = 3 }     # TC_TO_DOT1P_MAP: PCP out of tagged VLAN members; identity
 //! [qos.scheduler]               # SCHEDULER per TC: default TC7 STRICT, TC3/4 DWRR 15,
 //! "3" = { type = "DWRR", weight = 50 }  # others DWRR 14; weight 1..=100
 //! "7" = { type = "STRICT" }

@@ -239,6 +239,7 @@ pub(crate) struct RawQos {
     pub dot1p_to_tc: Option<Table>,
     pub tc_to_pg: Option<Table>,
     pub tc_to_queue: Option<Table>,
+    pub tc_to_dot1p: Option<Table>,
     pub scheduler: Option<Table>,
     /// Accepted here (`deny_unknown_fields`), resolved from the table by `config::resolve::wred`
     /// (the bindings need the ports).
@@ -284,8 +285,41 @@ pub(crate) struct RawScheduler {
 }
 
 /// Names of the top-level sections, for "unknown section" errors.
-pub(crate) const SECTIONS: &[&str] =
-    &["eal", "switch", "port", "lcores", "buffer", "qos", "pfcwd", "control_plane", "interface"];
+pub(crate) const SECTIONS: &[&str] = &[
+    "eal",
+    "switch",
+    "port",
+    "lcores",
+    "buffer",
+    "qos",
+    "pfcwd",
+    "control_plane",
+    "interface",
+    "vlan",
+    "vlan_member",
+    "vlan_interface",
+];
+
+/// `[vlan.<name>]` as written (SONiC `VLAN|Vlan1000`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawVlan {
+    pub vlanid: Option<IntLike>,
+}
+
+/// `[vlan_member] "<vlan>|<port>"` as written (SONiC `VLAN_MEMBER|Vlan1000|Ethernet0`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawVlanMember {
+    pub tagging_mode: RawTaggingMode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum RawTaggingMode {
+    Tagged,
+    Untagged,
+}
 
 /// `[control_plane]`: where the kernel side of the router lives.
 #[derive(Debug, Default, Deserialize)]

@@ -31,6 +31,8 @@ pub struct Config {
     pub pfcwd: Option<crate::pfcwd::PfcwdConfig>,
     /// `[control_plane]`, `[interface]` and `[switch] ecmp_seed`: the router.
     pub routing: RoutingConfig,
+    /// `[vlan]`, `[vlan_member]`, `[vlan_interface]`: 802.1Q VLANs (docs/switching.md).
+    pub vlans: VlanConfig,
     /// Non-fatal findings, each one line `<file>: <path>: <text>` (print them in
     /// `check-config` and at start-up).
     pub warnings: Vec<String>,
@@ -395,6 +397,9 @@ pub struct QosConfig {
     pub dot1p_to_tc: [u8; NUM_TC],
     pub tc_to_pg: [u8; NUM_TC],
     pub tc_to_queue: [u8; NUM_TC],
+    /// `[qos.tc_to_dot1p]` (SONiC `TC_TO_DOT1P_MAP`): the PCP a frame of each TC carries
+    /// out of a tagged VLAN member. Default identity.
+    pub tc_to_dot1p: [u8; NUM_TC],
     pub scheduler: [Scheduler; NUM_TC],
     /// `[qos.wred_profile.<NAME>]`.
     pub wred_profiles: Vec<WredProfileConfig>,
@@ -507,6 +512,7 @@ impl Default for QosConfig {
             dot1p_to_tc: identity,
             tc_to_pg,
             tc_to_queue: identity,
+            tc_to_dot1p: identity,
             scheduler,
             wred_profiles: Vec::new(),
             queue_wred: Vec::new(),
@@ -650,5 +656,42 @@ impl Config {
     pub fn switch_ports(&self) -> &[PortConfig] {
         let n = self.ports.iter().take_while(|p| p.representor_of.is_none()).count();
         &self.ports[..n]
+    }
+}
+
+/// The VLANs (SONiC `VLAN`, `VLAN_MEMBER`, `VLAN_INTERFACE`; docs/switching.md). Empty:
+/// every port bridges as one VLAN-unaware domain (tags are carried through untouched).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct VlanConfig {
+    /// `[vlan.<name>]`, sorted by VID.
+    pub vlans: Vec<VlanDef>,
+}
+
+/// One VLAN: `[vlan.Vlan1000]`, its `[vlan_member]` rows and `[vlan_interface]` addresses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VlanDef {
+    /// `Vlan<vid>` (SONiC's naming rule).
+    pub name: String,
+    /// 1..=4094.
+    pub vid: u16,
+    /// Members in port order.
+    pub members: Vec<VlanMember>,
+    /// `[vlan_interface] Vlan1000 = [...]`; `None` = no VLAN interface.
+    pub interface: Option<Vec<crate::route::IfAddr>>,
+}
+
+/// One `[vlan_member]` row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct VlanMember {
+    /// `[[port]]` index.
+    pub port: usize,
+    /// `tagging_mode = "tagged"`: frames leave with the VLAN's tag; else untagged.
+    pub tagged: bool,
+}
+
+impl VlanConfig {
+    /// True when any VLAN is configured.
+    pub fn enabled(&self) -> bool {
+        !self.vlans.is_empty()
     }
 }

@@ -321,6 +321,7 @@ pub fn shared_state(
         pool,
         mmu,
         fdb: crate::fdb::SharedFdb::new(spec.fdb_size, spec.fdb_aging_time.min(u32::MAX as u64) as u32, tsc_hz),
+        vlans: crate::vlan::Vlans::new(&spec.config.vlans, nports, spec.config.qos.tc_to_dot1p),
         ports: rts,
         edges: (0..spec.workers.len()).map(|_| ArrayQueue::new(4096)).collect(),
         ctl_pool,

@@ -82,6 +82,8 @@ pub struct Shared {
     pub mmu: Mmu,
     /// The learning table every worker reads and writes (aged by the control lcore).
     pub fdb: crate::fdb::SharedFdb,
+    /// The VLANs: each frame's bridging domain, flood sets and egress tags.
+    pub vlans: crate::vlan::Vlans,
     pub ports: Vec<PortRt>,
     /// One single-producer ring per worker to the control lcore.
     pub edges: Vec<ArrayQueue<EdgeMsg>>,

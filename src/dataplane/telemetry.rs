@@ -377,6 +377,34 @@ impl Views {
         Value::Object(m)
     }
 
+    /// SONiC's `show mac`: the live FDB entries as `"<vid>|<mac>|<port>"`, the first by
+    /// VLAN then MAC, optionally of one VLAN (param: VID). At most [`MAC_REPLY_MAX`] entries
+    /// (DPDK's reply limit); `total` counts them all.
+    pub fn mac(&self, params: &str) -> Result<Value, String> {
+        let vid = parse_vid(params, true)?;
+        let now = crate::dpdk::rdtsc();
+        let mut e: Vec<(u16, [u8; 6], u16)> =
+            self.shared.fdb.entries(now).filter(|&(v, _, _)| vid.is_none_or(|w| w == v)).collect();
+        e.sort_unstable();
+        let total = e.len();
+        let names = |p: u16| self.shared.ports.get(usize::from(p)).map_or_else(|| p.to_string(), |x| x.name.clone());
+        // One string `"<vid>|<mac>|<port>"` each: DPDK telemetry keeps an array of strings,
+        // but stringifies an array nested in it and refuses '|' and ':' in a dict key.
+        let rows: Vec<Value> = e
+            .iter()
+            .take(MAC_REPLY_MAX)
+            .map(|&(v, m, p)| format!("{v}|{}|{}", crate::wire::MacAddr(m), names(p)).into())
+            .collect();
+        Ok(json!({ "entries": rows, "total": total }))
+    }
+
+    /// `sonic-clear fdb all` / `sonic-clear fdb vlan VlanN`: remove the learned entries
+    /// (param: `all` or a VID). They are learned again from the next frames.
+    pub fn fdb_clear(&self, params: &str) -> Result<Value, String> {
+        let vid = parse_vid(params, false)?;
+        Ok(json!({ "removed": self.shared.fdb.flush(vid) }))
+    }
+
     /// The reply to `cmd` with `params`; an error object when the parameter is wrong or
     /// the whole reply would not fit DPDK's limit.
     fn reply(&self, cmd: &'static str, scope: Scope, params: &str) -> Value {
@@ -403,6 +431,24 @@ impl Views {
     }
 }
 
+/// The most entries `/pfcswitch/mac` returns (about 50 bytes each in a 16 KB reply).
+pub const MAC_REPLY_MAX: usize = 256;
+
+/// A VID parameter (0..=4095, or `Vlan<N>`); `all` (or empty, when `empty_ok`) = None.
+fn parse_vid(params: &str, empty_ok: bool) -> Result<Option<u16>, String> {
+    let p = params.trim();
+    if p == "all" || empty_ok && p.is_empty() {
+        return Ok(None);
+    }
+    p.strip_prefix("Vlan")
+        .unwrap_or(p)
+        .parse::<u16>()
+        .ok()
+        .filter(|&v| v <= 4095)
+        .map(Some)
+        .ok_or_else(|| format!("parameter: 'all', a VID 0..=4095 or VlanN, not '{p}'"))
+}
+
 /// What a command answers for.
 #[derive(Clone, Copy)]
 enum Scope {
@@ -415,7 +461,7 @@ enum Scope {
 }
 
 /// The commands, their help, and what they answer for.
-const COMMANDS: [(&str, &str, Scope); 14] = [
+const COMMANDS: [(&str, &str, Scope); 16] = [
     (
         "/pfcswitch/ports",
         "Port names (for the per-port commands' parameter), pid and start time",
@@ -473,6 +519,12 @@ const COMMANDS: [(&str, &str, Scope); 14] = [
         "The routing control thread: synced, batches, resyncs, writer counters",
         Scope::Action(Views::routing_status),
     ),
+    (
+        "/pfcswitch/mac",
+        "Learned MACs as [vlan, mac, port] (SONiC show mac; VLAN 0 = ports in no VLAN). Param: VID",
+        Scope::Action(Views::mac),
+    ),
+    ("/pfcswitch/fdb_clear", "Remove learned MACs. Param: all | VID", Scope::Action(Views::fdb_clear)),
     (
         "/pfcswitch/tx_release",
         "Test knob: let N more data packets leave a port with tx_enable = false. Params: port,N",

@@ -26,6 +26,7 @@ use super::shared::Shared;
 use super::spec::SwitchSpec;
 use super::tx::TxPort;
 use crate::tcq::Slot;
+use crate::vlan::{self, Egress};
 
 /// One worker lcore's state (DPDK l2fwd's `lcore_queue_conf`, and what the loop keeps
 /// between bursts). Built by [`Worker::new`], given its queues, then moved to its lcore.
@@ -363,8 +364,10 @@ impl Worker {
         let mut rx_bytes = 0u64;
         // Within one burst `now` is fixed: a source learned once needs no refresh, and a
         // destination's lookup holds until the next learn changes the table.
-        let mut learned: Option<[u8; 6]> = None;
-        let mut looked_up: Option<([u8; 6], Option<u16>)> = None;
+        let mut learned: Option<(u16, [u8; 6])> = None;
+        let mut looked_up: Option<(u16, [u8; 6], Option<u16>)> = None;
+        let vlans = &shared.vlans;
+        let vlan_aware = vlans.enabled();
         // Priorities the watchdog has stormed on this port (drop/forward): read once a burst.
         let wd_rx = shared.ports[in_port].pfcwd.as_ref().map_or(0, |w| w.ignore_pfc_mask());
         for i in 0..n {
@@ -384,6 +387,7 @@ impl Worker {
                 c.count_drop(DropSite::arrival(in_port), DropReason::Runt, 1);
                 continue;
             }
+            // The length as received (a VLAN tag edited on egress changes it per copy).
             let len = m.len() as u32;
             let parsed = match wire::parse(m.data()) {
                 Ok(p) => p,
@@ -410,6 +414,19 @@ impl Worker {
                 c.count_drop(DropSite::arrival(in_port), DropReason::LinkLocal, 1);
                 continue;
             }
+            // The frame's VLAN (0: the VLAN-unaware domain, all of it without [vlan]).
+            let vid = if vlan_aware {
+                let s_tag = parsed.vlan.is_some() && m.data()[12..14] == wire::ETHERTYPE_QINQ.to_be_bytes();
+                match vlans.ingress(in_port, parsed.vlan, s_tag) {
+                    Some(v) => v,
+                    None => {
+                        c.count_drop(DropSite::arrival(in_port), DropReason::VlanNotMember, 1);
+                        continue;
+                    }
+                }
+            } else {
+                0
+            };
             if routes_here {
                 if let Some(r) = router.as_deref_mut() {
                     match self.route_ingress(shared, r, in_port, &parsed, m, len, now, c) {
@@ -418,9 +435,9 @@ impl Worker {
                     }
                 }
             }
-            if learned != Some(parsed.src.0) {
-                shared.fdb.learn(parsed.src.0, in_port as u16, now);
-                learned = Some(parsed.src.0);
+            if learned != Some((vid, parsed.src.0)) {
+                shared.fdb.learn(vid, parsed.src.0, in_port as u16, now);
+                learned = Some((vid, parsed.src.0));
                 looked_up = None;
             }
             let class = plan.qos.classify(&parsed);
@@ -432,16 +449,22 @@ impl Worker {
                 None
             } else {
                 match looked_up {
-                    Some((d, o)) if d == parsed.dst.0 => o,
+                    Some((v, d, o)) if v == vid && d == parsed.dst.0 => o,
                     _ => {
-                        let o = shared.fdb.lookup(parsed.dst.0, now);
-                        looked_up = Some((parsed.dst.0, o));
+                        let o = shared.fdb.lookup(vid, parsed.dst.0, now);
+                        looked_up = Some((vid, parsed.dst.0, o));
                         o
                     }
                 }
             };
             let ip = in_port as u16;
             let nports = self.nswitch;
+            // The flood domain: every port, or the frame's VLAN's members.
+            let domain = if vlan_aware { vlans.flood_mask(vid) } else { u64::MAX };
+            // (With VLANs the config allows at most 64 ports; a shift past 63 is never a member.)
+            let bit = |p: usize| 1u64.checked_shl(p as u32).unwrap_or(0);
+            let in_domain = |p: usize| !vlan_aware || domain & bit(p) != 0;
+            let tagged_in = parsed.vlan.is_some();
             // Where the packet goes: one port (unicast, or a flood with a single other
             // port), or a flood with copies.
             let single = match out {
@@ -454,32 +477,54 @@ impl Worker {
                     continue;
                 }
                 Some(p) => Some(p),
-                None if nports == 2 => Some(1 - ip),
+                None if !vlan_aware && nports == 2 => Some(1 - ip),
+                None if vlan_aware && (domain & !bit(in_port)).count_ones() == 1 => {
+                    Some((domain & !bit(in_port)).trailing_zeros() as u16)
+                }
                 None => None,
             };
             match single {
-                Some(p) => self.push_run(shared, ip, p, class, lossless, m, len, now, c),
+                Some(p) => {
+                    if vlan_aware && !vlan_edit(&mut m, vlans.egress(vid, p as usize, tagged_in, class.tc), tagged_in) {
+                        count_forwarding_drop(c, in_port, class.tc, DropReason::Malformed);
+                        continue;
+                    }
+                    let len = m.len() as u32;
+                    self.push_run(shared, ip, p, class, lossless, m, len, now, c);
+                }
                 None => {
                     self.flush_run(shared, ip, now, c);
                     pc.tc_rx[class.tc as usize].inc();
                     // Flood: the original to the last port, copies to the others; each copy
                     // is admitted by the MMU on its own.
-                    let Some(last) = (0..nports).rev().find(|&p| p != in_port) else {
+                    let Some(last) = (0..nports).rev().find(|&p| p != in_port && in_domain(p)) else {
                         c.count_drop(DropSite::classified(in_port, class.tc), DropReason::SamePort, 1);
                         continue;
                     };
                     for p in 0..last {
-                        if p == in_port {
+                        if p == in_port || !in_domain(p) {
                             continue;
                         }
                         pc.flood_copies.inc();
                         pc.tc_copies[class.tc as usize].inc();
                         match copy_mbuf(shared, &m) {
-                            Some(copy) => self.admit_one(shared, ip, p, class, lossless, copy, now, c),
+                            Some(mut copy) => {
+                                if vlan_aware
+                                    && !vlan_edit(&mut copy, vlans.egress(vid, p, tagged_in, class.tc), tagged_in)
+                                {
+                                    c.count_drop(DropSite::classified(in_port, class.tc), DropReason::Malformed, 1);
+                                    continue;
+                                }
+                                self.admit_one(shared, ip, p, class, lossless, copy, now, c)
+                            }
                             None => {
                                 c.count_drop(DropSite::classified(in_port, class.tc), DropReason::FloodNoMbuf, 1);
                             }
                         }
+                    }
+                    if vlan_aware && !vlan_edit(&mut m, vlans.egress(vid, last, tagged_in, class.tc), tagged_in) {
+                        c.count_drop(DropSite::classified(in_port, class.tc), DropReason::Malformed, 1);
+                        continue;
                     }
                     self.admit_one(shared, ip, last, class, lossless, m, now, c);
                 }
@@ -824,6 +869,28 @@ fn enqueue(
     };
     if let Err(q) = res {
         shared.drop_admitted(worker, q, DropReason::EgressQueueFull, now, c);
+    }
+}
+
+/// Give a frame (received with a tag or not: `tagged`) its egress tag (see
+/// [`crate::vlan`]), in place: a tag is inserted in the
+/// mbuf's headroom, removed by moving the MACs over it (padded back to 60 bytes), or its
+/// TCI rewritten. False if the mbuf cannot take it (no headroom or tailroom: not with
+/// DPDK's 128-byte headroom and a data room above the MTU).
+#[inline]
+fn vlan_edit(m: &mut Mbuf, e: Egress, tagged: bool) -> bool {
+    const TAG: u16 = wire::VLAN_TAG_LEN as u16;
+    match e {
+        Egress::Keep => true,
+        Egress::Tag(t) if tagged => vlan::write_tci(m.data_mut(), t),
+        Egress::Tag(t) => m.prepend(TAG).is_some_and(|d| vlan::write_inserted_tag(d, t)),
+        Egress::Untag => match vlan::write_removed_tag(m.data_mut()) {
+            Some(pad) => {
+                m.adj(TAG);
+                pad == 0 || m.append(pad as u16).map(|tail| tail.fill(0)).is_some()
+            }
+            None => false,
+        },
     }
 }
 

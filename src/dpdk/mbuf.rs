@@ -97,6 +97,39 @@ impl Mbuf {
         true
     }
 
+    /// Grow the packet by `n` bytes at the front (`rte_pktmbuf_prepend` on a single
+    /// segment: field updates only); returns the whole data, the new bytes first, or None
+    /// (unchanged) without that much headroom.
+    #[inline(always)]
+    pub fn prepend(&mut self, n: u16) -> Option<&mut [u8]> {
+        {
+            // SAFETY: we own the mbuf exclusively (&mut self).
+            let m = unsafe { self.0.as_mut() };
+            if m.nb_segs != 1 || m.data_off < n {
+                return None;
+            }
+            m.data_off -= n;
+            m.data_len += n;
+            m.pkt_len += u32::from(n);
+        }
+        Some(self.data_mut())
+    }
+
+    /// Remove `n` bytes from the front (`rte_pktmbuf_adj` on a single segment); false
+    /// (unchanged) if the packet is shorter.
+    #[inline(always)]
+    pub fn adj(&mut self, n: u16) -> bool {
+        // SAFETY: we own the mbuf exclusively (&mut self).
+        let m = unsafe { self.0.as_mut() };
+        if m.nb_segs != 1 || m.data_len < n {
+            return false;
+        }
+        m.data_off += n;
+        m.data_len -= n;
+        m.pkt_len -= u32::from(n);
+        true
+    }
+
     /// Hint the CPU to fetch the first cache line of packet data.
     #[inline(always)]
     pub fn prefetch_data(&self) {

@@ -9,11 +9,15 @@
 //!
 //! Open addressing with linear probing, `2 × capacity` slots of two `AtomicU64` (16
 //! bytes: four slots per cache line), the same multiply-shift hash as [`super::Fdb`].
-//! A slot's `key` is 0 (empty, ends a probe chain), `RESERVED | mac` (being filled),
-//! `OCCUPIED | mac`, or `TOMBSTONE` (aged out; does not end a chain, may be reused). Its
+//! A slot's `key` is 0 (empty, ends a probe chain), `RESERVED | k` (being filled),
+//! `OCCUPIED | k`, or `TOMBSTONE` (aged out; does not end a chain, may be reused). Its
 //! `val` is `port << 48 | stamp`, `stamp` the last-seen time in units of 2^k TSC ticks
 //! (the power of two at or above `tsc_hz / 16`: 1/16 to 1/8 s; a shift, not a division, on
 //! the per-packet path), so a refresh writes a MAC's slot at most 16 times a second.
+//!
+//! `k` is the entry's (VID, MAC): the MAC in bits 0..48, the VID in bits 48..60 (see
+//! [`crate::vlan`]; VID 0 is the VLAN-unaware domain, the only one without `[vlan]`). The
+//! same MAC in two VLANs is two entries, each with its own port and age.
 //!
 //! # Concurrency
 //!
@@ -39,10 +43,17 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 
 use super::{is_group, mac_to_u64};
 
+/// The table key of `mac` in VLAN `vid`.
+#[inline(always)]
+fn vkey(vid: u16, mac: [u8; 6]) -> u64 {
+    u64::from(vid & 0xfff) << 48 | mac_to_u64(mac)
+}
+
 const OCCUPIED: u64 = 1 << 63;
 const RESERVED: u64 = 1 << 62;
 const TOMBSTONE: u64 = 1 << 61;
-const MAC_MASK: u64 = (1 << 48) - 1;
+/// (VID, MAC) key bits.
+const KEY_MASK: u64 = (1 << 60) - 1;
 const HASH_MUL: u64 = 0x9E37_79B9_7F4A_7C15;
 const STAMP_MASK: u64 = (1 << 48) - 1;
 /// Stamps per second, at least.
@@ -118,15 +129,15 @@ impl SharedFdb {
         self.aging_stamps != 0 && self.stamp(now_tsc).saturating_sub(val & STAMP_MASK) >= self.aging_stamps
     }
 
-    /// Learn (or refresh) `mac` on `port`. Per-packet path: no allocation, no lock, no
-    /// system call; writes only when something changed. Returns false when not learned
-    /// (group or zero source, table full).
+    /// Learn (or refresh) `mac` in VLAN `vid` on `port`. Per-packet path: no allocation,
+    /// no lock, no system call; writes only when something changed. Returns false when not
+    /// learned (group or zero source, table full).
     #[inline]
-    pub fn learn(&self, mac: [u8; 6], port: u16, now_tsc: u64) -> bool {
-        let m = mac_to_u64(mac);
-        if is_group(mac) || m == 0 {
+    pub fn learn(&self, vid: u16, mac: [u8; 6], port: u16, now_tsc: u64) -> bool {
+        if is_group(mac) || mac_to_u64(mac) == 0 {
             return false;
         }
+        let m = vkey(vid, mac);
         let val = u64::from(port) << 48 | self.stamp(now_tsc);
         let mut i = self.home(m);
         let mut free = None;
@@ -158,7 +169,7 @@ impl SharedFdb {
         let s = &self.slots[slot];
         if s.key.compare_exchange(was, RESERVED | m, AcqRel, Acquire).is_err() {
             // Lost the slot to another learner: it may be this MAC; try once more.
-            return self.learn_retry(mac, port, now_tsc);
+            return self.learn_retry(vid, mac, port, now_tsc);
         }
         self.used.fetch_add(1, Relaxed);
         s.val.store(val, Relaxed);
@@ -167,14 +178,14 @@ impl SharedFdb {
     }
 
     #[cold]
-    fn learn_retry(&self, mac: [u8; 6], port: u16, now_tsc: u64) -> bool {
-        self.learn(mac, port, now_tsc)
+    fn learn_retry(&self, vid: u16, mac: [u8; 6], port: u16, now_tsc: u64) -> bool {
+        self.learn(vid, mac, port, now_tsc)
     }
 
-    /// The live port of `mac`. Per-packet path.
+    /// The live port of `mac` in VLAN `vid`. Per-packet path.
     #[inline]
-    pub fn lookup(&self, mac: [u8; 6], now_tsc: u64) -> Option<u16> {
-        let m = mac_to_u64(mac);
+    pub fn lookup(&self, vid: u16, mac: [u8; 6], now_tsc: u64) -> Option<u16> {
+        let m = vkey(vid, mac);
         let mut i = self.home(m);
         for _ in 0..self.slots.len() {
             let s = &self.slots[i];
@@ -253,7 +264,7 @@ impl SharedFdb {
                 return false;
             }
             if k & (OCCUPIED | RESERVED) != 0 {
-                let h = self.home(k & MAC_MASK);
+                let h = self.home(k & KEY_MASK);
                 if (i.wrapping_sub(h) & self.mask) < (j.wrapping_sub(h) & self.mask) {
                     return true;
                 }
@@ -263,13 +274,14 @@ impl SharedFdb {
         false
     }
 
-    /// Slots a lookup of `mac` reads before it answers (control path, tests and bench).
-    pub fn probe_len(&self, mac: [u8; 6]) -> usize {
-        let m = mac_to_u64(mac);
+    /// Slots a lookup of `mac` in `vid` reads before it answers (control path, tests and
+    /// bench).
+    pub fn probe_len(&self, vid: u16, mac: [u8; 6]) -> usize {
+        let m = vkey(vid, mac);
         let mut i = self.home(m);
         for n in 1..=self.slots.len() {
             let k = self.slots[i].key.load(Acquire);
-            if k == 0 || k & MAC_MASK == m && k & (OCCUPIED | RESERVED) != 0 {
+            if k == 0 || k & KEY_MASK == m && k & (OCCUPIED | RESERVED) != 0 {
                 return n;
             }
             i = (i + 1) & self.mask;
@@ -282,14 +294,32 @@ impl SharedFdb {
         self.slots.iter().filter(|s| s.key.load(Relaxed) == 0).count()
     }
 
-    /// Live entries `(mac, port)` (control path: walks the whole table).
-    pub fn entries(&self, now_tsc: u64) -> impl Iterator<Item = ([u8; 6], u16)> + '_ {
+    /// Live entries `(vid, mac, port)` (control path: walks the whole table).
+    pub fn entries(&self, now_tsc: u64) -> impl Iterator<Item = (u16, [u8; 6], u16)> + '_ {
         self.slots.iter().filter_map(move |s| {
             let k = s.key.load(Acquire);
             let v = s.val.load(Relaxed);
             (k & OCCUPIED != 0 && !self.expired(v, now_tsc))
-                .then(|| (super::u64_to_mac(k & MAC_MASK), (v >> 48) as u16))
+                .then(|| (((k & KEY_MASK) >> 48) as u16, super::u64_to_mac(k), (v >> 48) as u16))
         })
+    }
+
+    /// Remove every entry of VLAN `vid`, or every entry (`None`) (SONiC's `sonic-clear
+    /// fdb vlan` / `all`; control path, any thread): each becomes a tombstone by CAS, as
+    /// aging does, and the aging sweep makes it empty again. Returns how many were removed.
+    pub fn flush(&self, vid: Option<u16>) -> usize {
+        let mut removed = 0;
+        for s in self.slots.iter() {
+            let k = s.key.load(Acquire);
+            if k & OCCUPIED != 0
+                && vid.is_none_or(|v| (k & KEY_MASK) >> 48 == u64::from(v & 0xfff))
+                && s.key.compare_exchange(k, TOMBSTONE, AcqRel, Relaxed).is_ok()
+            {
+                self.used.fetch_sub(1, Relaxed);
+                removed += 1;
+            }
+        }
+        removed
     }
 }
 
@@ -308,22 +338,22 @@ mod tests {
     #[test]
     fn learn_lookup_move_age() {
         let f = SharedFdb::new(64, 2, HZ);
-        assert_eq!(f.lookup(mac(1), 0), None);
-        assert!(f.learn(mac(1), 3, 0));
-        assert!(f.learn(mac(2), 4, 0));
-        assert_eq!((f.lookup(mac(1), 10), f.lookup(mac(2), 10)), (Some(3), Some(4)));
-        assert!(f.learn(mac(1), 5, 128), "station move");
-        assert_eq!(f.lookup(mac(1), 128), Some(5));
-        assert!(!f.learn([0x01, 0, 0, 0, 0, 1], 1, 0) && !f.learn([0; 6], 1, 0));
+        assert_eq!(f.lookup(0, mac(1), 0), None);
+        assert!(f.learn(0, mac(1), 3, 0));
+        assert!(f.learn(0, mac(2), 4, 0));
+        assert_eq!((f.lookup(0, mac(1), 10), f.lookup(0, mac(2), 10)), (Some(3), Some(4)));
+        assert!(f.learn(0, mac(1), 5, 128), "station move");
+        assert_eq!(f.lookup(0, mac(1), 128), Some(5));
+        assert!(!f.learn(0, [0x01, 0, 0, 0, 0, 1], 1, 0) && !f.learn(0, [0; 6], 1, 0));
         assert_eq!(f.len(), 2);
         // 2 s = 32 stamps: mac(2), last seen at stamp 0, is expired at stamp 32.
-        assert_eq!(f.lookup(mac(2), 4096), None);
+        assert_eq!(f.lookup(0, mac(2), 4096), None);
         assert_eq!(f.age_slice(f.slots(), 4096), 1, "mac(2) aged, mac(1) (stamp 1) too young");
         assert_eq!(f.len(), 1);
-        assert_eq!(f.lookup(mac(1), 4096), Some(5));
+        assert_eq!(f.lookup(0, mac(1), 4096), Some(5));
         // The tombstone keeps chains intact and is reused.
-        assert!(f.learn(mac(2), 6, 4150));
-        assert_eq!(f.lookup(mac(2), 4150), Some(6));
+        assert!(f.learn(0, mac(2), 6, 4150));
+        assert_eq!(f.lookup(0, mac(2), 4150), Some(6));
         assert_eq!(f.entries(4150).count(), 2);
     }
 
@@ -331,11 +361,11 @@ mod tests {
     fn full_table_refuses_and_chains_survive_aging() {
         let f = SharedFdb::new(8, 1, HZ);
         for n in 0..8 {
-            assert!(f.learn(mac(n), n as u16, 0));
+            assert!(f.learn(0, mac(n), n as u16, 0));
         }
-        assert!(!f.learn(mac(100), 1, 0), "full");
+        assert!(!f.learn(0, mac(100), 1, 0), "full");
         for n in 0..4 {
-            assert!(f.learn(mac(n), n as u16, 2048), "refreshed");
+            assert!(f.learn(0, mac(n), n as u16, 2048), "refreshed");
         }
         // Age in small slices: 4 entries expire, every other is still found.
         let mut removed = 0;
@@ -344,12 +374,12 @@ mod tests {
         }
         assert_eq!(removed, 4);
         for n in 0..4 {
-            assert_eq!(f.lookup(mac(n), 2176), Some(n as u16));
+            assert_eq!(f.lookup(0, mac(n), 2176), Some(n as u16));
         }
         for n in 4..8 {
-            assert_eq!(f.lookup(mac(n), 2176), None);
+            assert_eq!(f.lookup(0, mac(n), 2176), None);
         }
-        assert!(f.learn(mac(100), 1, 2176));
+        assert!(f.learn(0, mac(100), 1, 2176));
     }
 
     /// MAC churn: a 16-entry table (32 slots) through 200 rounds of 16 fresh MACs learned
@@ -361,13 +391,13 @@ mod tests {
         let mut now = 0u64;
         for round in 0..200u32 {
             for n in 0..16 {
-                assert!(f.learn(mac(round * 16 + n), 1, now), "round {round}: table full of tombstones");
+                assert!(f.learn(0, mac(round * 16 + n), 1, now), "round {round}: table full of tombstones");
             }
             now += 2 * HZ; // 1 s aging: all expired
             assert_eq!(f.age_slice(f.slots(), now), 16);
             assert_eq!(f.len(), 0);
             assert!(f.empty_slots() >= 16, "round {round}: {} empty slots", f.empty_slots());
-            let worst = (0..64).map(|n| f.probe_len(mac(1_000_000 + n))).max().unwrap();
+            let worst = (0..64).map(|n| f.probe_len(0, mac(1_000_000 + n))).max().unwrap();
             assert!(worst <= 2, "round {round}: a miss probes {worst} slots");
         }
     }
@@ -381,22 +411,47 @@ mod tests {
             // Young and old entries mixed, many sharing home slots (128 slots, 40 MACs).
             for n in 0..40 {
                 let m = mac((round * 40 + n) % 997);
-                f.learn(m, (n % 7) as u16, now + u64::from(n % 2) * HZ);
+                f.learn(0, m, (n % 7) as u16, now + u64::from(n % 2) * HZ);
             }
             now += HZ + HZ / 2;
             f.age_slice(37, now);
             for s in 0..f.slots() {
                 let k = f.slots[s].key.load(Relaxed);
                 if k & OCCUPIED != 0 {
-                    let m = super::super::u64_to_mac(k & MAC_MASK);
-                    assert!(f.probe_len(m) <= f.slots(), "lost");
+                    let m = super::super::u64_to_mac(k);
+                    assert!(f.probe_len(0, m) <= f.slots(), "lost");
                     let v = f.slots[s].val.load(Relaxed);
                     if !f.expired(v, now) {
-                        assert_eq!(f.lookup(m, now), Some((v >> 48) as u16), "round {round}: entry unreachable");
+                        assert_eq!(f.lookup(0, m, now), Some((v >> 48) as u16), "round {round}: entry unreachable");
                     }
                 }
             }
         }
+    }
+
+    /// (VID, MAC) keys: the same MAC in two VLANs is two entries, each with its port and
+    /// age; clearing one VLAN leaves the other; VID 4095 and MAC bits never mix.
+    #[test]
+    fn vlans_are_separate_tables() {
+        let f = SharedFdb::new(64, 2, HZ);
+        let m = [0x02, 0xff, 0xff, 0xff, 0xff, 0xff];
+        assert!(f.learn(10, m, 1, 0));
+        assert_eq!(f.lookup(20, m, 0), None, "unknown in VLAN 20");
+        assert!(f.learn(20, m, 3, 128));
+        assert!(f.learn(4095, m, 5, 128));
+        assert_eq!((f.lookup(10, m, 128), f.lookup(20, m, 128), f.lookup(4095, m, 128)), (Some(1), Some(3), Some(5)));
+        assert_eq!(f.lookup(0, m, 128), None);
+        let mut e: Vec<_> = f.entries(128).collect();
+        e.sort();
+        assert_eq!(e, vec![(10, m, 1), (20, m, 3), (4095, m, 5)]);
+        // 2 s = 32 stamps: VLAN 10's entry (stamp 0) ages before VLAN 20's (stamp 1).
+        assert_eq!(f.age_slice(f.slots(), 4096), 1);
+        assert_eq!((f.lookup(10, m, 4096), f.lookup(20, m, 4096)), (None, Some(3)));
+        assert_eq!(f.flush(Some(20)), 1);
+        assert_eq!((f.lookup(20, m, 4096), f.lookup(4095, m, 4096), f.len()), (None, Some(5), 1));
+        assert!(f.learn(20, m, 2, 4096), "a cleared VLAN learns again");
+        assert_eq!(f.lookup(20, m, 4096), Some(2));
+        assert_eq!((f.flush(None), f.len(), f.entries(4096).count()), (2, 0, 0));
     }
 
     #[test]
@@ -409,8 +464,8 @@ mod tests {
                     for n in 0..2000 {
                         // Every thread learns every MAC, on a port derived from the MAC.
                         let m = (n * 7 + u32::from(t)) % 2000;
-                        assert!(f.learn(mac(m), (m % 5) as u16, 0));
-                        if let Some(p) = f.lookup(mac(m), 0) {
+                        assert!(f.learn(0, mac(m), (m % 5) as u16, 0));
+                        if let Some(p) = f.lookup(0, mac(m), 0) {
                             assert_eq!(p, (m % 5) as u16);
                         }
                     }
@@ -421,7 +476,7 @@ mod tests {
             t.join().unwrap();
         }
         for m in 0..2000 {
-            assert_eq!(f.lookup(mac(m), 0), Some((m % 5) as u16), "mac {m}");
+            assert_eq!(f.lookup(0, mac(m), 0), Some((m % 5) as u16), "mac {m}");
         }
         assert!(f.len() >= 2000 && f.len() <= 2100, "{} entries for 2000 MACs", f.len());
     }

@@ -15,6 +15,7 @@ mod ports;
 mod qos;
 mod routing;
 mod switch;
+mod vlan;
 mod wred;
 
 use buffer::resolve_buffer;
@@ -146,6 +147,8 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
     // The router first (its errors name `[[port]]`s), then its representors become ports
     // that everything after (buffer, EAL arguments, mbufs) counts like any other.
     let routing = routing::resolve_routing(top, &sw, &ports)?;
+    // VLAN members are `[[port]]`s: resolved before the representors join the ports.
+    let vlans = vlan::resolve_vlans(top, &ports, &routing, &mut ctx)?;
     routing::add_representors(&mut ports, &mut lcores, &routing)?;
     let buffer = resolve_buffer(top.get("buffer"), &ports, &qos, &mut ctx)?;
     check_eal(&eal, &ports, &lcores, top.contains_key("lcores"))?;
@@ -161,6 +164,7 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
         qos,
         pfcwd,
         routing,
+        vlans,
         warnings: ctx.warnings,
     })
 }

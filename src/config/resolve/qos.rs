@@ -27,6 +27,7 @@ pub(super) fn resolve_qos(raw: &RawQos) -> FResult<QosConfig> {
     qos_map(&raw.dot1p_to_tc, "qos.dot1p_to_tc", &mut q.dot1p_to_tc, 7, 7)?;
     qos_map(&raw.tc_to_pg, "qos.tc_to_pg", &mut q.tc_to_pg, 7, 7)?;
     qos_map(&raw.tc_to_queue, "qos.tc_to_queue", &mut q.tc_to_queue, 7, 7)?;
+    qos_map(&raw.tc_to_dot1p, "qos.tc_to_dot1p", &mut q.tc_to_dot1p, 7, 7)?;
     if let Some(s) = raw.wred_seed {
         q.wred_seed = Some(in_range(s.0, 0, i64::MAX, "qos.wred_seed")? as u64);
     }

@@ -12,6 +12,38 @@ fn valid_ifname(n: &str) -> bool {
         && !n.chars().any(|c| c == '/' || c == ':' || c.is_whitespace() || c.is_control())
 }
 
+/// An interface's addresses: an array of `"<address>/<prefix length>"`, each a unicast
+/// address not already in `seen` (which maps it to where it was set).
+pub(super) fn addr_list(val: &Value, path: &str, seen: &mut HashMap<std::net::IpAddr, String>) -> FResult<Vec<IfAddr>> {
+    let list = match val {
+        Value::Array(a) => a,
+        Value::String(_) => {
+            return Err(FieldError::new(path, "expected an array of addresses, e.g. [\"10.0.0.0/31\"]"))
+        }
+        _ => return Err(FieldError::new(path, "expected an array of \"<address>/<prefix length>\" strings")),
+    };
+    let mut addrs = Vec::new();
+    for (i, a) in list.iter().enumerate() {
+        let ipath = format!("{path}[{i}]");
+        let Value::String(s) = a else {
+            return Err(FieldError::new(&ipath, "expected a string \"<address>/<prefix length>\""));
+        };
+        let ia: IfAddr = s.parse().map_err(|e: String| FieldError::new(&ipath, e))?;
+        let bad = match ia.addr {
+            std::net::IpAddr::V4(v) => v.is_unspecified() || v.is_multicast() || v.is_broadcast() || v.is_loopback(),
+            std::net::IpAddr::V6(v) => v.is_unspecified() || v.is_multicast() || v.is_loopback(),
+        };
+        if bad {
+            return Err(FieldError::new(&ipath, format!("{s} is not a unicast interface address")));
+        }
+        if let Some(prev) = seen.insert(ia.addr, ipath.clone()) {
+            return Err(FieldError::new(&ipath, format!("{} is already configured at {prev}", ia.addr)));
+        }
+        addrs.push(ia);
+    }
+    Ok(addrs)
+}
+
 pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig]) -> FResult<RoutingConfig> {
     let ecmp_seed = match sw.ecmp_seed {
         Some(IntLike(v)) => Some(in_range(v, 0, i64::from(u32::MAX), "switch.ecmp_seed")? as u32),
@@ -51,34 +83,7 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
                     format!("port {} already uses a kernel interface named '{name}' (its devargs): the representor needs that name", other.name),
                 ));
             }
-            let list = match val {
-                Value::Array(a) => a,
-                Value::String(_) => {
-                    return Err(FieldError::new(&path, "expected an array of addresses, e.g. [\"10.0.0.0/31\"]"))
-                }
-                _ => return Err(FieldError::new(&path, "expected an array of \"<address>/<prefix length>\" strings")),
-            };
-            let mut addrs = Vec::new();
-            for (i, a) in list.iter().enumerate() {
-                let ipath = format!("{path}[{i}]");
-                let Value::String(s) = a else {
-                    return Err(FieldError::new(&ipath, "expected a string \"<address>/<prefix length>\""));
-                };
-                let ia: IfAddr = s.parse().map_err(|e: String| FieldError::new(&ipath, e))?;
-                let bad = match ia.addr {
-                    std::net::IpAddr::V4(v) => {
-                        v.is_unspecified() || v.is_multicast() || v.is_broadcast() || v.is_loopback()
-                    }
-                    std::net::IpAddr::V6(v) => v.is_unspecified() || v.is_multicast() || v.is_loopback(),
-                };
-                if bad {
-                    return Err(FieldError::new(&ipath, format!("{s} is not a unicast interface address")));
-                }
-                if let Some(prev) = seen.insert(ia.addr, ipath.clone()) {
-                    return Err(FieldError::new(&ipath, format!("{} is already configured at {prev}", ia.addr)));
-                }
-                addrs.push(ia);
-            }
+            let addrs = addr_list(val, &path, &mut seen)?;
             interfaces.push(RouterInterface { port, addrs });
         }
     }
