@@ -304,210 +304,228 @@ pub fn render(view: View, v: &Value) -> String {
     let ps = ports(v);
     match view {
         View::Mac => render_mac(v),
-        View::PfcCounters => {
-            let mut s = String::new();
-            for dir in ["Rx", "Tx"] {
-                let mut h = vec![format!("Port {dir}")];
-                h.extend((0..8).map(|i| format!("PFC{i}")));
-                let rows: Vec<Vec<String>> = ps
-                    .iter()
-                    .map(|(p, o)| {
-                        let mut r = vec![p.clone()];
-                        r.extend((0..8).map(|i| get(o, &format!("{}_pfc{i}", dir.to_lowercase()))));
-                        r
-                    })
-                    .collect();
-                s.push_str(&table(&h, &rows));
-                s.push('\n');
-            }
-            s
-        }
-        View::QueueCounters => {
-            let h: Vec<String> = ["Port", "TxQ", "Counter/pkts", "Counter/bytes", "Drop/pkts", "Depth/pkts"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-            let mut rows = Vec::new();
-            for (p, o) in &ps {
-                for q in 0..8 {
-                    rows.push(vec![
-                        p.clone(),
-                        format!("UC{q}"),
-                        get(o, &Q_TX_PACKETS.telemetry_key("UC", q)),
-                        get(o, &Q_TX_BYTES.telemetry_key("UC", q)),
-                        get(o, &Q_DROPS.telemetry_key("UC", q)),
-                        get(o, &format!("UC{q}_depth")),
-                    ]);
-                }
-            }
-            table(&h, &rows)
-        }
-        View::QueueWredCounters => {
-            let h: Vec<String> = ["Port", "TxQ", "WredDrp/pkts", "WredDrp/bytes", "EcnMarked/pkts", "EcnMarked/bytes"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-            let mut rows = Vec::new();
-            for (p, o) in &ps {
-                for q in 0..8 {
-                    rows.push(vec![
-                        p.clone(),
-                        format!("UC{q}"),
-                        get(o, &Q_WRED_DROPPED_PACKETS.telemetry_key("UC", q)),
-                        get(o, &Q_WRED_DROPPED_BYTES.telemetry_key("UC", q)),
-                        get(o, &Q_ECN_MARKED_PACKETS.telemetry_key("UC", q)),
-                        get(o, &Q_ECN_MARKED_BYTES.telemetry_key("UC", q)),
-                    ]);
-                }
-            }
-            table(&h, &rows)
-        }
-        View::PgWatermarkShared | View::PgWatermarkHeadroom => {
-            let (title, key) = if view == View::PgWatermarkShared {
-                ("Ingress shared pool occupancy per PG:", "shared_watermark")
-            } else {
-                ("Ingress headroom per PG:", "headroom_watermark")
-            };
-            let mut h = vec!["Port".to_string()];
-            h.extend((0..8).map(|i| format!("PG{i}")));
-            let rows: Vec<Vec<String>> = ps
-                .iter()
-                .map(|(p, o)| {
-                    let mut r = vec![p.clone()];
-                    r.extend((0..8).map(|i| get(o, &format!("PG{i}_{key}"))));
-                    r
-                })
-                .collect();
-            format!("{title}\n{}", table(&h, &rows))
-        }
-        View::BufferPool => {
-            let h: Vec<String> = [
-                "Pool",
-                "Size",
-                "Occupancy",
-                "Shared watermark",
-                "Headroom watermark",
-                "Headroom pool (xoff)",
-                "Threshold (T)",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-            let rows: Vec<Vec<String>> = ps
-                .iter()
-                .map(|(p, o)| {
-                    vec![
-                        p.clone(),
-                        get(o, "size"),
-                        get(o, "occupancy"),
-                        get(o, "shared_watermark"),
-                        get(o, "headroom_watermark"),
-                        get(o, "xoff"),
-                        get(o, "threshold"),
-                    ]
-                })
-                .collect();
-            table(&h, &rows)
-        }
-        View::HeadroomPool => {
-            let h: Vec<String> = ["Pool", "Headroom pool (xoff)", "Headroom used", "Headroom watermark"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-            let rows: Vec<Vec<String>> = ps
-                .iter()
-                .filter(|(_, o)| o.get("headroom_watermark").is_some())
-                .map(|(p, o)| vec![p.clone(), get(o, "xoff"), get(o, "headroom_used"), get(o, "headroom_watermark")])
-                .collect();
-            table(&h, &rows)
-        }
-        View::Latency => {
-            let h: Vec<String> = ["Port", "TC", "Packets", "p50(us)", "p99(us)", "p99.9(us)", "max(us)"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-            let us = |o: &Map<String, Value>, k: &str| {
-                o.get(k).and_then(|v| v.as_u64()).map_or("N/A".to_string(), |n| format!("{:.2}", n as f64 / 1000.0))
-            };
-            let mut rows = Vec::new();
-            for (p, o) in &ps {
-                for tc in 0..8 {
-                    if o.contains_key(&format!("TC{tc}_count")) {
-                        rows.push(vec![
-                            p.clone(),
-                            tc.to_string(),
-                            get(o, &format!("TC{tc}_count")),
-                            us(o, &format!("TC{tc}_p50_ns")),
-                            us(o, &format!("TC{tc}_p99_ns")),
-                            us(o, &format!("TC{tc}_p999_ns")),
-                            us(o, &format!("TC{tc}_max_ns")),
-                        ]);
-                    }
-                }
-            }
-            table(&h, &rows)
-        }
+        View::PfcCounters => render_pfc_counters(&ps),
+        View::QueueCounters => render_queue_counters(&ps),
+        View::QueueWredCounters => render_queue_wred_counters(&ps),
+        View::PgWatermarkShared | View::PgWatermarkHeadroom => render_pg_watermark(view, &ps),
+        View::BufferPool => render_buffer_pool(&ps),
+        View::HeadroomPool => render_headroom_pool(&ps),
+        View::Latency => render_latency(&ps),
         View::PfcwdStats => render_pfcwd(&ps),
         View::Conservation => render_conservation(&ps),
-        View::PortCounters => {
-            let h: Vec<String> = [
-                "Iface",
-                "RX_OK",
-                "RX_BYTES",
-                "TX_OK",
-                "TX_BYTES",
-                "DROPS",
-                "IMISSED",
-                "RX_NOMBUF",
-                "ROUTED",
-                "PUNTED",
-                "PUNT_DRP",
-            ]
+        View::PortCounters => render_port_counters(&ps),
+    }
+}
+
+/// `show pfc counters`: Rx and Tx PFC frames per port and priority.
+fn render_pfc_counters(ps: &[(String, Map<String, Value>)]) -> String {
+    let mut s = String::new();
+    for dir in ["Rx", "Tx"] {
+        let mut h = vec![format!("Port {dir}")];
+        h.extend((0..8).map(|i| format!("PFC{i}")));
+        let rows: Vec<Vec<String>> = ps
             .iter()
-            .map(|s| s.to_string())
+            .map(|(p, o)| {
+                let mut r = vec![p.clone()];
+                r.extend((0..8).map(|i| get(o, &format!("{}_pfc{i}", dir.to_lowercase()))));
+                r
+            })
             .collect();
-            let rows: Vec<Vec<String>> = ps
-                .iter()
-                .map(|(p, o)| {
-                    let sum = |pfx: &str| -> u64 {
-                        o.iter().filter(|(k, _)| k.starts_with(pfx)).filter_map(|(_, v)| v.as_u64()).sum()
-                    };
-                    let drops = sum("drop_");
-                    vec![
-                        p.clone(),
-                        get(o, "rx_packets"),
-                        get(o, "rx_bytes"),
-                        get(o, "tx_packets"),
-                        get(o, "tx_bytes"),
-                        drops.to_string(),
-                        get(o, "imissed"),
-                        get(o, "rx_nombuf"),
-                        get(o, "routed_packets"),
-                        sum("punted_").to_string(),
-                        sum("punt_dropped_").to_string(),
-                    ]
-                })
-                .collect();
-            let mut s = table(&h, &rows);
-            // The router's exceptions, by reason, where there are any.
-            let mut why = Vec::new();
-            for (p, o) in &ps {
-                for r in crate::route::PuntReason::ALL {
-                    let (n, d) =
-                        (get(o, &format!("punted_{}", r.name())), get(o, &format!("punt_dropped_{}", r.name())));
-                    if n != "0" && n != "N/A" || d != "0" && d != "N/A" {
-                        why.push(vec![p.clone(), r.name().to_string(), n, d]);
-                    }
-                }
-            }
-            if !why.is_empty() {
-                let h: Vec<String> =
-                    ["Iface", "Punted for", "Packets", "Rate-limited"].iter().map(|s| s.to_string()).collect();
-                s.push_str(&format!("\nTo the kernel (per ingress port and reason)\n{}", table(&h, &why)));
-            }
-            s
+        s.push_str(&table(&h, &rows));
+        s.push('\n');
+    }
+    s
+}
+
+/// `show queue counters`: per port and TX queue.
+fn render_queue_counters(ps: &[(String, Map<String, Value>)]) -> String {
+    let h: Vec<String> = ["Port", "TxQ", "Counter/pkts", "Counter/bytes", "Drop/pkts", "Depth/pkts"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut rows = Vec::new();
+    for (p, o) in ps {
+        for q in 0..8 {
+            rows.push(vec![
+                p.clone(),
+                format!("UC{q}"),
+                get(o, &Q_TX_PACKETS.telemetry_key("UC", q)),
+                get(o, &Q_TX_BYTES.telemetry_key("UC", q)),
+                get(o, &Q_DROPS.telemetry_key("UC", q)),
+                get(o, &format!("UC{q}_depth")),
+            ]);
         }
     }
+    table(&h, &rows)
+}
+
+/// `show queue wredcounters`: WRED drops and ECN marks per port and queue.
+fn render_queue_wred_counters(ps: &[(String, Map<String, Value>)]) -> String {
+    let h: Vec<String> = ["Port", "TxQ", "WredDrp/pkts", "WredDrp/bytes", "EcnMarked/pkts", "EcnMarked/bytes"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut rows = Vec::new();
+    for (p, o) in ps {
+        for q in 0..8 {
+            rows.push(vec![
+                p.clone(),
+                format!("UC{q}"),
+                get(o, &Q_WRED_DROPPED_PACKETS.telemetry_key("UC", q)),
+                get(o, &Q_WRED_DROPPED_BYTES.telemetry_key("UC", q)),
+                get(o, &Q_ECN_MARKED_PACKETS.telemetry_key("UC", q)),
+                get(o, &Q_ECN_MARKED_BYTES.telemetry_key("UC", q)),
+            ]);
+        }
+    }
+    table(&h, &rows)
+}
+
+/// `show priority-group watermark shared|headroom`.
+fn render_pg_watermark(view: View, ps: &[(String, Map<String, Value>)]) -> String {
+    let (title, key) = if view == View::PgWatermarkShared {
+        ("Ingress shared pool occupancy per PG:", "shared_watermark")
+    } else {
+        ("Ingress headroom per PG:", "headroom_watermark")
+    };
+    let mut h = vec!["Port".to_string()];
+    h.extend((0..8).map(|i| format!("PG{i}")));
+    let rows: Vec<Vec<String>> = ps
+        .iter()
+        .map(|(p, o)| {
+            let mut r = vec![p.clone()];
+            r.extend((0..8).map(|i| get(o, &format!("PG{i}_{key}"))));
+            r
+        })
+        .collect();
+    format!("{title}\n{}", table(&h, &rows))
+}
+
+/// `show buffer pool`: the pools' sizes and watermarks.
+fn render_buffer_pool(ps: &[(String, Map<String, Value>)]) -> String {
+    let h: Vec<String> = [
+        "Pool",
+        "Size",
+        "Occupancy",
+        "Shared watermark",
+        "Headroom watermark",
+        "Headroom pool (xoff)",
+        "Threshold (T)",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let rows: Vec<Vec<String>> = ps
+        .iter()
+        .map(|(p, o)| {
+            vec![
+                p.clone(),
+                get(o, "size"),
+                get(o, "occupancy"),
+                get(o, "shared_watermark"),
+                get(o, "headroom_watermark"),
+                get(o, "xoff"),
+                get(o, "threshold"),
+            ]
+        })
+        .collect();
+    table(&h, &rows)
+}
+
+/// `show headroom-pool watermark`.
+fn render_headroom_pool(ps: &[(String, Map<String, Value>)]) -> String {
+    let h: Vec<String> =
+        ["Pool", "Headroom pool (xoff)", "Headroom used", "Headroom watermark"].iter().map(|s| s.to_string()).collect();
+    let rows: Vec<Vec<String>> = ps
+        .iter()
+        .filter(|(_, o)| o.get("headroom_watermark").is_some())
+        .map(|(p, o)| vec![p.clone(), get(o, "xoff"), get(o, "headroom_used"), get(o, "headroom_watermark")])
+        .collect();
+    table(&h, &rows)
+}
+
+/// `show latency`: per port and TC quantiles.
+fn render_latency(ps: &[(String, Map<String, Value>)]) -> String {
+    let h: Vec<String> =
+        ["Port", "TC", "Packets", "p50(us)", "p99(us)", "p99.9(us)", "max(us)"].iter().map(|s| s.to_string()).collect();
+    let us = |o: &Map<String, Value>, k: &str| {
+        o.get(k).and_then(|v| v.as_u64()).map_or("N/A".to_string(), |n| format!("{:.2}", n as f64 / 1000.0))
+    };
+    let mut rows = Vec::new();
+    for (p, o) in ps {
+        for tc in 0..8 {
+            if o.contains_key(&format!("TC{tc}_count")) {
+                rows.push(vec![
+                    p.clone(),
+                    tc.to_string(),
+                    get(o, &format!("TC{tc}_count")),
+                    us(o, &format!("TC{tc}_p50_ns")),
+                    us(o, &format!("TC{tc}_p99_ns")),
+                    us(o, &format!("TC{tc}_p999_ns")),
+                    us(o, &format!("TC{tc}_max_ns")),
+                ]);
+            }
+        }
+    }
+    table(&h, &rows)
+}
+
+/// `show interfaces counters`, with the router's punts by reason.
+fn render_port_counters(ps: &[(String, Map<String, Value>)]) -> String {
+    let h: Vec<String> = [
+        "Iface",
+        "RX_OK",
+        "RX_BYTES",
+        "TX_OK",
+        "TX_BYTES",
+        "DROPS",
+        "IMISSED",
+        "RX_NOMBUF",
+        "ROUTED",
+        "PUNTED",
+        "PUNT_DRP",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let rows: Vec<Vec<String>> = ps
+        .iter()
+        .map(|(p, o)| {
+            let sum = |pfx: &str| -> u64 {
+                o.iter().filter(|(k, _)| k.starts_with(pfx)).filter_map(|(_, v)| v.as_u64()).sum()
+            };
+            let drops = sum("drop_");
+            vec![
+                p.clone(),
+                get(o, "rx_packets"),
+                get(o, "rx_bytes"),
+                get(o, "tx_packets"),
+                get(o, "tx_bytes"),
+                drops.to_string(),
+                get(o, "imissed"),
+                get(o, "rx_nombuf"),
+                get(o, "routed_packets"),
+                sum("punted_").to_string(),
+                sum("punt_dropped_").to_string(),
+            ]
+        })
+        .collect();
+    let mut s = table(&h, &rows);
+    // The router's exceptions, by reason, where there are any.
+    let mut why = Vec::new();
+    for (p, o) in ps {
+        for r in crate::route::PuntReason::ALL {
+            let (n, d) = (get(o, &format!("punted_{}", r.name())), get(o, &format!("punt_dropped_{}", r.name())));
+            if n != "0" && n != "N/A" || d != "0" && d != "N/A" {
+                why.push(vec![p.clone(), r.name().to_string(), n, d]);
+            }
+        }
+    }
+    if !why.is_empty() {
+        let h: Vec<String> = ["Iface", "Punted for", "Packets", "Rate-limited"].iter().map(|s| s.to_string()).collect();
+        s.push_str(&format!("\nTo the kernel (per ingress port and reason)\n{}", table(&h, &why)));
+    }
+    s
 }
 
 /// SONiC's `show mac` table: No., Vlan, MacAddress, Port, Type (every entry is learned:
