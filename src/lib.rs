@@ -11,6 +11,7 @@
 pub mod classify;
 pub mod config;
 pub mod counters;
+pub mod exporter;
 pub mod fdb;
 pub mod headroom;
 pub mod kernel;

@@ -49,6 +49,16 @@ enum Cmd {
         #[arg(required = true, num_args = 1..)]
         what: Vec<String>,
     },
+    /// Serve the running switch's counters to Prometheus (text format 0.0.4) at
+    /// http://LISTEN/metrics, read over DPDK telemetry at each scrape like `show`.
+    Exporter {
+        /// EAL file prefix of the instance (default: the only pfcswitch instance running)
+        #[arg(long)]
+        prefix: Option<String>,
+        /// Address and port to listen on
+        #[arg(long, default_value = "127.0.0.1:9400")]
+        listen: String,
+    },
     /// WRED/ECN profiles and their queue bindings in a configuration (like SONiC's
     /// `ecnconfig -l`), with the ECN-vs-PFC check of lossless queues.
     Ecn {
@@ -185,6 +195,7 @@ fn main() -> ExitCode {
         Cmd::CheckConfig { file } => check_config(&file),
         Cmd::Show { prefix, json, what } => show(prefix, json, &what, false),
         Cmd::Clear { prefix, what } => show(prefix, false, &what, true),
+        Cmd::Exporter { prefix, listen } => exporter(prefix, &listen),
         Cmd::Ecn { config } => ecn(&config),
         Cmd::Headroom(args) => headroom(args),
         Cmd::Probe { sel, headroom_policy } => probe(sel, headroom_policy),
@@ -504,6 +515,41 @@ fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> Out
         println!("{}", serde_json::to_string_pretty(&shown).expect("json"));
     } else {
         print!("{}", render(view, &shown));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `exporter`: an HTTP server whose `/metrics` page is the switch's telemetry in the
+/// Prometheus text format, read afresh at every scrape (a restarted switch is found again;
+/// one that cannot be read gives `pfcswitch_up 0`). Serves until killed.
+fn exporter(prefix: Option<String>, listen: &str) -> Outcome {
+    let addr: std::net::SocketAddr =
+        listen.parse().map_err(|e| Fail::Input(format!("--listen: '{listen}' is not an address:port ({e})")))?;
+    let server = tiny_http::Server::http(addr)
+        .map_err(|e| Fail::Runtime(format!("pfcswitch exporter: cannot listen on {addr}: {e}")))?;
+    log::info!("exporter: serving http://{addr}/metrics");
+    let header = |v: &str| tiny_http::Header::from_bytes("Content-Type", v).expect("static header");
+    for req in server.incoming_requests() {
+        let resp = match req.url() {
+            "/metrics" => {
+                let page = find_socket(prefix.clone())
+                    .and_then(|sock| {
+                        let mut c = pfcswitch::dpdk::telemetry::Client::connect(&sock).map_err(|e| e.to_string())?;
+                        pfcswitch::exporter::gather(&mut |cmd| c.query(cmd)).map_err(|e| e.to_string())
+                    })
+                    .unwrap_or_else(|e| {
+                        log::warn!("exporter: {e}");
+                        pfcswitch::exporter::down()
+                    });
+                tiny_http::Response::from_string(page).with_header(header(pfcswitch::exporter::CONTENT_TYPE))
+            }
+            "/" => tiny_http::Response::from_string(
+                "<html><body><a href=\"/metrics\">pfcswitch metrics</a></body></html>\n",
+            )
+            .with_header(header("text/html")),
+            _ => tiny_http::Response::from_string("not found\n").with_status_code(404),
+        };
+        let _ = req.respond(resp);
     }
     Ok(ExitCode::SUCCESS)
 }
