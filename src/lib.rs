@@ -15,6 +15,7 @@ pub mod exporter;
 pub mod fdb;
 pub mod headroom;
 pub mod kernel;
+pub mod lldp;
 pub mod mmu;
 pub mod pending;
 pub mod pfc;

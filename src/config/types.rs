@@ -31,6 +31,8 @@ pub struct Config {
     pub pfcwd: Option<crate::pfcwd::PfcwdConfig>,
     /// `[control_plane]`, `[interface]` and `[switch] ecmp_seed`: the router.
     pub routing: RoutingConfig,
+    /// `[lldp]`: LLDP with the DCBX TLVs (off unless `enabled = true`).
+    pub lldp: LldpConfig,
     /// Non-fatal findings, each one line `<file>: <path>: <text>` (print them in
     /// `check-config` and at start-up).
     pub warnings: Vec<String>,
@@ -609,5 +611,34 @@ impl RoutingConfig {
     /// Is port `index` a router interface?
     pub fn is_routed(&self, index: usize) -> bool {
         self.interfaces.iter().any(|i| i.port == index)
+    }
+}
+
+/// `[lldp]` (SONiC `LLDP|GLOBAL`): LLDP frames with the IEEE DCBX TLVs (ETS, PFC,
+/// Application priority) sent from every port, the peers' kept per port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LldpConfig {
+    /// Send LLDP and keep what peers send (default off: see docs/lldp-dcbx.md).
+    pub enabled: bool,
+    /// Seconds between two LLDP frames of a port (SONiC `hello_time`, default 30).
+    pub hello_time_s: u32,
+    /// TTL = hello_time × multiplier (SONiC `multiplier`, default 4: 120 s).
+    pub multiplier: u32,
+    /// The System Name TLV (default: the host name).
+    pub system_name: Option<String>,
+    /// Application priority TLV: UDP port 4791 (RoCEv2) → this priority.
+    pub roce_priority: Option<u8>,
+}
+
+impl Default for LldpConfig {
+    fn default() -> Self {
+        LldpConfig { enabled: false, hello_time_s: 30, multiplier: 4, system_name: None, roce_priority: None }
+    }
+}
+
+impl LldpConfig {
+    /// The TTL our frames carry, seconds (at most 65535).
+    pub fn ttl(&self) -> u16 {
+        (u64::from(self.hello_time_s) * u64::from(self.multiplier)).min(65535) as u16
     }
 }

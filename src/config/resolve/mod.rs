@@ -24,7 +24,7 @@ use lcores::resolve_lcores;
 pub use ports::{parse_bdf, parse_devargs, VDEV_PREFIXES};
 use ports::{port_by_name, resolve_ports};
 use qos::{parse_binding_key, resolve_qos};
-use switch::{compute_mbufs, resolve_pfcwd, resolve_switch};
+use switch::{compute_mbufs, resolve_lldp, resolve_pfcwd, resolve_switch};
 
 /// Defaults, documented in the module docs.
 pub mod defaults {
@@ -142,6 +142,13 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
         }
         None => None,
     };
+    let lldp = match top.get("lldp") {
+        Some(v) => {
+            expect_table(v, "lldp")?;
+            resolve_lldp(&de::<RawLldp>(v, "lldp")?)?
+        }
+        None => LldpConfig::default(),
+    };
     let lcores = resolve_lcores(top.get("lcores"), &mut ports)?;
     let buffer = resolve_buffer(top.get("buffer"), &ports, &qos, &mut ctx)?;
     check_eal(&eal, &ports, &lcores, top.contains_key("lcores"))?;
@@ -158,6 +165,7 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
         qos,
         pfcwd,
         routing,
+        lldp,
         warnings: ctx.warnings,
     })
 }
