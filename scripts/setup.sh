@@ -5,7 +5,7 @@ set -euo pipefail
 
 PKGS=(libdpdk-dev dpdk dpdk-dev pkg-config clang libclang-dev build-essential
       tshark iproute2 iputils-ping python3-scapy python3-matplotlib libpcap-dev valgrind
-      pyflakes3 shellcheck ethtool)
+      pyflakes3 shellcheck ethtool lldpad)
 
 missing=()
 for p in "${PKGS[@]}"; do

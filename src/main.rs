@@ -32,7 +32,7 @@ enum Cmd {
     CheckConfig { file: PathBuf },
     /// Show live state of a running switch (SONiC-style tables, or --json), read over DPDK
     /// telemetry: pfc counters | queue counters | priority-group watermark shared|headroom |
-    /// buffer pool | pfcwd stats | latency | counters | conservation
+    /// buffer pool | pfcwd stats | latency | counters | conservation | lldp neighbors | dcbx
     Show {
         /// EAL file prefix of the instance (default: the only pfcswitch instance running)
         #[arg(long)]
@@ -418,7 +418,7 @@ fn print_summary(r: &dataplane::RunReport) {
         "conservation: entered {} = tx {} + consumed {} + dropped {}: {}",
         t.entered(),
         t.ports.iter().map(|p| p.tx_packets).sum::<u64>(),
-        t.ports.iter().map(|p| p.mac_control_rx).sum::<u64>(),
+        t.ports.iter().map(|p| p.mac_control_rx + p.lldp_rx).sum::<u64>(),
         t.ports.iter().map(|p| p.drops_total()).sum::<u64>(),
         if t.entered() == t.left() { "ok" } else { "MISMATCH" }
     );

@@ -58,6 +58,8 @@ pub fn run(control: &mut Control, spec: &SwitchSpec, opts: &RunOptions, mut time
     // TSC of the last pass with PFC activity: naps start only after a quiet millisecond,
     // so a PG that pauses again and again keeps the control lcore polling.
     let mut last_busy = rdtsc();
+    // LLDP/DCBX (`[lldp] enabled`): driven every millisecond from here, never by a worker.
+    let mut lldp = super::lldp::LldpDriver::new(spec, &shared, hz, rdtsc());
     loop {
         let did = control.poll();
         if did || !control.idle() {
@@ -80,6 +82,9 @@ pub fn run(control: &mut Control, spec: &SwitchSpec, opts: &RunOptions, mut time
         next_check = t + check_every;
         control.poll_links();
         control.warn_failures(Instant::now());
+        if let Some(l) = lldp.as_mut() {
+            l.poll(&shared, t);
+        }
         // FDB aging in bounded slices: FDB_AGE_SLICE slots a millisecond, whatever the size.
         shared.fdb.age_slice(FDB_AGE_SLICE, t);
         if opts.stop.load(Ordering::Relaxed) {

@@ -13,6 +13,7 @@ mod egress;
 mod io;
 pub mod latency;
 mod link;
+mod lldp;
 mod main_loop;
 mod pause_handoff;
 mod report;

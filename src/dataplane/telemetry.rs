@@ -227,6 +227,7 @@ impl Views {
             o.insert(format!("TC{tc}_in_flight"), (rx + copies).saturating_sub(tx + dropped).into());
         }
         o.insert("mac_control_rx".into(), pt.mac_control_rx.into());
+        o.insert("lldp_rx".into(), pt.lldp_rx.into());
         for r in DropReason::ALL {
             o.insert(format!("drop_{}", r.as_str()), pt.drop_count(r).into());
         }
@@ -243,6 +244,20 @@ impl Views {
             None => {
                 o.insert("watchdog".into(), "off".into());
             }
+        }
+        o
+    }
+
+    /// LLDP/DCBX of a port: what it sends, its peer, the PFC mismatch flag, counters.
+    pub fn lldp(&self, _t: &Totals, i: usize) -> Map<String, Value> {
+        let mut o = Map::new();
+        if !self.shared.lldp.enabled {
+            o.insert("lldp".into(), "off".into());
+            return o;
+        }
+        o.insert("lldp".into(), "on".into());
+        if let Value::Object(m) = self.shared.lldp.view(i) {
+            o.extend(m);
         }
         o
     }
@@ -292,7 +307,7 @@ enum Scope {
 }
 
 /// The commands, their help, and what they answer for.
-const COMMANDS: [(&str, &str, Scope); 11] = [
+const COMMANDS: [(&str, &str, Scope); 12] = [
     (
         "/pfcswitch/ports",
         "Port names (for the per-port commands' parameter), pid and start time",
@@ -333,6 +348,11 @@ const COMMANDS: [(&str, &str, Scope); 11] = [
         "/pfcswitch/conservation",
         "Per ingress port and TC: rx + flood copies = tx + dropped + in flight. Param: port",
         Scope::PerPort(Views::conservation),
+    ),
+    (
+        "/pfcswitch/lldp",
+        "LLDP/DCBX per port: the TLVs sent, the peer's, PFC mismatch, counters. Param: port",
+        Scope::PerPort(Views::lldp),
     ),
     ("/pfcswitch/fdb", "FDB entries (one table for every worker) and capacity", Scope::Switch(Views::fdb)),
     (
