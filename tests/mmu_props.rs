@@ -247,7 +247,7 @@ proptest! {
                             if is_ll {
                                 // Dropped while ON is never right: the drop itself pauses.
                                 prop_assert!(model.pgs[ix(in_port, pg)].off && m.is_off(in_port, pg), "lossless drop while ON");
-                                prop_assert_eq!(r, DropReason::LosslessHeadroomFull);
+                                prop_assert_eq!(r, Refusal::LosslessHeadroomFull);
                                 // The headroom that mode promises is exhausted: the PG's own,
                                 // the shared headroom pool, or (DSH) the port's insurance.
                                 let used: u64 = model.pgs.iter().map(|g| g.h).sum();
@@ -258,7 +258,7 @@ proptest! {
                                 };
                                 prop_assert!(full, "dropped with headroom left");
                             } else {
-                                prop_assert!(matches!(r, DropReason::LossyDt | DropReason::LossyPoolFull));
+                                prop_assert!(matches!(r, Refusal::LossyDt | Refusal::LossyPoolFull));
                                 prop_assert!(e.is_none(), "lossy traffic never makes an edge");
                             }
                         }

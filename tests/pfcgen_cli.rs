@@ -47,7 +47,7 @@ fn bad_specs_are_one_line_and_exit_2_before_eal() {
 
 #[test]
 fn shipped_example_validates() {
-    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/dpdk-config/pfcgen-memif.toml");
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/dpdk-config/pfcgen/memif.toml");
     let out = gen(&["check-config", "--config", cfg]);
     assert!(out.status.success(), "{}", show(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("stream roce-a (id 0): port p0"), "{}", show(&out));

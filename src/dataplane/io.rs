@@ -95,6 +95,11 @@ pub struct IoThread {
     handle: JoinHandle<()>,
 }
 
+/// The I/O thread's poll interval: 1 ms while messages come, at most 8 ms when idle (the
+/// queue holds 1024 messages: a timeline sampled every 10 µs fills it in 10 ms).
+const IDLE_POLL_MIN: Duration = Duration::from_millis(1);
+const IDLE_POLL_MAX: Duration = Duration::from_millis(8);
+
 /// How long `finish` waits for the thread to write what is queued. A thread stuck on a
 /// pipe nobody reads is left behind (the process is about to exit).
 const FINISH_WAIT: Duration = Duration::from_secs(2);
@@ -112,11 +117,20 @@ impl IoThread {
         let (s, st, dn) = (sink.clone(), stop.clone(), done.clone());
         let handle = std::thread::Builder::new().name("pfcsw-io".into()).spawn(move || {
             let mut w = Writer { timeline, port_names, timeline_failed: false };
+            // Polls every millisecond while messages come, backing off to IDLE_POLL_MAX when
+            // none do (an idle switch wakes this thread ~125 times a second, not 1000).
+            let mut wait = IDLE_POLL_MIN;
             loop {
                 match s.queue.pop() {
-                    Some(msg) => w.write(msg),
+                    Some(msg) => {
+                        w.write(msg);
+                        wait = IDLE_POLL_MIN;
+                    }
                     None if st.load(Ordering::Acquire) => break,
-                    None => std::thread::sleep(Duration::from_millis(1)),
+                    None => {
+                        std::thread::sleep(wait);
+                        wait = (wait * 2).min(IDLE_POLL_MAX);
+                    }
                 }
             }
             w.finish();

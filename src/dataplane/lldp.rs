@@ -119,7 +119,7 @@ impl LldpDriver {
         shared.io.send(IoMsg::Log(level, text));
     }
 
-    /// One pass (the main loop calls it every millisecond): received frames, age-outs,
+    /// One pass (the main loop calls it every millisecond, later after a nap): received frames, age-outs,
     /// frames due, and the view for telemetry when something changed.
     pub fn poll(&mut self, shared: &Shared, now: u64) {
         for _ in 0..INBOX_LEN {

@@ -24,11 +24,11 @@ use super::RunOptions;
 const FDB_AGE_SLICE: usize = 512;
 
 /// The control lcore's nap once PFC has been quiet for a millisecond
-/// (`lcores.control_idle = "sleep"`): `lcores.control_nap` (default 1 ms: a wake-up costs
-/// some 10 µs of CPU in a VM, so ~1 %), at most the timeline's sampling interval. The first
-/// PAUSE after a quiet spell is sent, and refreshed while needed, by the worker that saw the
-/// crossing; the control lcore takes it over when it wakes. What a nap delays is a RESUME
-/// after such a first PAUSE (the peer stays paused up to one nap longer, never shorter).
+/// (`lcores.control_idle = "sleep"`): `lcores.control_nap` (default 10 ms: a wake-up costs
+/// some 10 µs of CPU in a VM), at most the timeline's sampling interval. The first PAUSE
+/// after a quiet spell is sent, and refreshed while needed, by the worker that saw the
+/// crossing; the control lcore takes it over when it wakes. An edge a worker hands it (a
+/// RESUME) rings its doorbell and ends the nap, so a nap delays no RESUME.
 fn nap_length(spec: &SwitchSpec, timeline_every: Option<Duration>) -> Duration {
     let nap = Duration::from_nanos(spec.control_nap_ns);
     timeline_every.map_or(nap, |t| nap.min(t))
@@ -54,11 +54,14 @@ pub fn run(control: &mut Control, spec: &SwitchSpec, opts: &RunOptions, mut time
     let nap_for = nap_length(spec, opts.timeline.as_ref().map(|(_, every)| *every));
     if nap {
         dpdk::set_timer_slack_ns(1_000);
+        shared.control_bell.register();
     }
+    let mut last_age = rdtsc();
     // TSC of the last pass with PFC activity: naps start only after a quiet millisecond,
     // so a PG that pauses again and again keeps the control lcore polling.
     let mut last_busy = rdtsc();
-    // LLDP/DCBX (`[lldp] enabled`): driven every millisecond from here, never by a worker.
+    // LLDP/DCBX (`[lldp] enabled`): driven from the housekeeping pass (every millisecond, or
+    // after a nap), never by a worker.
     let mut lldp = super::lldp::LldpDriver::new(spec, &shared, hz, rdtsc());
     loop {
         let did = control.poll();
@@ -73,7 +76,8 @@ pub fn run(control: &mut Control, spec: &SwitchSpec, opts: &RunOptions, mut time
             // Nothing paused, nothing pending: give the CPU back for one nap (workers
             // send and refresh PAUSE themselves, so this does not delay the reaction).
             if nap && t.wrapping_sub(last_busy) > check_every {
-                std::thread::sleep(nap_for);
+                // An edge a worker queues rings the bell and ends the nap.
+                shared.control_bell.nap(nap_for, || control.idle() && shared.edges.iter().all(|q| q.is_empty()));
             } else {
                 std::hint::spin_loop();
             }
@@ -85,8 +89,11 @@ pub fn run(control: &mut Control, spec: &SwitchSpec, opts: &RunOptions, mut time
         if let Some(l) = lldp.as_mut() {
             l.poll(&shared, t);
         }
-        // FDB aging in bounded slices: FDB_AGE_SLICE slots a millisecond, whatever the size.
-        shared.fdb.age_slice(FDB_AGE_SLICE, t);
+        // FDB aging in bounded slices: FDB_AGE_SLICE slots a millisecond, whatever the size
+        // (a pass after a nap ages the milliseconds it slept).
+        let ms = (t.wrapping_sub(last_age) / check_every.max(1)).clamp(1, 16) as usize;
+        last_age = t;
+        shared.fdb.age_slice(FDB_AGE_SLICE * ms, t);
         if opts.stop.load(Ordering::Relaxed) {
             break;
         }

@@ -37,9 +37,10 @@ pub struct LinkAtStart {
     pub speed_bps: Option<u64>,
 }
 
-/// Per port, its link after start. A real link (NIC, af_packet, af_xdp) that is down is
-/// waited for up to 3 s (a NIC negotiates after start); a vdev's is read as it is (a
-/// memif server is down until its peer connects).
+/// Per port, its link after start. A link that is down is waited for, up to 3 s in all:
+/// a NIC negotiates after start, a memif peer started beside the switch connects within
+/// that time (a memif server whose peer never comes reads as down: nothing is sent to it
+/// until the peer connects).
 pub fn link_states(spec: &SwitchSpec, links: &[LinkSource]) -> Vec<LinkAtStart> {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
     spec.config
@@ -48,7 +49,7 @@ pub fn link_states(spec: &SwitchSpec, links: &[LinkSource]) -> Vec<LinkAtStart> 
         .zip(links)
         .map(|(p, src)| {
             let mut l = src.read();
-            while p.has_real_link() && !l.up && std::time::Instant::now() < until {
+            while !l.up && std::time::Instant::now() < until {
                 std::thread::sleep(std::time::Duration::from_millis(20));
                 l = src.read();
             }
@@ -327,6 +328,7 @@ pub fn shared_state(
         tx_owner: (0..nports).map(|p| spec.workers.iter().position(|w| w.tx.contains(&p))).collect(),
         doorbells: (0..spec.workers.len()).map(|_| Default::default()).collect(),
         lldp: super::lldp::LldpShared::new(spec),
+        control_bell: Default::default(),
     })
 }
 

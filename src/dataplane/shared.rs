@@ -96,6 +96,9 @@ pub struct Shared {
     pub doorbells: Vec<Doorbell>,
     /// LLDP: received frames on their way to the control lcore, and the agent's view.
     pub lldp: super::lldp::LldpShared,
+    /// The control lcore's doorbell: an edge queued for it ends its nap, so a RESUME
+    /// never waits for the end of one.
+    pub control_bell: Doorbell,
 }
 
 /// A worker's doorbell: whoever queues a PFC frame for one of its ports wakes it if it
@@ -145,6 +148,7 @@ impl Shared {
             if self.edges[worker].push(EdgeMsg { edge, tsc: now }).is_err() {
                 c.worker.edge_overflow.inc();
             }
+            self.control_bell.ring();
         }
     }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::engine::{ns_to_ticks, GenPort, Generator, BURST};
-use super::live::live_line;
+use super::live::{live_line, Live};
 use super::spec::GenSpec;
 use crate::dpdk::{self, rdtsc, tsc_hz, Eal, MbufBurst, Mempool, Port};
 use crate::pfc::{PfcPrioStats, PfcRx, PfcTxCounters};
@@ -62,14 +62,47 @@ pub fn run(spec: &GenSpec, opts: &RunOptions) -> Result<Value, RunError> {
 fn run_with_eal(eal: &Eal, spec: &GenSpec, opts: &RunOptions) -> Result<Value, RunError> {
     let hz = tsc_hz();
     log::info!("{} up: {} ports probed, TSC {hz} Hz", Eal::version(), eal.port_count());
+    let pool = mempool(spec)?;
+    let (mut ports, gp, names) = start_ports(spec, opts, &pool)?;
+    let mut gen = Generator::new(gp, &spec.streams, spec.rx_streams, pool.clone(), hz, rdtsc());
+    log::info!("generating: {} stream(s) on {} port(s)", spec.streams.len(), spec.ports.len());
+    // Live lines from an ordinary thread: the lcore never formats or writes.
+    let done = Arc::new(AtomicBool::new(false));
+    let printer = opts.stats_interval.map(|every| spawn_printer(gen.live(), names, every, done.clone()));
+    let (start, sent_until, now) = generate(&mut gen, spec, opts, hz);
+    done.store(true, Ordering::Relaxed);
+    if let Some(t) = printer {
+        let _ = t.join();
+    }
+    let elapsed = (sent_until - start) as f64 / hz as f64;
+    log::info!(
+        "stopped sending after {elapsed:.3} s, received for {:.3} s more",
+        (now - sent_until) as f64 / hz as f64
+    );
+    for p in &mut gen.ports {
+        p.pfc.poll(now);
+    }
+    let pmd: Vec<dpdk::PortStats> = ports.iter().map(|p| p.stats()).collect();
+    let mut summary = summary(&gen, &pmd, elapsed, now);
+    drop(gen);
+    for p in &mut ports {
+        let _ = p.stop();
+    }
+    drop(ports);
+    summary["mbufs"] = json!({"total": pool.size(), "in_use_after_stop": pool.in_use_count()});
+    Ok(summary)
+}
+
+/// The mempool: room for every port's rings twice over and the bursts being built, each
+/// mbuf touched once (without hugepages the first use of each page faults, and faults in
+/// the first polls would make frames late).
+fn mempool(spec: &GenSpec) -> Result<Arc<Mempool>, RunError> {
     let max_size = spec.streams.iter().map(|s| u32::from(s.size.max())).max().unwrap_or(64);
     let data_room = (max_size.max(2048) + 128).min(u32::from(u16::MAX)) as u16;
     let want = spec.ports.len() as u32 * u32::from(RING) * 2 + 4096;
     let n_mbufs = want.next_power_of_two() - 1;
     let pool = Arc::new(Mempool::new("pfcgen_pool", n_mbufs, 256, data_room, -1).map_err(RunError::Mempool)?);
     log::info!("mempool: {n_mbufs} mbufs of {data_room} bytes");
-    // Touch every mbuf once before anything runs: without hugepages the first use of each
-    // page faults, and faults in the first polls would make frames late.
     let mut warm = Vec::new();
     loop {
         let mut b = MbufBurst::new();
@@ -79,7 +112,16 @@ fn run_with_eal(eal: &Eal, spec: &GenSpec, opts: &RunOptions) -> Result<Value, R
         warm.push(b);
     }
     drop(warm);
+    Ok(pool)
+}
 
+/// The started ports, the generator's ports and their names.
+type Started = (Vec<Port>, Vec<GenPort>, Vec<String>);
+
+/// Configure and start every port, wait for the links (a memif client connects in the
+/// background), and build the generator's ports. Returns the ports, the generator's
+/// ports and their names.
+fn start_ports(spec: &GenSpec, opts: &RunOptions, pool: &Arc<Mempool>) -> Result<Started, RunError> {
     let mut ports = Vec::new();
     let mut gen_ports = Vec::new();
     for ps in &spec.ports {
@@ -103,7 +145,7 @@ fn run_with_eal(eal: &Eal, spec: &GenSpec, opts: &RunOptions) -> Result<Value, R
         ports.push(port.with_name(&ps.name));
         gen_ports.push((ps, id, mac, rxq.remove(0), txq.remove(0)));
     }
-    // Links up before the first frame (a memif client connects in the background).
+    // Links up before the first frame.
     let until = Instant::now() + opts.link_wait;
     for p in &ports {
         while !p.link().up && Instant::now() < until && !opts.stop.load(Ordering::Relaxed) {
@@ -133,34 +175,40 @@ fn run_with_eal(eal: &Eal, spec: &GenSpec, opts: &RunOptions) -> Result<Value, R
             GenPort::new(&ps.name, mac, speed, pfc, ps.pfc_enable, rxq, txq)
         })
         .collect();
+    Ok((ports, gp, names))
+}
 
-    let start = rdtsc();
-    let mut gen = Generator::new(gp, &spec.streams, spec.rx_streams, pool.clone(), hz, start);
-    log::info!("generating: {} stream(s) on {} port(s)", spec.streams.len(), spec.ports.len());
-
-    // Live lines from an ordinary thread: the lcore never formats or writes.
-    let done = Arc::new(AtomicBool::new(false));
-    let printer = opts.stats_interval.map(|every| {
-        let (live, done, names) = (gen.live(), done.clone(), names.clone());
-        std::thread::spawn(move || {
-            let t0 = Instant::now();
-            let (mut last, mut last_t) = (live.snapshot(), t0);
-            while !done.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(20));
-                if last_t.elapsed() < every {
-                    continue;
-                }
-                let cur = live.snapshot();
-                let now = Instant::now();
-                let line = live_line(&names, &last, &cur, now - last_t, now - t0);
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
-                (last, last_t) = (cur, now);
+/// The live-line printer: an ordinary thread reading the generator's live counters.
+fn spawn_printer(
+    live: Arc<Live>,
+    names: Vec<String>,
+    every: Duration,
+    done: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let (mut last, mut last_t) = (live.snapshot(), t0);
+        while !done.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(20));
+            if last_t.elapsed() < every {
+                continue;
             }
-        })
-    });
+            let cur = live.snapshot();
+            let now = Instant::now();
+            let line = live_line(&names, &last, &cur, now - last_t, now - t0);
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+            (last, last_t) = (cur, now);
+        }
+    })
+}
 
+/// Send (and receive) until every stream is done, `--duration` or a signal; then only
+/// receive until nothing of ours arrived for `--drain` (what is still on its way is
+/// counted, not lost; a second signal ends this at once). Returns the TSC of the start,
+/// of the end of sending, and of the end.
+fn generate(gen: &mut Generator, spec: &GenSpec, opts: &RunOptions, hz: u64) -> (u64, u64, u64) {
     // The schedule starts now, not at set-up (thread spawn, first page faults).
     let start = rdtsc();
     gen.start_at(start);
@@ -169,7 +217,6 @@ fn run_with_eal(eal: &Eal, spec: &GenSpec, opts: &RunOptions) -> Result<Value, R
     let check_every = (hz / 1000).max(1);
     let mut next_check = start;
     let has_streams = !spec.streams.is_empty();
-    // Send (and receive) until every stream is done, --duration, or a signal.
     let sent_until = loop {
         let now = rdtsc();
         gen.poll(now);
@@ -181,8 +228,6 @@ fn run_with_eal(eal: &Eal, spec: &GenSpec, opts: &RunOptions) -> Result<Value, R
             break now;
         }
     };
-    // Then only receive, until nothing of ours arrived for `drain` (what is still on its
-    // way is counted, not lost). A second signal ends this at once.
     opts.stop.store(false, Ordering::Relaxed);
     let now = loop {
         let now = rdtsc();
@@ -195,29 +240,7 @@ fn run_with_eal(eal: &Eal, spec: &GenSpec, opts: &RunOptions) -> Result<Value, R
             break now;
         }
     };
-    done.store(true, Ordering::Relaxed);
-    if let Some(t) = printer {
-        let _ = t.join();
-    }
-    let elapsed = (sent_until - start) as f64 / hz as f64;
-    log::info!(
-        "stopped sending after {elapsed:.3} s, received for {:.3} s more",
-        (now - sent_until) as f64 / hz as f64
-    );
-    for p in &mut gen.ports {
-        p.pfc.poll(now);
-    }
-    let pmd: Vec<dpdk::PortStats> = ports.iter().map(|p| p.stats()).collect();
-    let summary = summary(&gen, &pmd, elapsed, now);
-    drop(gen);
-    for p in &mut ports {
-        let _ = p.stop();
-    }
-    drop(ports);
-    let in_use = pool.in_use_count();
-    let mut summary = summary;
-    summary["mbufs"] = json!({"total": pool.size(), "in_use_after_stop": in_use});
-    Ok(summary)
+    (start, sent_until, now)
 }
 
 /// The JSON summary of a finished run.

@@ -609,84 +609,120 @@ pub struct CliSpec {
     pub rx_streams: Option<usize>,
 }
 
+/// A table of the file or the command line, with its origin and path for errors.
+type Origin = (Table, String, String);
+
+/// What a file gives before its tables are resolved.
+#[derive(Default)]
+struct FileTables {
+    eal_args: Vec<String>,
+    ports: Vec<Origin>,
+    streams: Vec<Origin>,
+    rx_streams: Option<usize>,
+}
+
 /// Build the spec from an optional TOML text (its origin for errors) and the command line.
 pub fn resolve(file: Option<(&str, &str)>, cli: &CliSpec) -> Result<GenSpec, SpecError> {
-    let mut eal_args = Vec::new();
-    let mut port_tables: Vec<(Table, String, String)> = Vec::new();
-    let mut stream_tables: Vec<(Table, String, String)> = Vec::new();
-    let mut rx_streams = cli.rx_streams.unwrap_or(0);
-    if let Some((origin, text)) = file {
-        let top: toml::Table = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1)).unwrap_or(1);
-            err(origin, format!("line {line}"), e.message())
-        })?;
-        for (k, v) in &top {
-            match (k.as_str(), v) {
-                ("eal", toml::Value::Table(t)) => {
-                    for (ek, ev) in t {
-                        match (ek.as_str(), ev) {
-                            ("args", toml::Value::Array(a)) => {
-                                for (i, x) in a.iter().enumerate() {
-                                    let s = x
-                                        .as_str()
-                                        .ok_or_else(|| err(origin, format!("eal.args[{i}]"), "expected a string"))?;
-                                    eal_args.push(s.to_string());
-                                }
-                            }
-                            ("file_prefix", toml::Value::String(s)) => eal_args.push(format!("--file-prefix={s}")),
-                            _ => {
-                                return Err(err(
-                                    origin,
-                                    format!("eal.{ek}"),
-                                    "unknown field or wrong type (expected args = [..], file_prefix = \"..\")",
-                                ))
-                            }
-                        }
-                    }
-                }
-                ("rx_streams", toml::Value::Integer(n)) if cli.rx_streams.is_none() => {
-                    rx_streams = usize::try_from(*n)
-                        .ok()
-                        .filter(|&n| n <= MAX_STREAMS)
-                        .ok_or_else(|| err(origin, "rx_streams", format!("expected 0..={MAX_STREAMS}")))?;
-                }
-                ("rx_streams", toml::Value::Integer(_)) => {}
-                ("port" | "stream", toml::Value::Array(a)) => {
-                    for (i, x) in a.iter().enumerate() {
-                        let path = format!("{k}[{i}]");
-                        let t = x
-                            .as_table()
-                            .ok_or_else(|| err(origin, &path, "expected a table ([[port]] / [[stream]])"))?;
-                        let t: Table = t.iter().map(|(a, b)| (a.clone(), b.clone())).collect();
-                        if k == "port" { &mut port_tables } else { &mut stream_tables }.push((
-                            t,
-                            origin.to_string(),
-                            path,
-                        ));
-                    }
-                }
-                _ => {
-                    return Err(err(
-                        origin,
-                        k,
-                        "unknown field or wrong type (expected [eal], [[port]], [[stream]], rx_streams)",
-                    ))
-                }
-            }
-        }
-    }
+    let mut tables = match file {
+        Some((origin, text)) => file_tables(origin, text, cli)?,
+        None => FileTables::default(),
+    };
     for (i, d) in cli.ports.iter().enumerate() {
         let mut t = Table::new();
         t.insert("devargs".into(), toml::Value::String(d.clone()));
-        port_tables.push((t, format!("--port[{i}]"), "port".into()));
+        tables.ports.push((t, format!("--port[{i}]"), "port".into()));
     }
     for (i, s) in cli.streams.iter().enumerate() {
         let origin = format!("--stream[{i}]");
         let t = parse_kv(s).map_err(|m| err(&origin, "stream", m))?;
-        stream_tables.push((t, origin, "stream".into()));
+        tables.streams.push((t, origin, "stream".into()));
     }
+    let whole = file.map_or("pfcgen", |f| f.0);
+    let ports = resolve_ports(tables.ports, cli, whole)?;
+    if tables.streams.len() > MAX_STREAMS {
+        return Err(err(whole, "stream", format!("more than {MAX_STREAMS} streams")));
+    }
+    let mut streams: Vec<StreamSpec> = Vec::new();
+    for (i, (t, origin, path)) in tables.streams.iter().enumerate() {
+        let mut s = resolve_stream(t, i, &ports, origin, path)?;
+        if let Some(c) = cli.count {
+            s.count = Some(s.count.map_or(c, |x| x.min(c)));
+        }
+        if let Some(o) = streams.iter().find(|o| o.id == s.id) {
+            return Err(err(origin, format!("{path}.id"), format!("id {} is also stream '{}'", s.id, o.name)));
+        }
+        streams.push(s);
+    }
+    let need = streams.iter().map(|s| usize::from(s.id) + 1).max().unwrap_or(0);
+    let rx_streams = cli.rx_streams.or(tables.rx_streams).unwrap_or(0);
+    Ok(GenSpec { eal_args: tables.eal_args, ports, streams, rx_streams: rx_streams.max(need) })
+}
+
+/// The file's `[eal]`, `[[port]]`, `[[stream]]` and `rx_streams`, unresolved.
+fn file_tables(origin: &str, text: &str, cli: &CliSpec) -> Result<FileTables, SpecError> {
+    let mut out = FileTables::default();
+    let top: toml::Table = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1)).unwrap_or(1);
+        err(origin, format!("line {line}"), e.message())
+    })?;
+    for (k, v) in &top {
+        match (k.as_str(), v) {
+            ("eal", toml::Value::Table(t)) => {
+                for (ek, ev) in t {
+                    match (ek.as_str(), ev) {
+                        ("args", toml::Value::Array(a)) => {
+                            for (i, x) in a.iter().enumerate() {
+                                let s = x
+                                    .as_str()
+                                    .ok_or_else(|| err(origin, format!("eal.args[{i}]"), "expected a string"))?;
+                                out.eal_args.push(s.to_string());
+                            }
+                        }
+                        ("file_prefix", toml::Value::String(s)) => out.eal_args.push(format!("--file-prefix={s}")),
+                        _ => {
+                            return Err(err(
+                                origin,
+                                format!("eal.{ek}"),
+                                "unknown field or wrong type (expected args = [..], file_prefix = \"..\")",
+                            ))
+                        }
+                    }
+                }
+            }
+            ("rx_streams", toml::Value::Integer(n)) if cli.rx_streams.is_none() => {
+                out.rx_streams = Some(
+                    usize::try_from(*n)
+                        .ok()
+                        .filter(|&n| n <= MAX_STREAMS)
+                        .ok_or_else(|| err(origin, "rx_streams", format!("expected 0..={MAX_STREAMS}")))?,
+                );
+            }
+            ("rx_streams", toml::Value::Integer(_)) => {}
+            ("port" | "stream", toml::Value::Array(a)) => {
+                for (i, x) in a.iter().enumerate() {
+                    let path = format!("{k}[{i}]");
+                    let t =
+                        x.as_table().ok_or_else(|| err(origin, &path, "expected a table ([[port]] / [[stream]])"))?;
+                    let t: Table = t.iter().map(|(a, b)| (a.clone(), b.clone())).collect();
+                    if k == "port" { &mut out.ports } else { &mut out.streams }.push((t, origin.to_string(), path));
+                }
+            }
+            _ => {
+                return Err(err(
+                    origin,
+                    k,
+                    "unknown field or wrong type (expected [eal], [[port]], [[stream]], rx_streams)",
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The ports, with the command line's `--speed` and `--pfc-enable` where a port gives none.
+fn resolve_ports(tables: Vec<Origin>, cli: &CliSpec, whole: &str) -> Result<Vec<GenPortSpec>, SpecError> {
     let mut ports = Vec::new();
-    for (i, (mut t, origin, path)) in port_tables.into_iter().enumerate() {
+    for (i, (mut t, origin, path)) in tables.into_iter().enumerate() {
         if let Some(s) = &cli.speed {
             t.entry("speed".into()).or_insert_with(|| toml::Value::String(s.clone()));
         }
@@ -712,28 +748,9 @@ pub fn resolve(file: Option<(&str, &str)>, cli: &CliSpec) -> Result<GenSpec, Spe
         ports.push(p);
     }
     if ports.is_empty() {
-        return Err(err(
-            file.map_or("pfcgen", |f| f.0),
-            "port",
-            "no port (give [[port]] in the file or --port DEVARGS)",
-        ));
+        return Err(err(whole, "port", "no port (give [[port]] in the file or --port DEVARGS)"));
     }
-    if stream_tables.len() > MAX_STREAMS {
-        return Err(err(file.map_or("pfcgen", |f| f.0), "stream", format!("more than {MAX_STREAMS} streams")));
-    }
-    let mut streams: Vec<StreamSpec> = Vec::new();
-    for (i, (t, origin, path)) in stream_tables.iter().enumerate() {
-        let mut s = resolve_stream(t, i, &ports, origin, path)?;
-        if let Some(c) = cli.count {
-            s.count = Some(s.count.map_or(c, |x| x.min(c)));
-        }
-        if let Some(o) = streams.iter().find(|o| o.id == s.id) {
-            return Err(err(origin, format!("{path}.id"), format!("id {} is also stream '{}'", s.id, o.name)));
-        }
-        streams.push(s);
-    }
-    let need = streams.iter().map(|s| usize::from(s.id) + 1).max().unwrap_or(0);
-    Ok(GenSpec { eal_args, ports, streams, rx_streams: rx_streams.max(need) })
+    Ok(ports)
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ pub mod defaults {
     pub const LOSSY_DYNAMIC_TH: i8 = 3;
     /// `lcores.control_nap`: ~1 % of a CPU in wake-ups; a RESUME after a quiet spell waits
     /// at most this long (workers send the PAUSE and refresh it meanwhile).
-    pub const CONTROL_NAP_NS: u64 = 1_000_000;
+    pub const CONTROL_NAP_NS: u64 = 10_000_000;
 }
 
 struct Ctx<'a> {
