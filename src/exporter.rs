@@ -331,8 +331,11 @@ pub fn add_latency(m: &mut Metrics, v: &Value) {
     }
 }
 
+/// What turns one view's reply into metrics.
+type AddFn = fn(&mut Metrics, &Value);
+
 /// The views a scrape reads, and what turns each into metrics.
-const SOURCES: [(View, fn(&mut Metrics, &Value)); 7] = [
+const SOURCES: [(View, AddFn); 7] = [
     (View::PortCounters, add_port_counters),
     (View::PfcCounters, add_pfc_counters),
     (View::QueueCounters, add_queue_counters),

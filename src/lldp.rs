@@ -23,7 +23,7 @@ pub fn ets_from(sched: &[Scheduler; 8], dot1p_to_tc: &[u8; 8]) -> Ets {
     });
     let total: u64 = weights.iter().sum();
     let mut bw = [0u8; 8];
-    if total > 0 {
+    if let Some(total) = std::num::NonZeroU64::new(total) {
         let mut rems: Vec<(u64, usize)> = Vec::new();
         let mut given = 0u64;
         for tc in 0..8 {

@@ -308,7 +308,7 @@ impl Lldpdu {
                 self.pfc = Some(PfcTlv { willing: f & 0x80 != 0, mbc: f & 0x40 != 0, cap: f & 0x0f, enable: v[1] });
                 true
             }
-            SUB_APP if !v.is_empty() && (v.len() - 1) % 3 == 0 => {
+            SUB_APP if !v.is_empty() && (v.len() - 1).is_multiple_of(3) => {
                 let entries = v[1..]
                     .chunks_exact(3)
                     .map(|e| AppEntry {
