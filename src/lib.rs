@@ -22,6 +22,7 @@ pub mod pfc;
 pub mod pfcgen;
 pub mod pfcwd;
 pub mod plan;
+pub mod reconfig;
 pub mod route;
 pub mod sched;
 pub mod show;

@@ -16,6 +16,7 @@ mod link;
 mod lldp;
 mod main_loop;
 mod pause_handoff;
+mod reconfig;
 mod report;
 mod setup;
 mod shared;

@@ -328,6 +328,7 @@ pub fn shared_state(
         tx_owner: (0..nports).map(|p| spec.workers.iter().position(|w| w.tx.contains(&p))).collect(),
         doorbells: (0..spec.workers.len()).map(|_| Default::default()).collect(),
         lldp: super::lldp::LldpShared::new(spec),
+        reconfig: super::reconfig::ReconfigShared::new(&spec.config),
         control_bell: Default::default(),
     })
 }

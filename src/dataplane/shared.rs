@@ -96,6 +96,9 @@ pub struct Shared {
     pub doorbells: Vec<Doorbell>,
     /// LLDP: received frames on their way to the control lcore, and the agent's view.
     pub lldp: super::lldp::LldpShared,
+    /// Live reconfiguration: changes validated by the telemetry thread, installed by the
+    /// control lcore.
+    pub reconfig: super::reconfig::ReconfigShared,
     /// The control lcore's doorbell: an edge queued for it ends its nap, so a RESUME
     /// never waits for the end of one.
     pub control_bell: Doorbell,

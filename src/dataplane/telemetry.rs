@@ -96,6 +96,24 @@ impl Views {
         Ok(json!({ "port": p.name, "released": n, "credit": credit }))
     }
 
+    /// `/pfcswitch/config,<change>` ([`super::reconfig::handle`]).
+    /// An error comes whole in `error_pieces` too: DPDK cuts a string at 127 bytes, and a
+    /// validation error names a file and a field path.
+    pub fn config(&self, params: &str) -> Result<Value, String> {
+        Ok(super::reconfig::handle(&self.shared, params).unwrap_or_else(|e| {
+            json!({ "error": e.chars().take(120).collect::<String>(), "error_pieces": crate::reconfig::pieces(&e) })
+        }))
+    }
+
+    /// `/pfcswitch/running_config`: `{"pieces": [...]}`, the text split into strings DPDK
+    /// sends whole ([`crate::reconfig::pieces`]).
+    pub fn running_config(&self) -> Value {
+        match self.shared.reconfig.running_text() {
+            Some(t) => json!({ "pieces": crate::reconfig::pieces(&t) }),
+            None => error("the configuration file could not be read at start".into()),
+        }
+    }
+
     pub fn ports(&self) -> Value {
         json!({
             "ports": self.shared.ports.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
@@ -307,7 +325,7 @@ enum Scope {
 }
 
 /// The commands, their help, and what they answer for.
-const COMMANDS: [(&str, &str, Scope); 12] = [
+const COMMANDS: [(&str, &str, Scope); 14] = [
     (
         "/pfcswitch/ports",
         "Port names (for the per-port commands' parameter), pid and start time",
@@ -359,6 +377,16 @@ const COMMANDS: [(&str, &str, Scope); 12] = [
         "/pfcswitch/tx_release",
         "Test knob: let N more data packets leave a port with tx_enable = false. Params: port,N",
         Scope::Action(Views::tx_release),
+    ),
+    (
+        crate::reconfig::COMMAND,
+        "Live change, validated like the file. Params: dynamic_th,<profile>,<n> | cable_length,<port>,<len>",
+        Scope::Action(Views::config),
+    ),
+    (
+        "/pfcswitch/running_config",
+        "The running configuration (TOML), in %-escaped pieces",
+        Scope::Switch(Views::running_config),
     ),
 ];
 

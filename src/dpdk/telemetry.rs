@@ -310,6 +310,12 @@ impl Client {
 
     /// Send one command (`/cmd` or `/cmd,param`) and return the data of the reply (DPDK
     /// wraps it as `{"<cmd>": <data>}`; an unknown command's data is null).
+    /// How long a reply may take (5 s unless set): a command that waits for an lcore
+    /// (`/pfcswitch/config`) may take longer on a loaded machine.
+    pub fn set_timeout(&mut self, t: std::time::Duration) {
+        self.sock.set_read_timeout(Some(t)).ok();
+    }
+
     pub fn query(&mut self, cmd: &str) -> Result<Value, ClientError> {
         self.sock.send(cmd.as_bytes()).map_err(|source| ClientError::Io {
             path: self.path.clone(),
