@@ -207,12 +207,14 @@ fn dynamic_th_and_cable_length_change_under_a_lossless_incast() {
     }
     let applied = log.matches(": applied").count();
     assert!(applied >= 3 * rounds, "{applied} changes logged for {rounds} rounds:\n{log}");
-    // Shrinks of the headroom of a PG that was paused at the time: installed in two steps.
+    // Shrinks of the headroom of a PG that was paused at the time: installed in two steps
+    // (the second unless a newer change replaced it first).
     let deferred = log.matches("headroom shrinks once").count();
-    assert_eq!(deferred, log.matches("smaller headroom now in force").count(), "{log}");
+    let completed = log.matches("smaller headroom now in force").count();
+    assert!(completed <= deferred, "{completed} shrinks completed, {deferred} deferred:\n{log}");
     eprintln!(
         "live config: {rounds} rounds (dynamic_th -3 <-> 1, cable 5 m <-> 300 m on 2 ports) in {:.1} s under \
-         incast ({deferred} headroom shrinks deferred until the PG drained); shared size {bs_5m} B at 5 m, \
+         incast ({deferred} headroom shrinks deferred while a PG was paused, {completed} completed before the next change); shared size {bs_5m} B at 5 m, \
          {bs_300m} B at 300 m; 0 lossless drops, 0 lost",
         t0.elapsed().as_secs_f64()
     );

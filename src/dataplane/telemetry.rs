@@ -401,3 +401,15 @@ pub fn register(v: Views) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// DPDK 22.11 refuses to register a command whose name reaches 56 bytes or whose help
+    /// reaches 128 (`rte_telemetry_register_cmd`: -EINVAL), and the command then answers null.
+    #[test]
+    fn names_and_help_fit_dpdk() {
+        for (cmd, help, _) in super::COMMANDS {
+            assert!(cmd.len() < 56 && help.len() < 128, "{cmd}: {} bytes of help", help.len());
+        }
+    }
+}
