@@ -1,56 +1,21 @@
 //! LLDP with DCBX on the control lcore (`[lldp] enabled = true`): every `hello_time` it puts
 //! each port's LLDPDU on the port's control queue (the path of the PFC frames, ahead of
 //! data, sent by the port's TX owner), and it takes the LLDP frames the workers received
-//! (a worker only moves the mbuf into [`LldpShared::inbox`]: one push, no parsing),
+//! (a worker only moves the mbuf into [`super::lldp_shared::LldpShared::inbox`]: one push, no parsing),
 //! parses them ([`crate::lldp::Agent`]), keeps the peer per port, ages it out after its
 //! TTL, and logs a new peer and, once, a peer whose PFC enable set differs from ours.
 //! The telemetry thread reads the last published view (`/pfcswitch/lldp`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-
-use crossbeam_queue::ArrayQueue;
-use serde_json::Value;
+use std::sync::atomic::Ordering;
 
 use crate::counters::{DropReason, DropSite, LcoreCounters};
 use crate::dpdk::Mbuf;
 use crate::lldp::{Agent, Event};
 
 use super::io::IoMsg;
+use super::lldp_shared::INBOX_LEN;
 use super::shared::Shared;
 use super::spec::SwitchSpec;
-
-/// LLDP frames on their way from the workers to the control lcore. A peer sends one every
-/// few seconds; 256 covers a burst from every port at once.
-const INBOX_LEN: usize = 256;
-
-/// What the workers and the telemetry thread share with the LLDP agent.
-pub struct LldpShared {
-    /// `[lldp] enabled`: when false, LLDP frames are dropped as `link_local` as before.
-    pub enabled: bool,
-    /// Received LLDP frames (port, mbuf), for the control lcore.
-    pub inbox: ArrayQueue<(usize, Mbuf)>,
-    /// Frames that found the inbox full (dropped as `link_local`).
-    pub overflow: AtomicU64,
-    /// Per port, the agent's JSON as last published by the control lcore.
-    view: Mutex<Vec<Value>>,
-}
-
-impl LldpShared {
-    pub fn new(spec: &SwitchSpec) -> LldpShared {
-        LldpShared {
-            enabled: spec.config.lldp.enabled,
-            inbox: ArrayQueue::new(INBOX_LEN),
-            overflow: AtomicU64::new(0),
-            view: Mutex::new(vec![Value::Null; spec.ports.len()]),
-        }
-    }
-
-    /// Port `port`'s view for telemetry (Null while LLDP is off or not yet published).
-    pub fn view(&self, port: usize) -> Value {
-        self.view.lock().map(|v| v.get(port).cloned().unwrap_or(Value::Null)).unwrap_or(Value::Null)
-    }
-}
 
 impl Shared {
     /// A worker received an LLDP frame on `port`: hand it to the control lcore (consumed,

@@ -9,56 +9,16 @@
 //! and holds no more than that ([`crate::mmu::Mmu::headroom_shrink_safe`]): bytes already
 //! on their way to a paused PG keep their place.
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crossbeam_queue::ArrayQueue;
 use serde_json::{json, Value};
 
 use crate::mmu::MmuConfig;
 use crate::reconfig::{apply, interim, Change};
 
 use super::io::IoMsg;
+use super::reconfig_shared::Request;
 use super::shared::Shared;
-
-/// A validated change on its way to the control lcore.
-pub struct Request {
-    id: u64,
-    what: String,
-    mmu: MmuConfig,
-}
-
-/// What the telemetry thread and the control lcore share.
-pub struct ReconfigShared {
-    /// The running configuration's text (None: the file could not be read at start) and
-    /// the number of changes made; held by the telemetry thread for a whole change.
-    running: Mutex<Option<(String, u64)>>,
-    /// The file's name, for errors.
-    origin: String,
-    sw_response_ns: u64,
-    requests: ArrayQueue<Request>,
-    /// (request id, the control lcore's answer).
-    replies: ArrayQueue<(u64, Result<String, String>)>,
-}
-
-impl ReconfigShared {
-    /// Reads the configuration file again (the text the changes are made to).
-    pub fn new(cfg: &crate::config::Config) -> ReconfigShared {
-        let text = std::fs::read_to_string(&cfg.origin).ok();
-        ReconfigShared {
-            running: Mutex::new(text.map(|t| (t, 0))),
-            origin: cfg.origin.clone(),
-            sw_response_ns: cfg.switch.sw_response_ns,
-            requests: ArrayQueue::new(1),
-            replies: ArrayQueue::new(4),
-        }
-    }
-
-    /// The running configuration as TOML (`pfcswitch config save`).
-    pub fn running_text(&self) -> Option<String> {
-        self.running.lock().ok().and_then(|r| r.as_ref().map(|(t, _)| t.clone()))
-    }
-}
 
 /// How long the telemetry thread waits for the control lcore (which answers within a
 /// millisecond or a nap; a machine whose CPUs are oversubscribed may keep it off its CPU

@@ -95,10 +95,10 @@ pub struct Shared {
     /// wake it when a PFC frame is queued for a port it transmits.
     pub doorbells: Vec<Doorbell>,
     /// LLDP: received frames on their way to the control lcore, and the agent's view.
-    pub lldp: super::lldp::LldpShared,
+    pub lldp: super::lldp_shared::LldpShared,
     /// Live reconfiguration: changes validated by the telemetry thread, installed by the
     /// control lcore.
-    pub reconfig: super::reconfig::ReconfigShared,
+    pub reconfig: super::reconfig_shared::ReconfigShared,
     /// The control lcore's doorbell: an edge queued for it ends its nap, so a RESUME
     /// never waits for the end of one.
     pub control_bell: Doorbell,
