@@ -98,6 +98,12 @@ fn gen_config(d: &TestDir) -> std::path::PathBuf {
     p
 }
 
+/// A change that failed: the switch's log with it.
+fn fail(sw: RunningSwitch, o: &std::process::Output) -> ! {
+    let what = common::show(o);
+    panic!("pfcswitch config failed: {what}\n--- switch ---\n{}", sw.stop());
+}
+
 fn u(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
@@ -143,10 +149,14 @@ fn dynamic_th_and_cable_length_change_under_a_lossless_incast() {
     while rounds < ROUNDS && gen.0.try_wait().unwrap().is_none() {
         let (th, len) = if rounds % 2 == 0 { ("1", "300m") } else { ("-3", "5m") };
         let o = config(&["buffer", "profile", "pg_lossless_profile", "--dynamic-th", th]);
-        assert!(o.status.success(), "{}", common::show(&o));
+        if !o.status.success() {
+            fail(sw, &o);
+        }
         for p in ["Ethernet0", "Ethernet4"] {
             let o = config(&["interface", "cable-length", p, len]);
-            assert!(o.status.success(), "{}", common::show(&o));
+            if !o.status.success() {
+                fail(sw, &o);
+            }
             let out = String::from_utf8_lossy(&o.stdout);
             assert!(out.contains(&format!("port {p} cable_length = {len}")), "{out}");
         }

@@ -65,6 +65,7 @@ fn our_frames_decode_with_tshark_and_a_peer_mismatch_is_shown() {
     assert!(dcbx.contains("warning: Ethernet0: the peer's PFC enable set (3) differs from ours (3,4)"), "{dcbx}");
     assert!(dcbx.contains("udp 4791→3") && dcbx.contains("dscp 46→5"), "our Application TLV: {dcbx}");
     let nb = show(&["lldp", "neighbors"]);
+    eprintln!("$ pfcswitch show dcbx\n{dcbx}$ pfcswitch show lldp neighbors\n{nb}");
     for want in
         ["Interface:    Ethernet0", "ChassisID:    02:00:00:00:00:99", "SysName:      peer-nic", "PortID:       swp7"]
     {
