@@ -1,5 +1,6 @@
 //! `pfcswitch exporter` scraped while a switch runs: net_null ports forward without pause,
-//! Ethernet4 is shaped to 1G so Ethernet0's lossless PG 3 (its `default_tc`) keeps
+//! Ethernet4 is shaped to 10M (far below what a debug build on a loaded machine forwards:
+//! at 1G it did not always congest) so Ethernet0's lossless PG 3 (its `default_tc`) keeps
 //! pausing. Two scrapes a moment apart: `pfcswitch_up 1`, the port and PFC counters move
 //! between them, and every family the exporter promises is on the page.
 
@@ -44,7 +45,7 @@ fn scrape_while_running_counters_move() {
     let d = TestDir::new("prom");
     let cfg = SwitchConfig::new(&d.prefix(), "0@0,1@1")
         .port(Port::new("Ethernet0", "net_null0").set("default_tc", "3"))
-        .port(Port::new("Ethernet4", "net_null1").set("shaper_rate", "\"1G\""))
+        .port(Port::new("Ethernet4", "net_null1").set("shaper_rate", "\"10M\""))
         .one_worker()
         .write(&d.join("prom.toml"));
     let json = d.join("stats.json");
