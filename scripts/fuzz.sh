@@ -5,8 +5,9 @@
 #
 # * Installs cargo-fuzz if it is missing (`cargo install cargo-fuzz`); libFuzzer needs a
 #   nightly feature, enabled on a stable toolchain with RUSTC_BOOTSTRAP=1.
-# * Seeds fuzz/corpus/config_load with the shipped configurations (dpdk-config/*.toml) and
-#   the bad ones (tests/data/bad-configs/*.toml) at every run; fuzz/corpus and
+# * Seeds fuzz/corpus/lldp_decode with a peer's LLDPDU, and fuzz/corpus/config_load with
+#   the shipped configurations (dpdk-config/*.toml) and the bad ones
+#   (tests/data/bad-configs/*.toml) at every run; fuzz/corpus and
 #   fuzz/artifacts are not committed (.gitignore). config_load also gets a dictionary of
 #   the schema's keywords.
 # * Prints, per target, executions, corpus size and crashes (files libFuzzer wrote to
@@ -44,6 +45,12 @@ mkdir -p fuzz/corpus/config_load
 for f in dpdk-config/*.toml tests/data/bad-configs/*.toml; do
     [ -f "$f" ] && cp -f "$f" "fuzz/corpus/config_load/seed-$(basename "$(dirname "$f")")-$(basename "$f")"
 done
+
+# lldp_decode: a peer's LLDPDU with the DCBX PFC and Application TLVs (the leading odd
+# byte asks the target to put the LLDP header in front).
+mkdir -p fuzz/corpus/lldp_decode
+printf '\x01\x02\x07\x04\x02\x00\x00\x00\x00\x99\x04\x05\x05swp7\x06\x02\x00\x78\xfe\x06\x00\x80\xc2\x0b\x88\x08\xfe\x08\x00\x80\xc2\x0c\x00\x63\x12\xb7\x00\x00' \
+    > fuzz/corpus/lldp_decode/seed-peer
 
 LOGDIR="$(mktemp -d "${TMPDIR:-/tmp}/pfcswitch-fuzz.XXXXXX")"
 DICT="$LOGDIR/config_load.dict"

@@ -5,7 +5,7 @@ set -euo pipefail
 
 PKGS=(libdpdk-dev dpdk dpdk-dev pkg-config clang libclang-dev build-essential
       tshark iproute2 iputils-ping python3-scapy python3-matplotlib libpcap-dev valgrind
-      pyflakes3 shellcheck ethtool frr iperf3)
+      pyflakes3 shellcheck ethtool frr iperf3 lldpad)
 
 missing=()
 for p in "${PKGS[@]}"; do

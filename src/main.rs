@@ -33,7 +33,7 @@ enum Cmd {
     /// Show live state of a running switch (SONiC-style tables, or --json), read over DPDK
     /// telemetry: pfc counters | queue counters | priority-group watermark shared|headroom |
     /// buffer pool | pfcwd stats | latency | counters | conservation | ip route | ipv6 route |
-    /// arp | ndp
+    /// arp | ndp | mac | lldp neighbors | dcbx
     Show {
         /// EAL file prefix of the instance (default: the only pfcswitch instance running)
         #[arg(long)]
@@ -49,6 +49,27 @@ enum Cmd {
         prefix: Option<String>,
         #[arg(required = true, num_args = 1..)]
         what: Vec<String>,
+    },
+    /// Change the running switch's configuration live, over DPDK telemetry: validated like
+    /// the file (one line naming the field, exit 2, nothing applied), installed by the
+    /// control lcore while traffic runs, logged. `config save FILE` writes the running
+    /// configuration. docs/live-config.md
+    Config {
+        /// EAL file prefix of the instance (default: the only pfcswitch instance running)
+        #[arg(long)]
+        prefix: Option<String>,
+        #[command(subcommand)]
+        what: ConfigCmd,
+    },
+    /// Serve the running switch's counters to Prometheus (text format 0.0.4) at
+    /// http://LISTEN/metrics, read over DPDK telemetry at each scrape like `show`.
+    Exporter {
+        /// EAL file prefix of the instance (default: the only pfcswitch instance running)
+        #[arg(long)]
+        prefix: Option<String>,
+        /// Address and port to listen on
+        #[arg(long, default_value = "127.0.0.1:9400")]
+        listen: String,
     },
     /// WRED/ECN profiles and their queue bindings in a configuration (like SONiC's
     /// `ecnconfig -l`), with the ECN-vs-PFC check of lossless queues.
@@ -80,6 +101,41 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// What `pfcswitch config` changes.
+#[derive(Subcommand)]
+enum ConfigCmd {
+    /// A buffer profile (SONiC `config buffer profile set`)
+    Buffer {
+        #[command(subcommand)]
+        what: BufferCmd,
+    },
+    /// A port (SONiC `config interface`)
+    Interface {
+        #[command(subcommand)]
+        what: InterfaceCmd,
+    },
+    /// Write the running configuration (with every change made) to FILE as TOML
+    Save { file: PathBuf },
+}
+
+#[derive(Subcommand)]
+enum BufferCmd {
+    /// `config buffer profile NAME --dynamic-th N`: α = 2^N of a profile the file defines
+    Profile {
+        name: String,
+        /// -8..=7
+        #[arg(long, allow_negative_numbers = true)]
+        dynamic_th: i64,
+    },
+}
+
+#[derive(Subcommand)]
+enum InterfaceCmd {
+    /// `config interface cable-length PORT LEN` ("300m", "1.5km", or metres): the port's
+    /// lossless headroom recomputed by the same calculator as at start
+    CableLength { port: String, length: String },
 }
 
 // The flags of `run`.
@@ -186,6 +242,8 @@ fn main() -> ExitCode {
         Cmd::CheckConfig { file } => check_config(&file),
         Cmd::Show { prefix, json, what } => show(prefix, json, &what, false),
         Cmd::Clear { prefix, what } => show(prefix, false, &what, true),
+        Cmd::Exporter { prefix, listen } => exporter(prefix, &listen),
+        Cmd::Config { prefix, what } => live_config(prefix, what),
         Cmd::Ecn { config } => ecn(&config),
         Cmd::Headroom(args) => headroom(args),
         Cmd::Probe { sel, headroom_policy } => probe(sel, headroom_policy),
@@ -410,7 +468,7 @@ fn print_summary(r: &dataplane::RunReport) {
         "conservation: entered {} = tx {} + consumed {} + dropped {}: {}",
         t.entered(),
         t.ports.iter().map(|p| p.tx_packets).sum::<u64>(),
-        t.ports.iter().map(|p| p.mac_control_rx).sum::<u64>(),
+        t.ports.iter().map(|p| p.mac_control_rx + p.lldp_rx).sum::<u64>(),
         t.ports.iter().map(|p| p.drops_total()).sum::<u64>(),
         if t.entered() == t.left() { "ok" } else { "MISMATCH" }
     );
@@ -544,6 +602,89 @@ fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> Out
         println!("{}", serde_json::to_string_pretty(&shown).expect("json"));
     } else {
         print!("{}", render(view, &shown));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `config`: one change through `/pfcswitch/config` (or `save`: the running text).
+fn live_config(prefix: Option<String>, what: ConfigCmd) -> Outcome {
+    use pfcswitch::reconfig::{join_pieces, Change, COMMAND};
+    let (change, save) = match what {
+        ConfigCmd::Buffer { what: BufferCmd::Profile { name, dynamic_th } } => {
+            (Some(Change::DynamicTh { profile: name, value: dynamic_th }), None)
+        }
+        ConfigCmd::Interface { what: InterfaceCmd::CableLength { port, length } } => {
+            (Some(Change::CableLength { port, length }), None)
+        }
+        ConfigCmd::Save { file } => (None, Some(file)),
+    };
+    let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    let mut c =
+        pfcswitch::dpdk::telemetry::Client::connect(&sock).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    // The switch waits up to 10 s for its control lcore to install the change.
+    c.set_timeout(Duration::from_secs(15));
+    let cmd = match &change {
+        Some(ch) => format!("{COMMAND},{}", ch.to_param()),
+        None => "/pfcswitch/running_config".to_string(),
+    };
+    let v = c.query(&cmd).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    let strings = |k: &str| -> Option<Vec<String>> {
+        v.get(k)?.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+    };
+    if let Some(e) = v.get("error") {
+        let whole = strings("error_pieces").and_then(|p| join_pieces(&p).ok());
+        let line = whole.unwrap_or_else(|| e.as_str().unwrap_or_default().to_string());
+        return Err(Fail::Input(format!("pfcswitch: {line}")));
+    }
+    if let Some(file) = save {
+        let text = strings("pieces")
+            .ok_or_else(|| Fail::Runtime("pfcswitch: no running configuration in the reply".into()))
+            .and_then(|p| {
+                join_pieces(&p).map_err(|e| Fail::Runtime(format!("pfcswitch: running configuration: {e}")))
+            })?;
+        std::fs::write(&file, text)
+            .map_err(|e| Fail::Runtime(format!("pfcswitch: cannot write {}: {e}", file.display())))?;
+        println!("running configuration written to {}", file.display());
+    } else {
+        match (v["applied"].as_str(), v["status"].as_str()) {
+            (Some(what), Some(status)) => println!("{what}: {status}"),
+            _ => return Err(Fail::Runtime(format!("pfcswitch: unexpected reply {v}"))),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `exporter`: an HTTP server whose `/metrics` page is the switch's telemetry in the
+/// Prometheus text format, read afresh at every scrape (a restarted switch is found again;
+/// one that cannot be read gives `pfcswitch_up 0`). Serves until killed.
+fn exporter(prefix: Option<String>, listen: &str) -> Outcome {
+    let addr: std::net::SocketAddr =
+        listen.parse().map_err(|e| Fail::Input(format!("--listen: '{listen}' is not an address:port ({e})")))?;
+    let server = tiny_http::Server::http(addr)
+        .map_err(|e| Fail::Runtime(format!("pfcswitch exporter: cannot listen on {addr}: {e}")))?;
+    log::info!("exporter: serving http://{addr}/metrics");
+    let header = |v: &str| tiny_http::Header::from_bytes("Content-Type", v).expect("static header");
+    for req in server.incoming_requests() {
+        let resp = match req.url() {
+            "/metrics" => {
+                let page = find_socket(prefix.clone())
+                    .and_then(|sock| {
+                        let mut c = pfcswitch::dpdk::telemetry::Client::connect(&sock).map_err(|e| e.to_string())?;
+                        pfcswitch::exporter::gather(&mut |cmd| c.query(cmd)).map_err(|e| e.to_string())
+                    })
+                    .unwrap_or_else(|e| {
+                        log::warn!("exporter: {e}");
+                        pfcswitch::exporter::down()
+                    });
+                tiny_http::Response::from_string(page).with_header(header(pfcswitch::exporter::CONTENT_TYPE))
+            }
+            "/" => tiny_http::Response::from_string(
+                "<html><body><a href=\"/metrics\">pfcswitch metrics</a></body></html>\n",
+            )
+            .with_header(header("text/html")),
+            _ => tiny_http::Response::from_string("not found\n").with_status_code(404),
+        };
+        let _ = req.respond(resp);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -30,6 +30,10 @@ pub enum View {
     HeadroomPool,
     /// SONiC's `show mac`: the learned MACs per VLAN.
     Mac,
+    /// `show lldp neighbors` (lldpctl's layout): each port's peer.
+    LldpNeighbors,
+    /// `show dcbx`: per port the PFC, ETS and Application TLVs sent and the peer's.
+    Dcbx,
 }
 
 /// The command listing the port names (and this instance's start time).
@@ -52,9 +56,11 @@ impl View {
             ["conservation"] => View::Conservation,
             ["headroom-pool", "watermark"] | ["headroom-pool"] => View::HeadroomPool,
             ["mac"] | ["mac", "address-table"] => View::Mac,
+            ["lldp", "neighbors"] | ["lldp", "neighbor"] | ["lldp", "table"] => View::LldpNeighbors,
+            ["dcbx"] => View::Dcbx,
             _ => {
                 return Err(format!(
-                    "unknown view '{}': expected one of: pfc counters | queue counters | queue wredcounters | priority-group watermark shared|headroom | buffer pool | pfcwd stats | latency | counters | conservation | headroom-pool watermark | ip route | ipv6 route | arp | ndp | mac",
+                    "unknown view '{}': expected one of: pfc counters | queue counters | queue wredcounters | priority-group watermark shared|headroom | buffer pool | pfcwd stats | latency | counters | conservation | headroom-pool watermark | ip route | ipv6 route | arp | ndp | mac | lldp neighbors | dcbx",
                     words.join(" ")
                 ))
             }
@@ -72,12 +78,19 @@ impl View {
             View::PortCounters => "/pfcswitch/port_counters",
             View::Conservation => "/pfcswitch/conservation",
             View::Mac => "/pfcswitch/mac",
+            View::LldpNeighbors | View::Dcbx => "/pfcswitch/lldp",
         }
     }
 
     /// Whether the command answers per port (and takes a port name).
     pub fn per_port(self) -> bool {
         !matches!(self, View::BufferPool | View::HeadroomPool | View::Mac)
+    }
+
+    /// Replies whose per-port objects nest (LLDP TLVs), which DPDK telemetry carries
+    /// flattened to `a/b/0` keys: [`fetch`] nests them again.
+    pub fn nested(self) -> bool {
+        matches!(self, View::LldpNeighbors | View::Dcbx)
     }
 
     /// Counters (cleared by snapshot) as opposed to gauges and watermarks. Conservation
@@ -144,11 +157,65 @@ pub fn fetch<E: std::fmt::Display>(
         for n in &names {
             all.extend(ask(&format!("{},{n}", view.command()))?);
         }
+        if view.nested() {
+            for v in all.values_mut() {
+                *v = unflatten(v);
+            }
+        }
         all
     } else {
         ask(view.command())?
     };
     Ok(Reading { value: Value::Object(value), start_time_ns })
+}
+
+/// The separator of flattened keys (`dpdk::telemetry` flattens with `/`: DPDK 22.11 keeps
+/// only letters, digits, `_` and `/` in a dictionary key).
+pub const FLAT_SEP: char = '/';
+
+/// An object with `a/b/c` keys (DPDK telemetry allows one level of containers; deeper
+/// objects arrive flattened) nested again; objects whose keys are 0..n become arrays.
+pub fn unflatten(v: &Value) -> Value {
+    fn insert(m: &mut Map<String, Value>, path: &[&str], x: Value) {
+        match path {
+            [] => {}
+            [k] => {
+                m.insert(k.to_string(), x);
+            }
+            [k, rest @ ..] => {
+                let e = m.entry(k.to_string()).or_insert_with(|| Value::Object(Map::new()));
+                if !e.is_object() {
+                    *e = Value::Object(Map::new());
+                }
+                if let Value::Object(inner) = e {
+                    insert(inner, rest, x);
+                }
+            }
+        }
+    }
+    fn arrays(v: Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let is_array = !m.is_empty() && (0..m.len()).all(|i| m.contains_key(&i.to_string()));
+                if is_array {
+                    let mut m = m;
+                    Value::Array(
+                        (0..m.len()).map(|i| arrays(m.remove(&i.to_string()).unwrap_or(Value::Null))).collect(),
+                    )
+                } else {
+                    Value::Object(m.into_iter().map(|(k, x)| (k, arrays(x))).collect())
+                }
+            }
+            x => x,
+        }
+    }
+    let Value::Object(flat) = v else { return v.clone() };
+    let mut out = Map::new();
+    for (k, x) in flat {
+        let path: Vec<&str> = k.split(FLAT_SEP).collect();
+        insert(&mut out, &path, x.clone());
+    }
+    arrays(Value::Object(out))
 }
 
 /// Which switch a reading came from: the pid (from the telemetry greeting) and the start
@@ -313,6 +380,8 @@ pub fn render(view: View, v: &Value) -> String {
         View::Latency => render_latency(&ps),
         View::PfcwdStats => render_pfcwd(&ps),
         View::Conservation => render_conservation(&ps),
+        View::LldpNeighbors => render_lldp_neighbors(&ps),
+        View::Dcbx => render_dcbx(&ps),
         View::PortCounters => render_port_counters(&ps),
     }
 }
@@ -605,6 +674,154 @@ fn render_pfcwd(ps: &[(String, Map<String, Value>)]) -> String {
     table(&h, &rows)
 }
 
+/// A flag as telemetry carries it (a bool, or 0/1: DPDK telemetry has no bool).
+fn truthy(v: &Value) -> bool {
+    v.as_bool().unwrap_or(v.as_u64().is_some_and(|n| n != 0))
+}
+
+fn yes_no(v: &Value) -> String {
+    if v.is_null() {
+        "-".into()
+    } else if truthy(v) {
+        "yes".into()
+    } else {
+        "no".into()
+    }
+}
+
+fn jstr(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        v => v.to_string(),
+    }
+}
+
+/// lldpctl's `show neighbors` layout, one block per port with a peer.
+fn render_lldp_neighbors(ps: &[(String, Map<String, Value>)]) -> String {
+    if ps.iter().all(|(_, o)| o.get("lldp").and_then(Value::as_str) == Some("off")) {
+        return "LLDP is off (no [lldp] enabled = true in the configuration)\n".to_string();
+    }
+    let bar = "-".repeat(79);
+    let mut s = format!("{bar}\nLLDP neighbors:\n{bar}\n");
+    for (p, o) in ps {
+        let Some(n) = o.get("neighbor").filter(|n| n.is_object()) else { continue };
+        s.push_str(&format!("Interface:    {p}, via: LLDP, age: {} s\n", jstr(&n["age_s"])));
+        s.push_str("  Chassis:\n");
+        s.push_str(&format!("    ChassisID:    {}\n", jstr(&n["chassis_id"])));
+        s.push_str(&format!("    SysName:      {}\n", jstr(&n["system_name"])));
+        s.push_str(&format!("    SysDescr:     {}\n", jstr(&n["system_description"])));
+        s.push_str("  Port:\n");
+        s.push_str(&format!("    PortID:       {}\n", jstr(&n["port_id"])));
+        s.push_str(&format!("    PortDescr:    {}\n", jstr(&n["port_description"])));
+        s.push_str(&format!("    TTL:          {}\n", jstr(&n["ttl"])));
+        if let Some(pfc) = n.get("pfc").filter(|v| v.is_object()) {
+            s.push_str(&format!(
+                "  PFC:          willing {}, MBC {}, capability {}, enabled {}\n",
+                yes_no(&pfc["willing"]),
+                yes_no(&pfc["mbc"]),
+                jstr(&pfc["cap"]),
+                jstr(&pfc["enable"])
+            ));
+        }
+        s.push_str(&format!("{bar}\n"));
+    }
+    s
+}
+
+/// ETS as `TC:tsa/bw%` for the TCs in use.
+fn ets_text(e: &Value) -> String {
+    let (Some(bw), Some(tsa)) = (e["tc_bw"].as_array(), e["tsa"].as_array()) else { return "-".into() };
+    bw.iter()
+        .zip(tsa)
+        .enumerate()
+        .map(|(tc, (b, t))| match t.as_str() {
+            Some("ets") => format!("{tc}:{}%", jstr(b)),
+            Some(t) => format!("{tc}:{t}"),
+            None => format!("{tc}:?"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn app_text(a: &Value) -> String {
+    let Some(a) = a.as_array() else { return "-".into() };
+    let e: Vec<String> = a
+        .iter()
+        .map(|e| {
+            let what = match e["selector"].as_u64() {
+                Some(1) => "ethertype",
+                Some(2) => "tcp",
+                Some(3) => "udp",
+                Some(4) => "tcp/udp",
+                Some(5) => "dscp",
+                _ => "sel?",
+            };
+            format!("{what} {}→{}", jstr(&e["protocol"]), jstr(&e["priority"]))
+        })
+        .collect();
+    if e.is_empty() {
+        "none".into()
+    } else {
+        e.join(", ")
+    }
+}
+
+/// `show dcbx`: per port what we send and what the peer sent (PFC, ETS, Application), the
+/// PFC mismatch flagged in the table and again as a warning line below it.
+fn render_dcbx(ps: &[(String, Map<String, Value>)]) -> String {
+    if ps.iter().all(|(_, o)| o.get("lldp").and_then(Value::as_str) == Some("off")) {
+        return "LLDP is off (no [lldp] enabled = true in the configuration): no DCBX\n".to_string();
+    }
+    let h: Vec<String> =
+        ["Port", "Peer", "PFC local", "PFC peer", "Peer willing", "Status"].iter().map(|s| s.to_string()).collect();
+    let mut rows = Vec::new();
+    let mut detail = String::new();
+    let mut warnings = Vec::new();
+    for (p, o) in ps {
+        let local = o.get("local").cloned().unwrap_or(Value::Null);
+        let peer = o.get("neighbor").cloned().unwrap_or(Value::Null);
+        let mismatch = o.get("pfc_mismatch").is_some_and(truthy);
+        let peer_name = if peer.is_object() {
+            format!("{}/{}", jstr(&peer["system_name"]), jstr(&peer["port_id"]))
+        } else {
+            "-".into()
+        };
+        let status = if !peer.is_object() {
+            "no peer"
+        } else if mismatch {
+            "PFC MISMATCH"
+        } else {
+            "ok"
+        };
+        rows.push(vec![
+            p.clone(),
+            peer_name,
+            jstr(&local["pfc"]["enable"]),
+            if peer["pfc"].is_object() { jstr(&peer["pfc"]["enable"]) } else { "-".into() },
+            if peer["pfc"].is_object() { yes_no(&peer["pfc"]["willing"]) } else { "-".into() },
+            status.into(),
+        ]);
+        if mismatch {
+            warnings.push(format!(
+                "warning: {p}: the peer's PFC enable set ({}) differs from ours ({})\n",
+                jstr(&peer["pfc"]["enable"]),
+                jstr(&local["pfc"]["enable"])
+            ));
+        }
+        detail.push_str(&format!("{p}\n"));
+        detail.push_str(&format!("  ETS local:  {}\n", ets_text(&local["ets_config"])));
+        if peer.is_object() {
+            detail.push_str(&format!("  ETS peer:   {}\n", ets_text(&peer["ets_config"])));
+        }
+        detail.push_str(&format!("  App local:  {}\n", app_text(&local["app"])));
+        if peer.is_object() {
+            detail.push_str(&format!("  App peer:   {}\n", app_text(&peer["app"])));
+        }
+    }
+    format!("{}\n{detail}{}", table(&h, &rows), warnings.concat())
+}
+
 /// Per (ingress port, TC) with traffic: the balance; then the drops by reason per port
 /// (as counted: MMU refusals on the ingress port, queue overflows and packets flushed at
 /// stop on the egress port).
@@ -883,6 +1100,17 @@ mod tests {
         let t = render(View::Conservation, &v);
         assert!(t.contains("In flight") && t.contains(" ok"), "{t}");
         assert!(t.contains("lossy_threshold") && !t.contains("runt"), "{t}");
+    }
+
+    #[test]
+    fn unflatten_nests_and_makes_arrays() {
+        let flat = json!({"lldp": "on", "local/pfc/enable": "3,4", "local/ets_config/tc_bw/0": 14,
+                          "local/ets_config/tc_bw/1": 86, "local/app/0/protocol": 4791, "pfc_mismatch": 1});
+        assert_eq!(
+            unflatten(&flat),
+            json!({"lldp": "on", "local": {"pfc": {"enable": "3,4"}, "ets_config": {"tc_bw": [14, 86]},
+                   "app": [{"protocol": 4791}]}, "pfc_mismatch": 1})
+        );
     }
 
     #[test]

@@ -139,6 +139,13 @@
 //! [qos.scheduler]               # SCHEDULER per TC: default TC7 STRICT, TC3/4 DWRR 15,
 //! "3" = { type = "DWRR", weight = 50 }  # others DWRR 14; weight 1..=100
 //! "7" = { type = "STRICT" }
+//!
+//! [lldp]                        # optional (SONiC LLDP|GLOBAL): LLDP + DCBX, docs/lldp-dcbx.md
+//! enabled = true                # default false
+//! hello_time = 30               # seconds between frames, 1..=3600
+//! multiplier = 4                # TTL = hello_time × multiplier, 1..=100
+//! system_name = "tor1"          # default: the host name
+//! roce_priority = 3             # Application TLV: UDP 4791 → this priority (0..=7)
 //! ```
 //! (Map keys and values may also be strings of digits, as in CONFIG_DB.)
 //!

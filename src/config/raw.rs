@@ -284,6 +284,18 @@ pub(crate) struct RawScheduler {
     pub weight: Option<IntLike>,
 }
 
+/// `[lldp]`: SONiC `LLDP|GLOBAL` (`enabled`, `hello_time`, `multiplier`, `system_name`),
+/// and the DCBX Application TLV's RoCE entry.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLldp {
+    pub enabled: Option<bool>,
+    pub hello_time: Option<i64>,
+    pub multiplier: Option<i64>,
+    pub system_name: Option<String>,
+    pub roce_priority: Option<i64>,
+}
+
 /// Names of the top-level sections, for "unknown section" errors.
 pub(crate) const SECTIONS: &[&str] = &[
     "eal",
@@ -293,6 +305,7 @@ pub(crate) const SECTIONS: &[&str] = &[
     "buffer",
     "qos",
     "pfcwd",
+    "lldp",
     "control_plane",
     "interface",
     "vlan",

@@ -33,6 +33,8 @@ pub struct Config {
     pub routing: RoutingConfig,
     /// `[vlan]`, `[vlan_member]`, `[vlan_interface]`: 802.1Q VLANs (docs/switching.md).
     pub vlans: VlanConfig,
+    /// `[lldp]`: LLDP with the DCBX TLVs (off unless `enabled = true`).
+    pub lldp: LldpConfig,
     /// Non-fatal findings, each one line `<file>: <path>: <text>` (print them in
     /// `check-config` and at start-up).
     pub warnings: Vec<String>,
@@ -693,5 +695,34 @@ impl VlanConfig {
     /// True when any VLAN is configured.
     pub fn enabled(&self) -> bool {
         !self.vlans.is_empty()
+    }
+}
+
+/// `[lldp]` (SONiC `LLDP|GLOBAL`): LLDP frames with the IEEE DCBX TLVs (ETS, PFC,
+/// Application priority) sent from every port, the peers' kept per port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LldpConfig {
+    /// Send LLDP and keep what peers send (default off: see docs/lldp-dcbx.md).
+    pub enabled: bool,
+    /// Seconds between two LLDP frames of a port (SONiC `hello_time`, default 30).
+    pub hello_time_s: u32,
+    /// TTL = hello_time × multiplier (SONiC `multiplier`, default 4: 120 s).
+    pub multiplier: u32,
+    /// The System Name TLV (default: the host name).
+    pub system_name: Option<String>,
+    /// Application priority TLV: UDP port 4791 (RoCEv2) → this priority.
+    pub roce_priority: Option<u8>,
+}
+
+impl Default for LldpConfig {
+    fn default() -> Self {
+        LldpConfig { enabled: false, hello_time_s: 30, multiplier: 4, system_name: None, roce_priority: None }
+    }
+}
+
+impl LldpConfig {
+    /// The TTL our frames carry, seconds (at most 65535).
+    pub fn ttl(&self) -> u16 {
+        (u64::from(self.hello_time_s) * u64::from(self.multiplier)).min(65535) as u16
     }
 }

@@ -303,10 +303,12 @@ impl Control {
         }
     }
 
-    /// At stop: free control frames still queued.
+    /// At stop: free control frames still queued, and LLDP frames the control lcore has
+    /// not read yet (consumed: counted as `lldp_rx` when handed over).
     pub fn drain(&self) {
         for eg in &self.shared.egress {
             eg.drain_control();
         }
+        while self.shared.lldp.inbox.pop().is_some() {}
     }
 }

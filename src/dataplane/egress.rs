@@ -148,6 +148,19 @@ impl EgressPort {
         self.control.push(Ctl { m, edge_tsc }).is_ok()
     }
 
+    /// Put a frame of the switch's own (LLDP: any length) on the control queue, in an mbuf
+    /// from `pool`. False when there was no room (mbuf, mbuf size or queue).
+    pub fn queue_frame(&self, pool: &Mempool, frame: &[u8]) -> bool {
+        let Ok(len) = u16::try_from(frame.len()) else { return false };
+        if self.control.is_full() {
+            return false;
+        }
+        let Some(mut m) = pool.alloc() else { return false };
+        let Some(buf) = m.append(len) else { return false };
+        buf.copy_from_slice(frame);
+        self.control.push(Ctl { m, edge_tsc: 0 }).is_ok()
+    }
+
     pub fn drain_control(&self) -> usize {
         let mut n = 0;
         while self.control.pop().is_some() {

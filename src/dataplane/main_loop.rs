@@ -60,6 +60,11 @@ pub fn run(control: &mut Control, spec: &SwitchSpec, opts: &RunOptions, mut time
     // TSC of the last pass with PFC activity: naps start only after a quiet millisecond,
     // so a PG that pauses again and again keeps the control lcore polling.
     let mut last_busy = rdtsc();
+    // LLDP/DCBX (`[lldp] enabled`): driven from the housekeeping pass (every millisecond, or
+    // after a nap), never by a worker.
+    let mut lldp = super::lldp::LldpDriver::new(spec, &shared, hz, rdtsc());
+    // Live changes (`pfcswitch config ...`): installed from here only.
+    let mut reconfig = super::reconfig::Reconfigurer::default();
     loop {
         let did = control.poll();
         if did || !control.idle() {
@@ -83,6 +88,10 @@ pub fn run(control: &mut Control, spec: &SwitchSpec, opts: &RunOptions, mut time
         next_check = t + check_every;
         control.poll_links();
         control.warn_failures(Instant::now());
+        if let Some(l) = lldp.as_mut() {
+            l.poll(&shared, t);
+        }
+        reconfig.poll(&shared);
         // FDB aging in bounded slices: FDB_AGE_SLICE slots a millisecond, whatever the size
         // (a pass after a nap ages the milliseconds it slept).
         let ms = (t.wrapping_sub(last_age) / check_every.max(1)).clamp(1, 16) as usize;

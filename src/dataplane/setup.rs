@@ -328,6 +328,8 @@ pub fn shared_state(
         pause_quanta: pfc_cfg.pause_quanta,
         tx_owner: (0..nports).map(|p| spec.workers.iter().position(|w| w.tx.contains(&p))).collect(),
         doorbells: (0..spec.workers.len()).map(|_| Default::default()).collect(),
+        lldp: super::lldp_shared::LldpShared::new(spec),
+        reconfig: super::reconfig_shared::ReconfigShared::new(&spec.config),
         control_bell: Default::default(),
     })
 }

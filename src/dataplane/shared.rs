@@ -96,6 +96,11 @@ pub struct Shared {
     /// Per worker: its doorbell — set while it naps (adaptive idle), and its thread, to
     /// wake it when a PFC frame is queued for a port it transmits.
     pub doorbells: Vec<Doorbell>,
+    /// LLDP: received frames on their way to the control lcore, and the agent's view.
+    pub lldp: super::lldp_shared::LldpShared,
+    /// Live reconfiguration: changes validated by the telemetry thread, installed by the
+    /// control lcore.
+    pub reconfig: super::reconfig_shared::ReconfigShared,
     /// The control lcore's doorbell: an edge queued for it ends its nap, so a RESUME
     /// never waits for the end of one.
     pub control_bell: Doorbell,
@@ -164,6 +169,19 @@ impl Shared {
     pub fn queue_pause(&self, port: usize, prios: u8, edge_tsc: u64) -> bool {
         let f = crate::wire::MacControl::pfc_pause(prios, self.pause_quanta);
         self.queue_control(port, &f, edge_tsc)
+    }
+
+    /// Queue a frame of the switch's own other than PFC (LLDP) on `port`'s control queue,
+    /// in an mbuf of the packet mempool (the control mempool's hold a PFC frame only), and
+    /// wake the port's TX owner if it naps. False when there was no room (mbuf or queue).
+    pub fn queue_frame(&self, port: usize, frame: &[u8]) -> bool {
+        let ok = self.egress[port].queue_frame(&self.pool, frame);
+        if ok {
+            if let Some(w) = self.tx_owner[port] {
+                self.doorbells[w].ring();
+            }
+        }
+        ok
     }
 
     /// Queue MAC-control frame `f` on `port`'s control queue and wake the port's TX

@@ -215,6 +215,24 @@ impl Views {
         Ok(super::report::routing_json(&r.status))
     }
 
+    /// `/pfcswitch/config,<change>` ([`super::reconfig::handle`]).
+    /// An error comes whole in `error_pieces` too: DPDK cuts a string at 127 bytes, and a
+    /// validation error names a file and a field path.
+    pub fn config(&self, params: &str) -> Result<Value, String> {
+        Ok(super::reconfig::handle(&self.shared, params).unwrap_or_else(|e| {
+            json!({ "error": e.chars().take(120).collect::<String>(), "error_pieces": crate::reconfig::pieces(&e) })
+        }))
+    }
+
+    /// `/pfcswitch/running_config`: `{"pieces": [...]}`, the text split into strings DPDK
+    /// sends whole ([`crate::reconfig::pieces`]).
+    pub fn running_config(&self) -> Value {
+        match self.shared.reconfig.running_text() {
+            Some(t) => json!({ "pieces": crate::reconfig::pieces(&t) }),
+            None => error("the configuration file could not be read at start".into()),
+        }
+    }
+
     pub fn ports(&self) -> Value {
         json!({
             "ports": self.shared.ports.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
@@ -350,6 +368,7 @@ impl Views {
             o.insert(format!("TC{tc}_in_flight"), (rx + copies).saturating_sub(tx + dropped).into());
         }
         o.insert("mac_control_rx".into(), pt.mac_control_rx.into());
+        o.insert("lldp_rx".into(), pt.lldp_rx.into());
         for r in DropReason::ALL {
             o.insert(format!("drop_{}", r.as_str()), pt.drop_count(r).into());
         }
@@ -366,6 +385,20 @@ impl Views {
             None => {
                 o.insert("watchdog".into(), "off".into());
             }
+        }
+        o
+    }
+
+    /// LLDP/DCBX of a port: what it sends, its peer, the PFC mismatch flag, counters.
+    pub fn lldp(&self, _t: &Totals, i: usize) -> Map<String, Value> {
+        let mut o = Map::new();
+        if !self.shared.lldp.enabled {
+            o.insert("lldp".into(), "off".into());
+            return o;
+        }
+        o.insert("lldp".into(), "on".into());
+        if let Value::Object(m) = self.shared.lldp.view(i) {
+            o.extend(m);
         }
         o
     }
@@ -461,7 +494,7 @@ enum Scope {
 }
 
 /// The commands, their help, and what they answer for.
-const COMMANDS: [(&str, &str, Scope); 16] = [
+const COMMANDS: [(&str, &str, Scope); 19] = [
     (
         "/pfcswitch/ports",
         "Port names (for the per-port commands' parameter), pid and start time",
@@ -503,6 +536,11 @@ const COMMANDS: [(&str, &str, Scope); 16] = [
         "Per ingress port and TC: rx + flood copies = tx + dropped + in flight. Param: port",
         Scope::PerPort(Views::conservation),
     ),
+    (
+        "/pfcswitch/lldp",
+        "LLDP/DCBX per port: the TLVs sent, the peer's, PFC mismatch, counters. Param: port",
+        Scope::PerPort(Views::lldp),
+    ),
     ("/pfcswitch/fdb", "FDB entries (one table for every worker) and capacity", Scope::Switch(Views::fdb)),
     (
         "/pfcswitch/routes",
@@ -530,6 +568,16 @@ const COMMANDS: [(&str, &str, Scope); 16] = [
         "Test knob: let N more data packets leave a port with tx_enable = false. Params: port,N",
         Scope::Action(Views::tx_release),
     ),
+    (
+        crate::reconfig::COMMAND,
+        "Live change, validated like the file. Params: dynamic_th,<profile>,<n> | cable_length,<port>,<len>",
+        Scope::Action(Views::config),
+    ),
+    (
+        "/pfcswitch/running_config",
+        "The running configuration (TOML), in %-escaped pieces",
+        Scope::Switch(Views::running_config),
+    ),
 ];
 
 /// Register every command. Failures are logged, not fatal (telemetry may be disabled
@@ -540,6 +588,18 @@ pub fn register(v: Views) {
         let v = v.clone();
         if let Err(e) = telemetry::register(cmd, help, move |params| v.reply(cmd, scope, params)) {
             log::warn!("telemetry: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// DPDK 22.11 refuses to register a command whose name reaches 56 bytes or whose help
+    /// reaches 128 (`rte_telemetry_register_cmd`: -EINVAL), and the command then answers null.
+    #[test]
+    fn names_and_help_fit_dpdk() {
+        for (cmd, help, _) in super::COMMANDS {
+            assert!(cmd.len() < 56 && help.len() < 128, "{cmd}: {} bytes of help", help.len());
         }
     }
 }

@@ -410,6 +410,10 @@ impl Worker {
                 }
                 continue;
             }
+            if parsed.ethertype == wire::ETHERTYPE_LLDP && parsed.dst == wire::LLDP_DST && shared.lldp.enabled {
+                shared.hand_lldp(in_port, m, c);
+                continue;
+            }
             if parsed.dst.is_link_local_reserved() {
                 c.count_drop(DropSite::arrival(in_port), DropReason::LinkLocal, 1);
                 continue;

@@ -46,7 +46,7 @@ unsafe extern "C" fn trampoline(cmd: *const c_char, params: *const c_char, d: *m
 }
 
 /// Top level: a dict. Second level: objects become dict containers, arrays of numbers
-/// array containers; deeper objects are flattened into "a.b" keys (DPDK telemetry allows
+/// array containers; deeper objects are flattened into "a/b" keys (DPDK telemetry allows
 /// one level of containers).
 ///
 /// # Safety
@@ -106,17 +106,21 @@ unsafe fn fill(d: *mut sys::rte_tel_data, v: &Value) -> c_int {
     }
 }
 
+/// Joins the keys of a flattened object: DPDK 22.11 accepts only letters, digits, `_` and
+/// `/` in a dictionary key and silently leaves out any other (a `.` would lose the entry).
+pub const FLAT_SEP: char = '/';
+
 fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
     match v {
         Value::Object(m) => {
             for (k, x) in m {
-                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}{FLAT_SEP}{k}") };
                 flatten(&key, x, out);
             }
         }
         Value::Array(a) => {
             for (i, x) in a.iter().enumerate() {
-                flatten(&format!("{prefix}.{i}"), x, out);
+                flatten(&format!("{prefix}{FLAT_SEP}{i}"), x, out);
             }
         }
         x => out.push((prefix.to_string(), x.clone())),
@@ -218,7 +222,7 @@ pub enum ReplyTooLarge {
 }
 
 /// `v` as [`fill`] lays it out: top-level dict, one level of containers, deeper objects
-/// flattened to "a.b" keys, nulls left out. Returns it and its largest dictionary's size.
+/// flattened to "a/b" keys, nulls left out. Returns it and its largest dictionary's size.
 fn as_sent(v: &Value) -> (Value, usize) {
     let Value::Object(map) = v else { return (v.clone(), 0) };
     let mut widest = map.len();
@@ -306,6 +310,12 @@ impl Client {
 
     /// Send one command (`/cmd` or `/cmd,param`) and return the data of the reply (DPDK
     /// wraps it as `{"<cmd>": <data>}`; an unknown command's data is null).
+    /// How long a reply may take (5 s unless set): a command that waits for an lcore
+    /// (`/pfcswitch/config`) may take longer on a loaded machine.
+    pub fn set_timeout(&mut self, t: std::time::Duration) {
+        self.sock.set_read_timeout(Some(t)).ok();
+    }
+
     pub fn query(&mut self, cmd: &str) -> Result<Value, ClientError> {
         self.sock.send(cmd.as_bytes()).map_err(|source| ClientError::Io {
             path: self.path.clone(),

@@ -254,4 +254,7 @@ pub enum MmuError {
     /// `dynamic_th` outside -8..=7 (index 0..8 = PGs, 8..16 = queues).
     #[error("port {port} profile {index}: dynamic_th {value} is outside -8..=7")]
     DynamicThOutOfRange { port: usize, index: usize, value: i8 },
+    /// A live change ([`crate::mmu::Mmu::set_limits`]) may change limits, not the shape.
+    #[error("a live change may set thresholds, headroom, private sizes and Xon only (not ports, lossless PGs, pools, cell size or headroom policy)")]
+    ShapeChanged,
 }

@@ -63,8 +63,10 @@ pub use types::{
     Refusal, Segment, Verdict,
 };
 
+use arc_swap::ArcSwap;
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+use std::sync::Arc;
 
 /// The port-level OFF bit of [`PortState::off`] (DSH); bits 0..8 are the PGs'.
 const PORT_OFF: u32 = 1 << 8;
@@ -160,32 +162,21 @@ struct PgLimits {
     th: Threshold,
 }
 
-/// The MMU. `Sync`: share it by reference (or `Arc`) between lcores.
-pub struct Mmu {
+/// Every limit of one configuration: replaced whole ([`Mmu::set_limits`]), so an
+/// admission, a release or an Xon check that loaded it sees one configuration, never a mix.
+struct Limits {
     cfg: MmuConfig,
-    cell: u64,
-    /// `cell - 1` when the cell is a power of two (rounding by mask, no division).
-    cell_mask: Option<u64>,
     bs_lossless: u64,
     bs_lossy: u64,
     /// The shared headroom pool's size (`HeadroomPolicy::SharedPool`), else None.
     hp_cap: Option<u64>,
-    /// `HeadroomPolicy::Dsh`.
-    dsh: bool,
-    num_ports: u16,
     pg_limits: Box<[PgLimits]>,
     q_limits: Box<[QueueProfile]>,
     port_limits: Box<[PortLimits]>,
-    ports: Box<[CachePadded<PortState>]>,
-    pgs: Box<[CachePadded<PgState>]>,
-    queues: Box<[CachePadded<QueueState>]>,
-    lossless: CachePadded<PoolState>,
-    lossy: CachePadded<PoolState>,
 }
 
-impl Mmu {
-    /// Validates `cfg` and builds the counters (all zero, every PG ON).
-    pub fn new(cfg: MmuConfig) -> Result<Mmu, MmuError> {
+impl Limits {
+    fn new(cfg: MmuConfig) -> Result<Limits, MmuError> {
         let (bs_lossless, bs_lossy) = cfg.validate()?;
         let n = cfg.ports.len();
         let mut pg_limits = Vec::with_capacity(n * 8);
@@ -213,33 +204,102 @@ impl Mmu {
             }
             q_limits.extend_from_slice(&p.queues);
         }
-        let cell = u64::from(cfg.cell_size);
-        Ok(Mmu {
-            cell,
-            cell_mask: cell.is_power_of_two().then(|| cell - 1),
+        Ok(Limits {
             bs_lossless,
             bs_lossy,
             hp_cap: match cfg.headroom_policy {
                 HeadroomPolicy::SharedPool { size } => Some(size),
                 _ => None,
             },
-            dsh: cfg.headroom_policy == HeadroomPolicy::Dsh,
-            num_ports: n as u16,
             pg_limits: pg_limits.into_boxed_slice(),
             q_limits: q_limits.into_boxed_slice(),
             port_limits: port_limits.into_boxed_slice(),
+            cfg,
+        })
+    }
+}
+
+/// The MMU. `Sync`: share it by reference (or `Arc`) between lcores.
+pub struct Mmu {
+    cell: u64,
+    /// `cell - 1` when the cell is a power of two (rounding by mask, no division).
+    cell_mask: Option<u64>,
+    /// `HeadroomPolicy::Dsh`.
+    dsh: bool,
+    num_ports: u16,
+    /// The limits: loaded once per operation (lock-free, no allocation), swapped whole.
+    limits: ArcSwap<Limits>,
+    ports: Box<[CachePadded<PortState>]>,
+    pgs: Box<[CachePadded<PgState>]>,
+    queues: Box<[CachePadded<QueueState>]>,
+    lossless: CachePadded<PoolState>,
+    lossy: CachePadded<PoolState>,
+}
+
+impl Mmu {
+    /// Validates `cfg` and builds the counters (all zero, every PG ON).
+    pub fn new(cfg: MmuConfig) -> Result<Mmu, MmuError> {
+        let n = cfg.ports.len();
+        let cell = u64::from(cfg.cell_size);
+        let dsh = cfg.headroom_policy == HeadroomPolicy::Dsh;
+        let limits = Limits::new(cfg)?;
+        Ok(Mmu {
+            cell,
+            cell_mask: cell.is_power_of_two().then(|| cell - 1),
+            dsh,
+            num_ports: n as u16,
+            limits: ArcSwap::from_pointee(limits),
             ports: (0..n).map(|_| CachePadded::new(PortState::default())).collect(),
             pgs: (0..n * 8).map(|_| CachePadded::new(PgState::default())).collect(),
             queues: (0..n * 8).map(|_| CachePadded::new(QueueState::default())).collect(),
             lossless: CachePadded::new(PoolState::default()),
             lossy: CachePadded::new(PoolState::default()),
-            cfg,
         })
     }
 
-    /// The configuration it was built from.
-    pub fn config(&self) -> &MmuConfig {
-        &self.cfg
+    /// The configuration in force.
+    pub fn config(&self) -> MmuConfig {
+        self.limits.load().cfg.clone()
+    }
+
+    /// Replaces the limits while traffic runs: thresholds (`dynamic_th`), headroom
+    /// (`xoff`), private sizes, Xon. One atomic swap: each admission, release or Xon check
+    /// reads either the old limits or the new, never some of each. The counters stay:
+    /// bytes charged under the old limits leave through releases as always (a PG holding
+    /// more than its new `xoff` in headroom takes no more there until it is below; see
+    /// [`Mmu::headroom_shrink_safe`] for shrinking it without loss). Refused, nothing
+    /// changed, when `cfg` does not validate or changes the MMU's shape (ports, lossless
+    /// PGs, cell size, pool sizes, headroom policy kind, release order).
+    pub fn set_limits(&self, cfg: MmuConfig) -> Result<(), MmuError> {
+        let cur = self.limits.load();
+        let c = &cur.cfg;
+        let same_shape = c.ports.len() == cfg.ports.len()
+            && c.ports.iter().zip(&cfg.ports).all(|(a, b)| a.lossless_pgs == b.lossless_pgs)
+            && (c.total_size, c.cell_size, c.lossless_pool_size, c.lossy_pool_size, c.release_order)
+                == (cfg.total_size, cfg.cell_size, cfg.lossless_pool_size, cfg.lossy_pool_size, cfg.release_order)
+            && std::mem::discriminant(&c.headroom_policy) == std::mem::discriminant(&cfg.headroom_policy);
+        if !same_shape {
+            return Err(MmuError::ShapeChanged);
+        }
+        let new = Limits::new(cfg)?;
+        self.limits.store(Arc::new(new));
+        Ok(())
+    }
+
+    /// True when `cfg`'s headroom may replace the one in force without stranding bytes:
+    /// every lossless PG whose `xoff` would shrink is ON and holds no more headroom than
+    /// its new `xoff` (a PG already paused may still receive what was in flight when it
+    /// paused, sized by the old `xoff`).
+    pub fn headroom_shrink_safe(&self, cfg: &MmuConfig) -> bool {
+        let cur = self.limits.load();
+        cur.cfg.ports.iter().zip(&cfg.ports).enumerate().all(|(pi, (a, b))| {
+            (0..8u8).all(|pg| {
+                let (old, new) = (a.pgs[usize::from(pg)].xoff, b.pgs[usize::from(pg)].xoff);
+                a.lossless_pgs & (1 << pg) == 0
+                    || new >= old
+                    || (!self.is_off(pi as u16, pg) && self.pg_occupancy(pi as u16, pg).headroom <= new)
+            })
+        })
     }
 
     /// Number of ports.
@@ -263,7 +323,7 @@ impl Mmu {
 
     /// True if (port, PG) is configured lossless.
     pub fn is_lossless(&self, port: u16, pg: u8) -> bool {
-        self.idx(port, pg).and_then(|i| self.pg_limits.get(i)).is_some_and(|l| l.lossless)
+        self.idx(port, pg).and_then(|i| self.limits.load().pg_limits.get(i).map(|l| l.lossless)).unwrap_or(false)
     }
 
     /// Admits `len` bytes from (in_port, pg) to (out_port, queue). The packet is lossless
@@ -274,7 +334,8 @@ impl Mmu {
         let (Some(pi), Some(qi)) = (self.idx(in_port, pg), self.idx(out_port, queue)) else {
             return Verdict::drop(Refusal::InvalidIndex);
         };
-        let (Some(lim), Some(q)) = (self.pg_limits.get(pi), self.queues.get(qi)) else {
+        let l = self.limits.load();
+        let (Some(lim), Some(q)) = (l.pg_limits.get(pi), self.queues.get(qi)) else {
             return Verdict::drop(Refusal::InvalidIndex);
         };
         let b = self.charge_bytes(len);
@@ -284,11 +345,11 @@ impl Mmu {
         let mut charge = Charge { bytes, in_port, out_port, pg, queue, segment: Segment::Private };
         if lossless && lim.lossless {
             let (Some(st), Some(ps), Some(pl)) =
-                (self.pgs.get(pi), self.ports.get(usize::from(in_port)), self.port_limits.get(usize::from(in_port)))
+                (self.pgs.get(pi), self.ports.get(usize::from(in_port)), l.port_limits.get(usize::from(in_port)))
             else {
                 return Verdict::drop(Refusal::InvalidIndex);
             };
-            match self.admit_lossless(st, lim, ps, pl, pg, b) {
+            match self.admit_lossless(&l, st, lim, ps, pl, pg, b) {
                 Ok((segment, pause)) => {
                     charge.segment = segment;
                     let tot = q.lossless.fetch_add(b, Relaxed) + b;
@@ -296,7 +357,7 @@ impl Mmu {
                     let edge = if pause != 0 {
                         flip(in_port, ps, pl, |w| w | pause)
                     } else {
-                        self.try_resume(in_port, pg, st, lim, ps, pl)
+                        self.try_resume(&l, in_port, pg, st, lim, ps, pl)
                     };
                     Verdict::Admit { charge, edge }
                 }
@@ -307,10 +368,10 @@ impl Mmu {
                 }
             }
         } else {
-            let Some(ql) = self.q_limits.get(qi) else {
+            let Some(ql) = l.q_limits.get(qi) else {
                 return Verdict::drop(Refusal::InvalidIndex);
             };
-            match self.admit_lossy(q, ql, b) {
+            match self.admit_lossy(&l, q, ql, b) {
                 Ok(segment) => {
                     charge.segment = segment;
                     Verdict::Admit { charge, edge: None }
@@ -339,11 +400,12 @@ impl Mmu {
     ) -> Option<(Segment, usize)> {
         let pi = self.idx(in_port, pg)?;
         let qi = self.idx(out_port, queue)?;
-        let lim = self.pg_limits.get(pi)?;
+        let l = self.limits.load();
+        let lim = l.pg_limits.get(pi)?;
         let q = self.queues.get(qi)?;
         if lossless && lim.lossless {
             let st = self.pgs.get(pi)?;
-            let (ps, pl) = (self.ports.get(usize::from(in_port))?, self.port_limits.get(usize::from(in_port))?);
+            let (ps, pl) = (self.ports.get(usize::from(in_port))?, l.port_limits.get(usize::from(in_port))?);
             // An OFF PG (or port) checks Xon on every admission: one by one.
             let w = ps.off.load(Relaxed);
             if pl.off_pgs(w) & (1 << pg) != 0 {
@@ -369,12 +431,12 @@ impl Mmu {
             let (s0, w0) = (st.shared.load(Relaxed), pool.shared.load(Relaxed));
             let sp0 = if self.dsh { ps.shared.load(Relaxed) } else { 0 };
             let (k, sum) = self.prefix(lens, Some(room), |x| {
-                let free = self.bs_lossless.saturating_sub(w0 + x);
-                w0 + x <= self.bs_lossless
+                let free = l.bs_lossless.saturating_sub(w0 + x);
+                w0 + x <= l.bs_lossless
                     && s0 + x < self.pg_point(lim, free)
                     && (!self.dsh || sp0 + x < self.port_point(pl, free))
             });
-            if k == 0 || !try_add_upto(&pool.shared, sum, self.bs_lossless) {
+            if k == 0 || !try_add_upto(&pool.shared, sum, l.bs_lossless) {
                 return None;
             }
             if self.dsh {
@@ -387,7 +449,7 @@ impl Mmu {
             raise(&q.wm, tot + q.private.load(Relaxed) + q.shared.load(Relaxed));
             Some((Segment::Shared, k))
         } else {
-            let ql = self.q_limits.get(qi)?;
+            let ql = l.q_limits.get(qi)?;
             let pool = &*self.lossy;
             let room = ql.size.saturating_sub(q.private.load(Relaxed));
             let (k, sum) = self.prefix(lens, None, |x| x <= room);
@@ -402,9 +464,9 @@ impl Mmu {
                 // conservatively, the prefix must end at or below T after it.
                 let (s0, w0) = (q.shared.load(Relaxed), pool.shared.load(Relaxed));
                 let (k2, sum2) = self.prefix(lens, Some(room), |x| {
-                    w0 + x <= self.bs_lossy && s0 + x <= ql.threshold.limit(self.bs_lossy - (w0 + x))
+                    w0 + x <= l.bs_lossy && s0 + x <= ql.threshold.limit(l.bs_lossy - (w0 + x))
                 });
-                if k2 == 0 || !try_add_upto(&pool.shared, sum2, self.bs_lossy) {
+                if k2 == 0 || !try_add_upto(&pool.shared, sum2, l.bs_lossy) {
                     return None;
                 }
                 q.shared.fetch_add(sum2, Relaxed);
@@ -468,8 +530,10 @@ impl Mmu {
     /// none reached). A drop names the OFF bits too: a packet refused at or over the Xoff
     /// point (headroom, its pool or DSH's insurance full) still pauses the PG.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn admit_lossless(
         &self,
+        l: &Limits,
         st: &PgState,
         lim: &PgLimits,
         ps: &PortState,
@@ -483,12 +547,12 @@ impl Mmu {
             return Ok((Segment::Private, 0));
         }
         let bit = 1u32 << (pg & 7);
-        let free = self.bs_lossless.saturating_sub(pool.shared.load(Relaxed));
+        let free = l.bs_lossless.saturating_sub(pool.shared.load(Relaxed));
         if self.dsh {
-            return self.admit_dsh(st, lim, ps, pl, bit, free, b);
+            return self.admit_dsh(l, st, lim, ps, pl, bit, free, b);
         }
         let t = self.pg_point(lim, free);
-        if st.shared.load(Relaxed) < t && try_add_upto(&pool.shared, b, self.bs_lossless) {
+        if st.shared.load(Relaxed) < t && try_add_upto(&pool.shared, b, l.bs_lossless) {
             let s = st.shared.fetch_add(b, Relaxed) + b;
             raise(&st.shared_wm, s);
             raise(&pool.shared_wm, pool.shared.load(Relaxed));
@@ -498,7 +562,7 @@ impl Mmu {
         // at any time and gives those bytes back to the pool, which must already hold
         // them; only the pool's charge (which releases follow, never lead) may be undone.
         // A shared headroom pool is a second cap: the pool's size and the PG's `xoff`.
-        match self.hp_cap {
+        match l.hp_cap {
             Some(cap) if !try_add_upto(&pool.headroom, b, cap) => return Err((Refusal::LosslessHeadroomFull, bit)),
             Some(_) => {}
             None => {
@@ -519,6 +583,7 @@ impl Mmu {
     #[inline]
     fn admit_dsh(
         &self,
+        l: &Limits,
         st: &PgState,
         lim: &PgLimits,
         ps: &PortState,
@@ -532,7 +597,7 @@ impl Mmu {
         let port_t = self.port_point(pl, free);
         if ps.off.load(Relaxed) & PORT_OFF == 0
             && ps.shared.load(Relaxed) < port_t
-            && try_add_upto(&pool.shared, b, self.bs_lossless)
+            && try_add_upto(&pool.shared, b, l.bs_lossless)
         {
             let sp = ps.shared.fetch_add(b, Relaxed) + b;
             let s = st.shared.fetch_add(b, Relaxed) + b;
@@ -557,17 +622,17 @@ impl Mmu {
 
     /// Egress DT on the lossy pool.
     #[inline]
-    fn admit_lossy(&self, q: &QueueState, ql: &QueueProfile, b: u64) -> Result<Segment, Refusal> {
+    fn admit_lossy(&self, l: &Limits, q: &QueueState, ql: &QueueProfile, b: u64) -> Result<Segment, Refusal> {
         let pool = &*self.lossy;
         let seg = if try_add_upto(&q.private, b, ql.size) {
             pool.private.fetch_add(b, Relaxed);
             Segment::LossyPrivate
         } else {
-            let t = ql.threshold.limit(self.bs_lossy.saturating_sub(pool.shared.load(Relaxed)));
+            let t = ql.threshold.limit(l.bs_lossy.saturating_sub(pool.shared.load(Relaxed)));
             if q.shared.load(Relaxed) >= t {
                 return Err(Refusal::LossyDt);
             }
-            if !try_add_upto(&pool.shared, b, self.bs_lossy) {
+            if !try_add_upto(&pool.shared, b, l.bs_lossy) {
                 return Err(Refusal::LossyPoolFull);
             }
             q.shared.fetch_add(b, Relaxed);
@@ -584,8 +649,8 @@ impl Mmu {
     /// it (a small T) a PG would otherwise be resumable the moment it paused, and a
     /// periodic check (`check_resume`) between two arrivals would RESUME it at once.
     #[inline]
-    fn xon_threshold(&self, lim: &PgLimits) -> u64 {
-        let xoff = self.pg_point(lim, self.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed)));
+    fn xon_threshold(&self, l: &Limits, lim: &PgLimits) -> u64 {
+        let xoff = self.pg_point(lim, l.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed)));
         lim.xon.max(xoff.saturating_sub(lim.xon_offset)).min(xoff)
     }
 
@@ -610,17 +675,19 @@ impl Mmu {
     /// DSH: the port's Xon threshold now, max(Σxon, Nq·T − Σxon_offset), never above the
     /// port's Xoff point Nq·T (as for a PG).
     #[inline]
-    fn port_xon_threshold(&self, pl: &PortLimits) -> u64 {
-        let free = self.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed));
+    fn port_xon_threshold(&self, l: &Limits, pl: &PortLimits) -> u64 {
+        let free = l.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed));
         let point = self.port_point(pl, free);
         pl.xon.max(point.saturating_sub(pl.xon_offset)).min(point)
     }
 
     /// Clears the OFF bits of (port, PG) whose Xon condition holds; the edge names the
     /// PGs that became ON.
+    #[allow(clippy::too_many_arguments)]
     #[inline]
     fn try_resume(
         &self,
+        l: &Limits,
         port: u16,
         pg: u8,
         st: &PgState,
@@ -634,10 +701,10 @@ impl Mmu {
             return None;
         }
         let mut clear = 0;
-        if w & bit != 0 && st.shared.load(Relaxed) + st.headroom.load(Relaxed) <= self.xon_threshold(lim) {
+        if w & bit != 0 && st.shared.load(Relaxed) + st.headroom.load(Relaxed) <= self.xon_threshold(l, lim) {
             clear |= bit;
         }
-        if w & PORT_OFF != 0 && ps.shared.load(Relaxed) + ps.insurance.load(Relaxed) <= self.port_xon_threshold(pl) {
+        if w & PORT_OFF != 0 && ps.shared.load(Relaxed) + ps.insurance.load(Relaxed) <= self.port_xon_threshold(l, pl) {
             clear |= PORT_OFF;
         }
         if clear == 0 {
@@ -662,7 +729,7 @@ impl Mmu {
         // else changed the word since, set its bit back: the RESUME never happened for it.
         let mut fin = new;
         if clear & bit != 0
-            && st.shared.load(Acquire) + st.headroom.load(Acquire) > self.xon_threshold(lim)
+            && st.shared.load(Acquire) + st.headroom.load(Acquire) > self.xon_threshold(l, lim)
             && ps.off.compare_exchange(new, new | bit, AcqRel, Relaxed).is_ok()
         {
             fin = new | bit;
@@ -702,9 +769,10 @@ impl Mmu {
             pc.fetch_sub(b, Relaxed);
             return None;
         }
+        let l = self.limits.load();
         let st = self.pgs.get(pi)?;
-        let lim = self.pg_limits.get(pi)?;
-        let (ps, pl) = (self.ports.get(usize::from(c.in_port))?, self.port_limits.get(usize::from(c.in_port))?);
+        let lim = l.pg_limits.get(pi)?;
+        let (ps, pl) = (self.ports.get(usize::from(c.in_port))?, l.port_limits.get(usize::from(c.in_port))?);
         let pool = &*self.lossless;
         // DSH keeps per-port sums of the shared and insurance bytes.
         let port_sum = |seg: Segment, n: u64| {
@@ -716,7 +784,7 @@ impl Mmu {
                 };
             }
         };
-        match self.cfg.release_order {
+        match l.cfg.release_order {
             ReleaseOrder::AsCharged => {
                 let (sc, pc) = match c.segment {
                     Segment::Private => (&st.private, &pool.private),
@@ -756,16 +824,17 @@ impl Mmu {
             }
         }
         q.lossless.fetch_sub(b, Relaxed);
-        self.try_resume(c.in_port, c.pg, st, lim, ps, pl)
+        self.try_resume(&l, c.in_port, c.pg, st, lim, ps, pl)
     }
 
     /// Re-evaluates Xon for (port, PG) without a packet event: T grows when *other* PGs
     /// release, so the control lcore may call this periodically for OFF PGs.
     pub fn check_resume(&self, port: u16, pg: u8) -> Option<Edge> {
         let i = self.idx(port, pg)?;
-        let (st, lim) = (self.pgs.get(i)?, self.pg_limits.get(i)?);
-        let (ps, pl) = (self.ports.get(usize::from(port))?, self.port_limits.get(usize::from(port))?);
-        self.try_resume(port, pg, st, lim, ps, pl)
+        let l = self.limits.load();
+        let (st, lim) = (self.pgs.get(i)?, l.pg_limits.get(i)?);
+        let (ps, pl) = (self.ports.get(usize::from(port))?, l.port_limits.get(usize::from(port))?);
+        self.try_resume(&l, port, pg, st, lim, ps, pl)
     }
 
     /// True while (port, PG) is OFF (PAUSE asserted, RESUME not yet due): the PG, or with
@@ -775,7 +844,7 @@ impl Mmu {
             && self
                 .ports
                 .get(usize::from(port))
-                .zip(self.port_limits.get(usize::from(port)))
+                .zip(self.limits.load().port_limits.get(usize::from(port)))
                 .is_some_and(|(s, l)| l.off_pgs(s.off.load(Acquire)) & (1 << pg) != 0)
     }
 
@@ -819,24 +888,25 @@ impl Mmu {
     /// Both pools' usage and watermarks.
     pub fn pool_stats(&self) -> PoolStats {
         let (l, y) = (&*self.lossless, &*self.lossy);
+        let lim = self.limits.load();
         PoolStats {
             lossless: LosslessPoolStats {
-                size: self.cfg.lossless_pool_size,
-                shared_size: self.bs_lossless,
+                size: lim.cfg.lossless_pool_size,
+                shared_size: lim.bs_lossless,
                 private_used: l.private.load(Relaxed),
                 shared_used: l.shared.load(Relaxed),
                 headroom_used: l.headroom.load(Relaxed),
                 shared_watermark: l.shared_wm.load(Relaxed),
                 headroom_watermark: l.headroom_wm.load(Relaxed),
-                headroom_pool_size: match self.cfg.headroom_policy {
+                headroom_pool_size: match lim.cfg.headroom_policy {
                     HeadroomPolicy::SharedPool { size } => size,
-                    HeadroomPolicy::Dsh => self.port_limits.iter().map(|p| p.insurance).sum(),
+                    HeadroomPolicy::Dsh => lim.port_limits.iter().map(|p| p.insurance).sum(),
                     HeadroomPolicy::Static => 0,
                 },
             },
             lossy: LossyPoolStats {
-                size: self.cfg.lossy_pool_size,
-                shared_size: self.bs_lossy,
+                size: lim.cfg.lossy_pool_size,
+                shared_size: lim.bs_lossy,
                 private_used: y.private.load(Relaxed),
                 shared_used: y.shared.load(Relaxed),
                 shared_watermark: y.shared_wm.load(Relaxed),
@@ -847,29 +917,32 @@ impl Mmu {
     /// Free shared bytes of the lossless pool, Bs − Σω: the pool's T for α = 1. Each PG's
     /// actual limit is [`Mmu::pg_threshold`].
     pub fn threshold(&self) -> u64 {
-        self.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed))
+        self.limits.load().bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed))
     }
 
     /// Free shared bytes of the lossy pool (T for α = 1).
     pub fn lossy_threshold(&self) -> u64 {
-        self.bs_lossy.saturating_sub(self.lossy.shared.load(Relaxed))
+        self.limits.load().bs_lossy.saturating_sub(self.lossy.shared.load(Relaxed))
     }
 
     /// Current shared limit T of (port, PG).
     pub fn pg_threshold(&self, port: u16, pg: u8) -> u64 {
-        self.idx(port, pg).and_then(|i| self.pg_limits.get(i)).map_or(0, |l| l.th.limit(self.threshold()))
+        let l = self.limits.load();
+        let free = l.bs_lossless.saturating_sub(self.lossless.shared.load(Relaxed));
+        self.idx(port, pg).and_then(|i| l.pg_limits.get(i)).map_or(0, |g| g.th.limit(free))
     }
 
     /// Current Xon threshold of (port, PG): max(xon, T − xon_offset), at most the Xoff point.
     pub fn pg_xon_threshold(&self, port: u16, pg: u8) -> u64 {
-        self.idx(port, pg).and_then(|i| self.pg_limits.get(i)).map_or(0, |l| self.xon_threshold(l))
+        let l = self.limits.load();
+        self.idx(port, pg).and_then(|i| l.pg_limits.get(i)).map_or(0, |g| self.xon_threshold(&l, g))
     }
 
     /// Current lossy shared limit of egress (port, queue).
     pub fn queue_threshold(&self, port: u16, queue: u8) -> u64 {
-        self.idx(port, queue)
-            .and_then(|i| self.q_limits.get(i))
-            .map_or(0, |l| l.threshold.limit(self.lossy_threshold()))
+        let l = self.limits.load();
+        let free = l.bs_lossy.saturating_sub(self.lossy.shared.load(Relaxed));
+        self.idx(port, queue).and_then(|i| l.q_limits.get(i)).map_or(0, |q| q.threshold.limit(free))
     }
 
     /// Resets every watermark to the current occupancy.

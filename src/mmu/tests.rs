@@ -546,3 +546,43 @@ fn resume_rechecked_after_its_cas() {
     assert!(m.is_off(0, 3), "ON past its Xoff point");
     assert_eq!(e, None, "the RESUME was undone: no edge");
 }
+
+#[test]
+fn live_limits_change_thresholds_and_keep_the_counters() {
+    let m = Mmu::new(cfg(ReleaseOrder::HeadroomFirst)).unwrap();
+    // Fill private and 2000 of shared (T = 10000 − s: well below).
+    let charges: Vec<Charge> = (0..30).filter_map(|_| m.admit(0, 3, 1, 3, B, true).charge()).collect();
+    assert_eq!(m.pg_occupancy(0, 3).shared, 2000);
+    assert_eq!(m.pg_threshold(0, 3), 8000);
+    // α = 1/4: T = 8000 / 4 = 2000 ≤ s: the next packet is the Xoff point (headroom, PAUSE).
+    let mut c = cfg(ReleaseOrder::HeadroomFirst);
+    c.ports[0].pgs[3].threshold = Threshold::Dynamic(-2);
+    m.set_limits(c.clone()).unwrap();
+    assert_eq!(m.pg_threshold(0, 3), 2000);
+    let v = m.admit(0, 3, 1, 3, B, true);
+    assert_eq!(v.charge().map(|c| c.segment()), Some(Segment::Headroom));
+    assert_eq!(v.edge(), Some(Edge::one(0, 3, EdgeKind::Pause)));
+    // Headroom shrinking below what the OFF PG may still receive: not safe yet.
+    let mut small = c.clone();
+    small.ports[0].pgs[3].xoff = 1000;
+    assert!(!m.headroom_shrink_safe(&small), "PG 3 is OFF");
+    let mut grow = c.clone();
+    grow.ports[0].pgs[3].xoff = 4000;
+    assert!(m.headroom_shrink_safe(&grow), "growing is always safe");
+    // The shape may not change; nothing applied.
+    let mut shape = c.clone();
+    shape.ports[0].lossless_pgs = 1 << 4;
+    assert_eq!(m.set_limits(shape), Err(MmuError::ShapeChanged));
+    let mut bad = c.clone();
+    bad.ports[1].pgs[3].xoff = 1 << 40;
+    assert!(matches!(m.set_limits(bad), Err(MmuError::ReservedExceedsPool { .. })));
+    assert_eq!(m.pg_threshold(0, 3), 2000);
+    // Everything released: back to empty and ON, whatever the limits in between.
+    m.set_limits(cfg(ReleaseOrder::HeadroomFirst)).unwrap();
+    for c in charges.into_iter().chain(v.charge()) {
+        m.release(c);
+    }
+    assert_eq!(m.pg_occupancy(0, 3).total, 0);
+    assert!(!m.is_off(0, 3));
+    assert!(m.headroom_shrink_safe(&small));
+}

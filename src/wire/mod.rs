@@ -5,6 +5,7 @@
 mod ethernet;
 mod ip;
 mod l3;
+mod lldp;
 mod mac;
 mod mac_control;
 
@@ -14,6 +15,10 @@ pub use ethernet::{
 };
 pub use ip::{ecn, ipv4_checksum, Ipv4Packet, Ipv6Packet, IPV4_MIN_HEADER_LEN, IPV6_HEADER_LEN};
 pub use l3::{parse_l3, proto, route_rewrite, IpPair, L3Header};
+pub use lldp::{
+    id_text, selector, AppEntry, Ets, LldpError, Lldpdu, PfcTlv, Tsa, CHASSIS_MAC, ETHERTYPE_LLDP, LLDP_DST, OUI_8021,
+    PORT_IFNAME,
+};
 pub use mac::{MacAddr, MacParseError};
 pub use mac_control::{MacControl, MacControlError, PfcFrame, OPCODE_PAUSE, OPCODE_PFC};
 

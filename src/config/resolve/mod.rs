@@ -25,7 +25,7 @@ use lcores::resolve_lcores;
 pub use ports::{parse_bdf, parse_devargs, VDEV_PREFIXES};
 use ports::{port_by_name, resolve_ports};
 use qos::{parse_binding_key, resolve_qos};
-use switch::{compute_mbufs, resolve_pfcwd, resolve_switch};
+use switch::{compute_mbufs, resolve_lldp, resolve_pfcwd, resolve_switch};
 
 /// Defaults, documented in the module docs.
 pub mod defaults {
@@ -143,6 +143,13 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
         }
         None => None,
     };
+    let lldp = match top.get("lldp") {
+        Some(v) => {
+            expect_table(v, "lldp")?;
+            resolve_lldp(&de::<RawLldp>(v, "lldp")?)?
+        }
+        None => LldpConfig::default(),
+    };
     let mut lcores = resolve_lcores(top.get("lcores"), &mut ports)?;
     // The router first (its errors name `[[port]]`s), then its representors become ports
     // that everything after (buffer, EAL arguments, mbufs) counts like any other.
@@ -165,6 +172,7 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
         pfcwd,
         routing,
         vlans,
+        lldp,
         warnings: ctx.warnings,
     })
 }

@@ -21,6 +21,28 @@ pub(super) fn resolve_pfcwd(raw: &RawPfcwd) -> FResult<crate::pfcwd::PfcwdConfig
     Ok(c)
 }
 
+/// `[lldp]`: ranges as SONiC's (`hello_time` 1..=3600 s, `multiplier` 1..=100), the
+/// system name printable and at most 255 bytes, `roce_priority` 0..=7.
+pub(super) fn resolve_lldp(raw: &RawLldp) -> FResult<LldpConfig> {
+    let mut c = LldpConfig { enabled: raw.enabled.unwrap_or(false), ..LldpConfig::default() };
+    if let Some(h) = raw.hello_time {
+        c.hello_time_s = in_range(h, 1, 3600, "lldp.hello_time")? as u32;
+    }
+    if let Some(m) = raw.multiplier {
+        c.multiplier = in_range(m, 1, 100, "lldp.multiplier")? as u32;
+    }
+    if let Some(n) = &raw.system_name {
+        if n.is_empty() || n.len() > 255 || n.chars().any(|ch| ch.is_control()) {
+            return Err(FieldError::new("lldp.system_name", "must be 1..=255 bytes of printable text"));
+        }
+        c.system_name = Some(n.clone());
+    }
+    if let Some(p) = raw.roce_priority {
+        c.roce_priority = Some(in_range(p, 0, 7, "lldp.roce_priority")? as u8);
+    }
+    Ok(c)
+}
+
 pub(super) fn resolve_switch(sw: &RawSwitch) -> FResult<SwitchConfig> {
     let fdb_aging_time = match sw.fdb_aging_time {
         Some(v) => in_range(v, 0, 1_000_000, "switch.fdb_aging_time")? as u32,

@@ -1,0 +1,112 @@
+//! Live reconfiguration in the running switch (`/pfcswitch/config,<change>`, what
+//! `pfcswitch config ...` sends). The telemetry thread makes the change to the running
+//! configuration's text and validates it like the file ([`crate::reconfig::apply`]);
+//! nothing is applied when that fails. The new MMU limits then go to the control lcore,
+//! which alone installs them ([`crate::mmu::Mmu::set_limits`]: one swap, so a worker's
+//! admission sees the old limits or the new, never a mix) and logs it. Headroom that
+//! shrinks is installed in two steps: at once no smaller than before
+//! ([`crate::reconfig::interim`]), and the smaller `xoff` once every PG it shrinks is ON
+//! and holds no more than that ([`crate::mmu::Mmu::headroom_shrink_safe`]): bytes already
+//! on their way to a paused PG keep their place.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::mmu::MmuConfig;
+use crate::reconfig::{apply, interim, Change};
+
+use super::io::IoMsg;
+use super::reconfig_shared::Request;
+use super::shared::Shared;
+
+/// How long the telemetry thread waits for the control lcore (which answers within a
+/// millisecond or a nap; a machine whose CPUs are oversubscribed may keep it off its CPU
+/// for a while). `pfcswitch config` waits for the reply a little longer.
+pub const ANSWER_WAIT: Duration = Duration::from_secs(10);
+
+/// `/pfcswitch/config,<param>` on the telemetry thread: validate, hand over, wait.
+pub fn handle(shared: &Shared, param: &str) -> Result<Value, String> {
+    let r = &shared.reconfig;
+    let change = Change::parse_param(param)?;
+    let mut running = r.running.lock().map_err(|_| "live configuration unavailable (poisoned)".to_string())?;
+    let Some((text, n)) = running.as_mut() else {
+        return Err(format!("{}: cannot be read again: no live changes", r.origin));
+    };
+    let applied = apply(text, &r.origin, &change, r.sw_response_ns)?;
+    let id = *n + 1;
+    r.requests
+        .push(Request { id, what: change.describe(), mmu: applied.plan.mmu.clone() })
+        .map_err(|_| "a change is still being applied".to_string())?;
+    let start = Instant::now();
+    loop {
+        if let Some((rid, answer)) = r.replies.pop() {
+            if rid != id {
+                continue;
+            }
+            let status = answer?;
+            *text = applied.text;
+            *n = id;
+            return Ok(json!({ "applied": change.describe(), "status": status, "change": id }));
+        }
+        if start.elapsed() > ANSWER_WAIT {
+            // Take it back if the control lcore never saw it; if it did, the answer is
+            // late and the change may be in force without being in the running text.
+            return Err(match r.requests.pop() {
+                Some(_) => "the control lcore did not answer: not applied".to_string(),
+                None => "the control lcore did not answer in time: check the log".to_string(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The control lcore's side: installs what the telemetry thread validated.
+#[derive(Default)]
+pub struct Reconfigurer {
+    /// Headroom waiting to shrink: the limits to install once safe, and the change.
+    pending: Option<(MmuConfig, String)>,
+}
+
+impl Reconfigurer {
+    /// One pass (the housekeeping pass of the main loop).
+    pub fn poll(&mut self, shared: &Shared) {
+        if let Some(req) = shared.reconfig.requests.pop() {
+            let answer = self.install(shared, req.mmu, &req.what);
+            let _ = shared.reconfig.replies.push((req.id, answer));
+        }
+        if let Some((cfg, what)) = self.pending.take() {
+            if shared.mmu.headroom_shrink_safe(&cfg) {
+                match shared.mmu.set_limits(cfg) {
+                    Ok(()) => log(shared, log::Level::Info, format!("config: {what}: smaller headroom now in force")),
+                    Err(e) => log(shared, log::Level::Warn, format!("config: {what}: headroom not shrunk: {e}")),
+                }
+            } else {
+                self.pending = Some((cfg, what));
+            }
+        }
+    }
+
+    fn install(&mut self, shared: &Shared, new: MmuConfig, what: &str) -> Result<String, String> {
+        // A newer change was made to a text holding the older one: it replaces a pending shrink.
+        self.pending = None;
+        let mmu = &shared.mmu;
+        if mmu.headroom_shrink_safe(&new) {
+            mmu.set_limits(new).map_err(|e| e.to_string())?;
+            log(shared, log::Level::Info, format!("config: {what}: applied"));
+            return Ok("applied".into());
+        }
+        mmu.set_limits(interim(&mmu.config(), &new)).map_err(|e| e.to_string())?;
+        log(
+            shared,
+            log::Level::Info,
+            format!("config: {what}: applied; headroom shrinks once its paused PGs have drained"),
+        );
+        self.pending = Some((new, what.to_string()));
+        Ok("applied; headroom shrinks once its paused PGs have drained".into())
+    }
+}
+
+fn log(shared: &Shared, level: log::Level, text: String) {
+    shared.io.send(IoMsg::Log(level, text));
+}
