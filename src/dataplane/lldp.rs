@@ -57,7 +57,8 @@ impl LldpDriver {
         let name = cfg.lldp.system_name.clone().filter(|n| !n.is_empty()).unwrap_or_else(hostname);
         let name = if name.is_empty() { "pfcswitch".to_string() } else { name };
         // The `[[port]]`s only: a representor is the kernel's side of a port, not a link.
-        let local: Vec<_> = (0..cfg.switch_ports().len()).map(|p| crate::lldp::local_du(cfg, p, chassis, &name)).collect();
+        let local: Vec<_> =
+            (0..cfg.switch_ports().len()).map(|p| crate::lldp::local_du(cfg, p, chassis, &name)).collect();
         let frames = local.iter().zip(&shared.ports).map(|(d, rt)| d.to_bytes(rt.mac)).collect();
         log::info!(
             "lldp: on, every {} s (TTL {} s), system name '{name}', chassis {chassis}",
