@@ -82,7 +82,7 @@ Vlan1000 = ["198.18.1.1/24"]
     let o = run_switch(&["show", "--prefix", prefix.as_str(), "mac"]);
     assert!(o.status.success(), "show mac: {}", show(&o));
     let table = String::from_utf8_lossy(&o.stdout).to_ascii_lowercase();
-    eprintln!("{table}");
+    eprintln!("{}", String::from_utf8_lossy(&o.stdout));
     for (h, port) in [(1, "ethernet0"), (2, "ethernet4")] {
         let m = mac_of(h);
         assert!(
@@ -100,5 +100,5 @@ Vlan1000 = ["198.18.1.1/24"]
     assert!(e0["routed_packets"].as_u64().unwrap() >= 2, "{e0}");
     assert!(e0["punted"]["arp"].as_u64().unwrap() >= 1, "{}", e0["punted"]);
     assert!(port(&j, "Ethernet8")["routed_packets"].as_u64().unwrap() >= 3);
-    assert!(log.contains("router interface Vlan1000"), "{log}");
+    assert!(log.contains("router interface Vlan1000: representor Vlan1000 (kernel netdev Vlan1000)"), "{log}");
 }

@@ -64,7 +64,11 @@ impl Routing {
             log::info!(
                 "router interface {}: representor {} (kernel netdev {}), mac {}, mtu {mtu}, addresses [{}]",
                 r.ifname,
-                super::super::config::representor_port_name(&r.ifname),
+                match spec.ports[r.port].vlan_interface_of {
+                    // A VLAN interface's representor port is named like the VLAN.
+                    Some(_) => r.ifname.clone(),
+                    None => super::super::config::representor_port_name(&r.ifname),
+                },
                 r.ifname,
                 macs[r.mac_port],
                 r.addrs.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")

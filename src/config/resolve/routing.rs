@@ -88,7 +88,8 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
         }
     }
     interfaces.sort_by_key(|i| i.port);
-    if cp.netns.is_some() && interfaces.is_empty() {
+    // (A VLAN interface also uses it: those are resolved with the VLANs.)
+    if cp.netns.is_some() && interfaces.is_empty() && !top.contains_key("vlan_interface") {
         return Err(FieldError::new(
             "control_plane.netns",
             "set, but no [interface] makes a port a router interface (nothing would use the namespace)",
