@@ -127,8 +127,8 @@
 //! [vlan_member]                 # VLAN_MEMBER|Vlan1000|Ethernet0; a port has at most one
 //! "Vlan1000|Ethernet0" = { tagging_mode = "untagged" }   # untagged VLAN; a port in no VLAN
 //! "Vlan1000|Ethernet8" = { tagging_mode = "tagged" }     # bridges as before (docs/switching.md)
-//! [vlan_interface]              # VLAN_INTERFACE|Vlan1000|192.168.0.1/21: validated, not
-//! Vlan1000 = ["192.168.0.1/21"] # routed yet (a warning says so)
+//! [vlan_interface]              # VLAN_INTERFACE|Vlan1000|192.168.0.1/21: a router interface
+//! Vlan1000 = ["192.168.0.1/21"] # on the VLAN, kernel representor `Vlan1000` (docs/switching.md)
 //!
 //! [qos]                         # optional; entries are merged over the SONiC defaults
 //! dscp_to_tc = { "46" = 5 }     # DSCP_TO_TC_MAP; default 3→3, 4→4, 8→0, 46→5, 48→6, others→1

@@ -142,6 +142,11 @@ pub struct PortConfig {
     /// `net_tap` the switch adds after the configured ports: docs/routing.md). Punted
     /// frames leave through it, what the kernel sends arrives on it.
     pub representor_of: Option<usize>,
+    /// Not a `[[port]]` but the kernel representor of the VLAN interface of this VID
+    /// (`Vlan1000`, a `net_tap` added after the configured ports: docs/switching.md). It
+    /// is a router interface itself: punts from the VLAN's members leave through it, what
+    /// the kernel sends on it is bridged in the VLAN.
+    pub vlan_interface_of: Option<u16>,
 }
 
 /// `[[port]] tx_inflight_limit`: how much data may sit in the device's TX ring ahead of a
@@ -604,6 +609,18 @@ pub struct RoutingConfig {
     pub interfaces: Vec<RouterInterface>,
     /// `[control_plane.copp]`: punt rate limits per class.
     pub copp: CoppConfig,
+    /// `[vlan_interface]` (SONiC `VLAN_INTERFACE|Vlan1000|192.168.0.1/21`): the VLANs that
+    /// route, with their addresses (filled in once the VLANs are resolved).
+    pub vlan_interfaces: Vec<VlanInterface>,
+}
+
+/// A VLAN interface: a router interface on a VLAN, with a kernel representor named like it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VlanInterface {
+    /// `Vlan<vid>`.
+    pub name: String,
+    pub vid: u16,
+    pub addrs: Vec<crate::route::IfAddr>,
 }
 
 /// Punt rate limits (SONiC's COPP idea), packets per second per class for the whole switch
@@ -637,7 +654,7 @@ pub struct RouterInterface {
 impl RoutingConfig {
     /// True when any port is a router interface.
     pub fn enabled(&self) -> bool {
-        !self.interfaces.is_empty()
+        !self.interfaces.is_empty() || !self.vlan_interfaces.is_empty()
     }
 
     /// Is port `index` a router interface?
@@ -656,7 +673,7 @@ pub fn representor_port_name(port: &str) -> String {
 impl Config {
     /// The `[[port]]`s, without the representors the switch adds after them.
     pub fn switch_ports(&self) -> &[PortConfig] {
-        let n = self.ports.iter().take_while(|p| p.representor_of.is_none()).count();
+        let n = self.ports.iter().take_while(|p| p.representor_of.is_none() && p.vlan_interface_of.is_none()).count();
         &self.ports[..n]
     }
 }

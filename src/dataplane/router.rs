@@ -13,6 +13,9 @@ use crate::dpdk::{Mbuf, MbufBurst, QsbrReader, BURST_CAP};
 use crate::route::{self, Decision, NextHopTables, PuntLimiter, RouterPort};
 use crate::wire::{IpPair, L3Header, MacAddr};
 
+/// No VLAN interface on this VID.
+pub const NO_RIF: u16 = u16::MAX;
+
 /// What a held packet was classified as in pass 1.
 #[derive(Debug, Clone, Copy)]
 pub struct Held {
@@ -20,6 +23,8 @@ pub struct Held {
     pub class: Class,
     pub lossless: bool,
     pub len: u32,
+    /// The router interface it arrived on (the port, or its VLAN interface's representor).
+    pub rif: u16,
 }
 
 /// Per worker (built at start, moved to the lcore).
@@ -33,8 +38,13 @@ pub struct Router {
     pub ports: Vec<RouterPort>,
     /// Per port: the IP MTU a routed packet must fit.
     pub ip_mtu: Vec<u16>,
-    /// Per switch port: the port index of its kernel representor.
+    /// Per switch port: the port index of its kernel representor (a VLAN interface's
+    /// representor is its own).
     pub rep_of: Vec<Option<u16>>,
+    /// Per VID: the port index of its VLAN interface's representor ([`NO_RIF`]: none).
+    pub vlan_rif: Box<[u16]>,
+    /// Per port: the VID whose VLAN interface's representor it is (0: none).
+    pub vlan_of: Vec<u16>,
     pub limiter: PuntLimiter,
     held: MbufBurst,
     l3: Vec<L3Header>,
@@ -58,8 +68,15 @@ impl Router {
         ports: Vec<RouterPort>,
         ip_mtu: Vec<u16>,
         rep_of: Vec<Option<u16>>,
+        vlan_of: &[u16],
         limiter: PuntLimiter,
     ) -> Router {
+        let mut vlan_rif = vec![NO_RIF; 4096].into_boxed_slice();
+        for (p, &vid) in vlan_of.iter().enumerate() {
+            if vid != 0 {
+                vlan_rif[usize::from(vid & 0xfff)] = p as u16;
+            }
+        }
         Router {
             lookup,
             tables,
@@ -68,6 +85,8 @@ impl Router {
             ports,
             ip_mtu,
             rep_of,
+            vlan_rif,
+            vlan_of: vlan_of.to_vec(),
             limiter,
             held: MbufBurst::new(),
             l3: Vec::with_capacity(BURST_CAP),
@@ -85,6 +104,22 @@ impl Router {
     #[inline(always)]
     pub fn routes_on(&self, port: usize) -> bool {
         self.ports.get(port).is_some_and(|p| p.routed)
+    }
+
+    /// The router interface a frame received in VLAN `vid` routes on: its VLAN
+    /// interface's representor port.
+    #[inline(always)]
+    pub fn vlan_rif(&self, vid: u16) -> Option<usize> {
+        match self.vlan_rif.get(usize::from(vid)) {
+            Some(&p) if p != NO_RIF => Some(usize::from(p)),
+            _ => None,
+        }
+    }
+
+    /// The VID of the VLAN interface whose representor is `port` (None: a port).
+    #[inline(always)]
+    pub fn vlan_of(&self, port: u16) -> Option<u16> {
+        self.vlan_of.get(usize::from(port)).copied().filter(|&v| v != 0)
     }
 
     /// The MAC a routed packet leaving `port` carries as source.

@@ -34,6 +34,7 @@ pub struct Routing {
     ports: Vec<RouterPort>,
     ip_mtu: Vec<u16>,
     rep_of: Vec<Option<u16>>,
+    vlan_of: Vec<u16>,
     /// Switch port names (`show ip route` names next hops' ports with them).
     pub names: Vec<String>,
     rates: [u32; 3],
@@ -59,13 +60,17 @@ impl Routing {
         let mut nl = RtNetlink::open().map_err(err)?;
         for r in representor::representors(&spec.config) {
             let mtu = spec.ports[r.port].mtu.min(u32::from(u16::MAX)) as u16;
-            representor::configure(&mut nl, &r.ifname, macs[r.port], mtu, &r.addrs).map_err(err)?;
+            representor::configure(&mut nl, &r.ifname, macs[r.mac_port], mtu, &r.addrs).map_err(err)?;
             log::info!(
                 "router interface {}: representor {} (kernel netdev {}), mac {}, mtu {mtu}, addresses [{}]",
                 r.ifname,
-                super::super::config::representor_port_name(&r.ifname),
+                match spec.ports[r.port].vlan_interface_of {
+                    // A VLAN interface's representor port is named like the VLAN.
+                    Some(_) => r.ifname.clone(),
+                    None => super::super::config::representor_port_name(&r.ifname),
+                },
                 r.ifname,
-                macs[r.port],
+                macs[r.mac_port],
                 r.addrs.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")
             );
         }
@@ -73,7 +78,11 @@ impl Routing {
         let qsbr = Qsbr::new(workers).map_err(err)?;
         let (lookup, writer) = route_tables(TableSizes::default(), qsbr.clone()).map_err(err)?;
         let tables = Arc::new(NextHopTables::new());
-        let names: Vec<String> = spec.ports[..nswitch].iter().map(|p| p.name.clone()).collect();
+        // Kernel interface names by port index: the switch ports and the VLAN interfaces
+        // (`Vlan1000`: a next hop there is on its representor's port index). A port's
+        // representor (`cpu/Ethernet0`) is never a kernel name.
+        let names: Vec<String> = spec.ports.iter().map(|p| p.name.clone()).collect();
+        let vlan_of: Vec<u16> = spec.ports.iter().map(|p| p.vlan_interface_of.unwrap_or(0)).collect();
         let seed = cfg.ecmp_seed.unwrap_or_else(|| crate::route::seed_from_mac(macs[0]));
         let rib = Rib::new(writer, tables.clone(), qsbr.clone(), names.clone());
         let stop = Arc::new(AtomicBool::new(false));
@@ -88,12 +97,20 @@ impl Routing {
             stop,
             thread: Some(thread),
             ports: (0..spec.ports.len())
-                .map(|i| RouterPort { routed: i < nswitch && cfg.is_routed(i), mac: macs[i] })
+                .map(|i| match vlan_of[i] {
+                    0 => RouterPort { routed: i < nswitch && cfg.is_routed(i), mac: macs[i] },
+                    // A VLAN interface routes what its members receive to the router MAC.
+                    _ => RouterPort { routed: true, mac: macs[0] },
+                })
                 .collect(),
             ip_mtu: spec.ports.iter().map(|p| p.mtu.min(u32::from(u16::MAX)) as u16).collect(),
             rep_of: (0..spec.ports.len())
-                .map(|i| spec.ports.iter().position(|p| p.representor_of == Some(i)).map(|r| r as u16))
+                .map(|i| match vlan_of[i] {
+                    0 => spec.ports.iter().position(|p| p.representor_of == Some(i)).map(|r| r as u16),
+                    _ => Some(i as u16),
+                })
                 .collect(),
+            vlan_of,
             names,
             rates: [cfg.copp.arp_nd, cfg.copp.to_us, cfg.copp.exceptions],
             workers,
@@ -135,6 +152,7 @@ impl Routing {
             self.ports.clone(),
             self.ip_mtu.clone(),
             self.rep_of.clone(),
+            &self.vlan_of,
             PuntLimiter::new(self.rates, self.workers, tsc_hz, now),
         ))
     }

@@ -27,6 +27,8 @@ pub struct PortSpec {
     pub is_pci: bool,
     /// The kernel representor of port `i` (added by the switch after the `[[port]]`s).
     pub representor_of: Option<usize>,
+    /// The kernel representor of the VLAN interface of this VID.
+    pub vlan_interface_of: Option<u16>,
 }
 
 impl PortSpec {
@@ -94,7 +96,7 @@ pub fn queue_len_for(plan: &crate::plan::Plan, mbuf_count: u32, burst: usize) ->
 impl SwitchSpec {
     /// How many ports are configured `[[port]]`s (the representors follow them).
     pub fn switch_ports(&self) -> usize {
-        self.ports.iter().take_while(|p| p.representor_of.is_none()).count()
+        self.ports.iter().take_while(|p| p.representor_of.is_none() && p.vlan_interface_of.is_none()).count()
     }
 
     /// The largest MTU of any port: what bounds a frame that can reach an egress port.
@@ -128,6 +130,7 @@ impl SwitchSpec {
                     },
                     is_pci: matches!(p.device, crate::config::PortDevice::Pci { .. }),
                     representor_of: p.representor_of,
+                    vlan_interface_of: p.vlan_interface_of,
                 })
                 .collect(),
             workers: cfg

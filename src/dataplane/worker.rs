@@ -67,6 +67,9 @@ pub struct Worker {
     nswitch: usize,
     /// Per port: for a kernel representor, the port what the kernel sends on it leaves by.
     kernel_out: Vec<Option<u16>>,
+    /// Per port: for a VLAN interface's representor, its VID (what the kernel sends on it
+    /// is bridged in that VLAN); 0 otherwise.
+    vlan_kernel: Vec<u16>,
     /// Routing (None: no router interface, the L2 switch as it always was).
     router: Option<Box<Router>>,
 }
@@ -131,6 +134,7 @@ impl Worker {
             flood_lossless: spec.flood_lossless,
             nswitch: spec.switch_ports(),
             kernel_out: spec.ports.iter().map(|p| p.representor_of.map(|i| i as u16)).collect(),
+            vlan_kernel: spec.ports.iter().map(|p| p.vlan_interface_of.unwrap_or(0)).collect(),
             router: None,
         }
     }
@@ -354,6 +358,9 @@ impl Worker {
         if let Some(out) = self.kernel_out[in_port] {
             return self.kernel_burst(shared, in_port, out, now, c);
         }
+        if self.vlan_kernel[in_port] != 0 {
+            return self.vlan_kernel_burst(shared, in_port, self.vlan_kernel[in_port], now, c);
+        }
         // Moved out for the burst (a pointer), so that pass 1 can hold packets in it while
         // runs are formed in `self`.
         let mut router = self.router.take();
@@ -431,9 +438,17 @@ impl Worker {
             } else {
                 0
             };
-            if routes_here {
+            // The router interface the frame arrived on: the port, or its VLAN's interface.
+            let rif = if routes_here {
+                Some(in_port)
+            } else if vid != 0 {
+                router.as_deref().and_then(|r| r.vlan_rif(vid))
+            } else {
+                None
+            };
+            if let Some(rif) = rif {
                 if let Some(r) = router.as_deref_mut() {
-                    match self.route_ingress(shared, r, in_port, &parsed, m, len, now, c) {
+                    match self.route_ingress(shared, r, in_port, rif, &parsed, m, len, now, c) {
                         Some(back) => m = back,
                         None => continue,
                     }
@@ -581,15 +596,37 @@ impl Worker {
         shared: &Shared,
         r: &mut Router,
         in_port: usize,
+        rif: usize,
         parsed: &Parsed,
-        m: Mbuf,
+        mut m: Mbuf,
         len: u32,
         now: u64,
         c: &LcoreCounters,
     ) -> Option<Mbuf> {
-        let ing = route::ingress(parsed, m.data(), &r.ports[in_port]);
+        let ing = route::ingress(parsed, m.data(), &r.ports[rif]);
         if ing == Ingress::Done(Decision::Bridge) {
             return Some(m);
+        }
+        let mut l3_offset = parsed.l3_offset as u16;
+        let tagged = parsed.vlan.is_some();
+        if rif != in_port {
+            // On a VLAN interface: a broadcast or multicast the kernel wants (ARP, ND) is
+            // bridged in the VLAN too, and a copy goes up the VLAN's representor; whatever
+            // reaches the kernel or is routed leaves untagged (the tag is the VLAN's).
+            if parsed.dst.is_multicast() {
+                if let Ingress::Done(Decision::Punt(why)) = ing {
+                    self.punt_copy(shared, r, in_port, rif, why, parsed, &m, now, c);
+                }
+                return Some(m);
+            }
+            if tagged {
+                if !vlan_edit(&mut m, Egress::Untag, true) {
+                    let class = shared.ports[in_port].plan.qos.classify(parsed);
+                    count_forwarding_drop(c, in_port, class.tc, DropReason::Malformed);
+                    return None;
+                }
+                l3_offset -= wire::VLAN_TAG_LEN as u16;
+            }
         }
         let plan = &shared.ports[in_port].plan;
         let class = plan.qos.classify(parsed);
@@ -600,9 +637,9 @@ impl Worker {
         }
         match ing {
             Ingress::Lookup(l3) => {
-                r.hold(m, l3, Held { l3_offset: parsed.l3_offset as u16, class, lossless, len });
+                r.hold(m, l3, Held { l3_offset, class, lossless, len, rif: rif as u16 });
             }
-            Ingress::Done(Decision::Punt(why)) => self.punt(shared, r, in_port, why, class, m, len, now, c),
+            Ingress::Done(Decision::Punt(why)) => self.punt(shared, r, in_port, rif, why, class, m, len, now, c),
             Ingress::Done(Decision::Drop(why)) => count_forwarding_drop(c, in_port, class.tc, route_drop(why)),
             // `ingress` decides no route itself; bridging was handled above.
             Ingress::Done(Decision::Route(_) | Decision::Bridge) => {
@@ -625,9 +662,15 @@ impl Worker {
                     wire::route_rewrite(m.data_mut(), usize::from(h.l3_offset), to.dst_mac, r.mac(to.port));
                     routed += 1;
                     bytes += u64::from(h.len);
-                    self.push_run(shared, in_port as u16, to.port, h.class, h.lossless, m, h.len, now, c);
+                    match r.vlan_of(to.port) {
+                        None => self.push_run(shared, in_port as u16, to.port, h.class, h.lossless, m, h.len, now, c),
+                        // Into a VLAN: the neighbour's port from the VLAN's FDB.
+                        Some(vid) => self.bridge_in_vlan(shared, in_port, vid, h.class, h.lossless, m, now, c),
+                    }
                 }
-                Decision::Punt(why) => self.punt(shared, r, in_port, why, h.class, m, h.len, now, c),
+                Decision::Punt(why) => {
+                    self.punt(shared, r, in_port, usize::from(h.rif), why, h.class, m, h.len, now, c)
+                }
                 Decision::Drop(why) => count_forwarding_drop(c, in_port, h.class.tc, route_drop(why)),
                 Decision::Bridge => count_forwarding_drop(c, in_port, h.class.tc, DropReason::Malformed),
             }
@@ -637,8 +680,9 @@ impl Worker {
         pc.routed_bytes.add(bytes);
     }
 
-    /// Up the representor of `in_port` if the class's rate allows: an egress like any
-    /// other, lossy (the kernel cannot be paused), in the packet's queue.
+    /// Up the representor of router interface `rif` (`in_port`, or the VLAN interface it
+    /// arrived on) if the class's rate allows: an egress like any other, lossy (the kernel
+    /// cannot be paused), in the packet's queue.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn punt(
@@ -646,6 +690,7 @@ impl Worker {
         shared: &Shared,
         r: &mut Router,
         in_port: usize,
+        rif: usize,
         why: PuntReason,
         class: Class,
         m: Mbuf,
@@ -654,7 +699,7 @@ impl Worker {
         c: &LcoreCounters,
     ) {
         let pc = &c.ports[in_port];
-        match r.rep_of[in_port] {
+        match r.rep_of.get(rif).copied().flatten() {
             Some(rep) if r.limiter.admit(why, now) => {
                 pc.punted[why.index()].inc();
                 self.push_run(shared, in_port as u16, rep, class, false, m, len, now, c);
@@ -701,6 +746,145 @@ impl Worker {
         pc.rx_packets.add(n as u64);
         pc.rx_bytes.add(rx_bytes);
         self.burst.clear();
+    }
+
+    /// A copy of a broadcast the kernel wants (ARP, ND) up VLAN interface `rif`'s
+    /// representor, if the class's rate allows; counted as a flood copy (the original is
+    /// bridged in the VLAN).
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    fn punt_copy(
+        &mut self,
+        shared: &Shared,
+        r: &mut Router,
+        in_port: usize,
+        rif: usize,
+        why: PuntReason,
+        parsed: &Parsed,
+        m: &Mbuf,
+        now: u64,
+        c: &LcoreCounters,
+    ) {
+        let pc = &c.ports[in_port];
+        let class = shared.ports[in_port].plan.qos.classify(parsed);
+        let Some(rep) = r.rep_of.get(rif).copied().flatten() else { return };
+        if !r.limiter.admit(why, now) {
+            pc.punt_dropped[why.index()].inc();
+            return;
+        }
+        pc.flood_copies.inc();
+        pc.tc_copies[class.tc as usize & 7].inc();
+        match copy_mbuf(shared, m) {
+            Some(mut copy) => {
+                if parsed.vlan.is_some() && !vlan_edit(&mut copy, Egress::Untag, true) {
+                    return c.count_drop(DropSite::classified(in_port, class.tc), DropReason::Malformed, 1);
+                }
+                pc.punted[why.index()].inc();
+                self.admit_one(shared, in_port as u16, usize::from(rep), class, false, copy, now, c);
+            }
+            None => c.count_drop(DropSite::classified(in_port, class.tc), DropReason::FloodNoMbuf, 1),
+        }
+    }
+
+    /// A burst from a VLAN interface's representor (ARP/ND, ICMP, replies of the kernel on
+    /// `Vlan1000`): bridged in VLAN `vid` like a frame a member received (FDB lookup,
+    /// flood to the members), lossy. Nothing is learned.
+    fn vlan_kernel_burst(&mut self, shared: &Shared, in_port: usize, vid: u16, now: u64, c: &LcoreCounters) {
+        let pc = &c.ports[in_port];
+        let n = self.burst.len();
+        let mut rx_bytes = 0u64;
+        for i in 0..n {
+            let Some(mut m) = self.burst.take(i) else { continue };
+            rx_bytes += m.pkt_len() as u64;
+            if m.segments() != 1 || m.pkt_len() > self.max_frame[in_port] {
+                c.count_drop(
+                    DropSite::arrival(in_port),
+                    if m.segments() != 1 { DropReason::MultiSegment } else { DropReason::Oversize },
+                    1,
+                );
+                continue;
+            }
+            if m.len() < MIN_FRAME_LEN && !pad(&mut m) {
+                c.count_drop(DropSite::arrival(in_port), DropReason::Runt, 1);
+                continue;
+            }
+            let class = match wire::parse(m.data()) {
+                Ok(p) if p.vlan.is_none() => shared.ports[in_port].plan.qos.classify(&p),
+                // The kernel's VLAN interface sends untagged frames; anything else is not ours.
+                _ => {
+                    c.count_drop(DropSite::arrival(in_port), DropReason::Malformed, 1);
+                    continue;
+                }
+            };
+            self.bridge_in_vlan(shared, in_port, vid, class, false, m, now, c);
+        }
+        self.flush_run(shared, in_port as u16, now, c);
+        pc.rx_packets.add(n as u64);
+        pc.rx_bytes.add(rx_bytes);
+        self.burst.clear();
+    }
+
+    /// Send an untagged frame (routed into VLAN `vid`, or from its VLAN interface) to
+    /// its destination's member port from the VLAN's FDB, tagged as that member wants;
+    /// an unknown or multicast destination is flooded to every member (as SONiC's ASIC
+    /// does: the kernel's ARP entry outlives the FDB entry).
+    #[allow(clippy::too_many_arguments)]
+    fn bridge_in_vlan(
+        &mut self,
+        shared: &Shared,
+        in_port: usize,
+        vid: u16,
+        class: Class,
+        lossless: bool,
+        mut m: Mbuf,
+        now: u64,
+        c: &LcoreCounters,
+    ) {
+        let vlans = &shared.vlans;
+        let dst = MacAddr(m.data()[..6].try_into().unwrap_or([0; 6]));
+        let ip = in_port as u16;
+        let out = if dst.is_multicast() { None } else { shared.fdb.lookup(vid, dst.0, now) };
+        if let Some(p) = out {
+            if !vlan_edit(&mut m, vlans.egress(vid, usize::from(p), false, class.tc), false) {
+                count_forwarding_drop(c, in_port, class.tc, DropReason::Malformed);
+                return;
+            }
+            let len = m.len() as u32;
+            return self.push_run(shared, ip, p, class, lossless, m, len, now, c);
+        }
+        if lossless && !self.flood_lossless && !dst.is_multicast() {
+            return count_forwarding_drop(c, in_port, class.tc, DropReason::LosslessUnknownUnicast);
+        }
+        self.flush_run(shared, ip, now, c);
+        let pc = &c.ports[in_port];
+        pc.tc_rx[class.tc as usize & 7].inc();
+        let domain = vlans.flood_mask(vid);
+        let Some(last) = (0..self.nswitch.min(64)).rev().find(|&p| domain & (1u64 << p) != 0) else {
+            c.count_drop(DropSite::classified(in_port, class.tc), DropReason::SamePort, 1);
+            return;
+        };
+        for p in 0..last {
+            if domain & (1u64 << p) == 0 {
+                continue;
+            }
+            pc.flood_copies.inc();
+            pc.tc_copies[class.tc as usize & 7].inc();
+            match copy_mbuf(shared, &m) {
+                Some(mut copy) => {
+                    if !vlan_edit(&mut copy, vlans.egress(vid, p, false, class.tc), false) {
+                        c.count_drop(DropSite::classified(in_port, class.tc), DropReason::Malformed, 1);
+                        continue;
+                    }
+                    self.admit_one(shared, ip, p, class, lossless, copy, now, c)
+                }
+                None => c.count_drop(DropSite::classified(in_port, class.tc), DropReason::FloodNoMbuf, 1),
+            }
+        }
+        if !vlan_edit(&mut m, vlans.egress(vid, last, false, class.tc), false) {
+            c.count_drop(DropSite::classified(in_port, class.tc), DropReason::Malformed, 1);
+            return;
+        }
+        self.admit_one(shared, ip, last, class, lossless, m, now, c);
     }
 
     /// Admit and enqueue the run formed so far (all of it at once when the MMU allows).

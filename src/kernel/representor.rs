@@ -17,8 +17,11 @@ use crate::wire::MacAddr;
 /// The representor of one router interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Representor {
-    /// The `[[port]]` index it represents.
+    /// The `[[port]]` index it represents; for a VLAN interface, its own port index.
     pub port: usize,
+    /// The port whose MAC it takes: its port's, or for a VLAN interface the first port's
+    /// (the switch's router MAC).
+    pub mac_port: usize,
     /// Its kernel netdev name (= the port's name).
     pub ifname: String,
     /// Its DPDK device name (`net_tap_rep<port>`): look its port id up with it.
@@ -31,21 +34,33 @@ pub struct Representor {
 
 /// The representors `cfg` needs, in port order (none without `[interface]`).
 pub fn representors(cfg: &Config) -> Vec<Representor> {
-    cfg.routing
-        .interfaces
-        .iter()
-        .map(|i| {
-            let ifname = cfg.ports[i.port].name.clone();
-            let vdev = format!("net_tap_rep{}", i.port);
-            Representor {
-                port: i.port,
-                devargs: format!("{vdev},iface={ifname}"),
-                ifname,
-                vdev,
-                addrs: i.addrs.clone(),
-            }
+    let ports = cfg.routing.interfaces.iter().map(|i| {
+        let ifname = cfg.ports[i.port].name.clone();
+        let vdev = format!("net_tap_rep{}", i.port);
+        Representor {
+            port: i.port,
+            mac_port: i.port,
+            devargs: format!("{vdev},iface={ifname}"),
+            ifname,
+            vdev,
+            addrs: i.addrs.clone(),
+        }
+    });
+    // VLAN interfaces: their representor is a port of its own (`Vlan1000`).
+    let vlans = cfg.ports.iter().filter_map(|p| {
+        let vid = p.vlan_interface_of?;
+        let vi = cfg.routing.vlan_interfaces.iter().find(|v| v.vid == vid)?;
+        let crate::config::PortDevice::Vdev { name, .. } = &p.device else { return None };
+        Some(Representor {
+            port: p.index,
+            mac_port: 0,
+            ifname: vi.name.clone(),
+            vdev: name.clone(),
+            devargs: p.devargs.clone(),
+            addrs: vi.addrs.clone(),
         })
-        .collect()
+    });
+    ports.chain(vlans).collect()
 }
 
 /// EAL arguments adding every representor (`--vdev=<devargs>`), to append after the ports'

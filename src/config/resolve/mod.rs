@@ -153,10 +153,18 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
     let mut lcores = resolve_lcores(top.get("lcores"), &mut ports)?;
     // The router first (its errors name `[[port]]`s), then its representors become ports
     // that everything after (buffer, EAL arguments, mbufs) counts like any other.
-    let routing = routing::resolve_routing(top, &sw, &ports)?;
+    let mut routing = routing::resolve_routing(top, &sw, &ports)?;
     // VLAN members are `[[port]]`s: resolved before the representors join the ports.
-    let vlans = vlan::resolve_vlans(top, &ports, &routing, &mut ctx)?;
-    routing::add_representors(&mut ports, &mut lcores, &routing)?;
+    let vlans = vlan::resolve_vlans(top, &ports, &routing)?;
+    routing.vlan_interfaces = vlans
+        .vlans
+        .iter()
+        .filter_map(|v| {
+            let addrs = v.interface.clone()?;
+            Some(VlanInterface { name: v.name.clone(), vid: v.vid, addrs })
+        })
+        .collect();
+    routing::add_representors(&mut ports, &mut lcores, &routing, &vlans)?;
     let buffer = resolve_buffer(top.get("buffer"), &ports, &qos, &mut ctx)?;
     check_eal(&eal, &ports, &lcores, top.contains_key("lcores"))?;
     warn_devargs(&ports, &mut ctx);

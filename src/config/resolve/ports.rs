@@ -206,6 +206,7 @@ pub(super) fn resolve_port(i: usize, raw: &RawPort, path: &str, ctx: &mut Ctx) -
         tx_inflight,
         control_tx_queue,
         representor_of: None,
+        vlan_interface_of: None,
     };
     if speed_auto && !port.has_real_link() {
         return Err(FieldError::new(

@@ -88,7 +88,8 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
         }
     }
     interfaces.sort_by_key(|i| i.port);
-    if cp.netns.is_some() && interfaces.is_empty() {
+    // (A VLAN interface also uses it: those are resolved with the VLANs.)
+    if cp.netns.is_some() && interfaces.is_empty() && !top.contains_key("vlan_interface") {
         return Err(FieldError::new(
             "control_plane.netns",
             "set, but no [interface] makes a port a router interface (nothing would use the namespace)",
@@ -110,7 +111,7 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
             exceptions: rate(&c.exceptions, "exceptions", copp.exceptions)?,
         };
     }
-    Ok(RoutingConfig { netns: cp.netns, ecmp_seed, interfaces, copp })
+    Ok(RoutingConfig { netns: cp.netns, ecmp_seed, interfaces, copp, vlan_interfaces: Vec::new() })
 }
 
 /// Append a representor port per router interface (after every `[[port]]`, so the
@@ -121,6 +122,7 @@ pub(super) fn add_representors(
     ports: &mut Vec<PortConfig>,
     lcores: &mut LcoreConfig,
     routing: &RoutingConfig,
+    vlans: &VlanConfig,
 ) -> FResult<()> {
     for ri in &routing.interfaces {
         let p = &ports[ri.port];
@@ -158,8 +160,83 @@ pub(super) fn add_representors(
             tx_inflight: TxInflight::Off,
             control_tx_queue: ControlTxQueue::Off,
             representor_of: Some(ri.port),
+            vlan_interface_of: None,
         };
         ports.push(rep);
+        if let Some(w) = lcores.workers.get_mut(owner) {
+            w.rx.push(RxQueueRef { port: index, queue: 0 });
+            w.tx.push(index);
+        }
+    }
+    add_vlan_representors(ports, lcores, routing, vlans)
+}
+
+/// Append a representor port per VLAN interface, after the ports' representors: a
+/// `net_tap` named like the VLAN (`Vlan1000`), the smallest MTU and the largest speed of
+/// its members, no PFC; polled and transmitted by the worker that owns its first member's
+/// TX (worker 0 without members).
+fn add_vlan_representors(
+    ports: &mut Vec<PortConfig>,
+    lcores: &mut LcoreConfig,
+    routing: &RoutingConfig,
+    vlans: &VlanConfig,
+) -> FResult<()> {
+    for vi in &routing.vlan_interfaces {
+        let path = join("vlan_interface", &vi.name);
+        if let Some(q) = ports.iter().find(|q| q.name == vi.name) {
+            return Err(FieldError::new(
+                &path,
+                format!(
+                    "port {} is named '{}': the VLAN interface's kernel representor needs that name",
+                    q.name, vi.name
+                ),
+            ));
+        }
+        if let Some(q) = ports.iter().find(|p| p.devargs.split(',').any(|kv| kv == format!("iface={}", vi.name))) {
+            return Err(FieldError::new(
+                &path,
+                format!("port {} already uses a kernel interface named '{}' (its devargs)", q.name, vi.name),
+            ));
+        }
+        let members: Vec<usize> = vlans
+            .vlans
+            .iter()
+            .find(|v| v.vid == vi.vid)
+            .map(|v| v.members.iter().map(|m| m.port).collect())
+            .unwrap_or_default();
+        let mtu = members.iter().map(|&m| ports[m].mtu).min().unwrap_or(1500);
+        let speed_bps = members.iter().map(|&m| ports[m].speed_bps).max().unwrap_or(10_000_000_000);
+        let cable_length_m = members.first().map_or(5.0, |&m| ports[m].cable_length_m);
+        let default_tc = members.first().map_or(0, |&m| ports[m].default_tc);
+        let owner = members.first().and_then(|&m| lcores.workers.iter().position(|w| w.tx.contains(&m))).unwrap_or(0);
+        let vdev = format!("net_tap_vlan{}", vi.vid);
+        let index = ports.len();
+        ports.push(PortConfig {
+            index,
+            name: vi.name.clone(),
+            devargs: format!("{vdev},iface={}", vi.name),
+            device: PortDevice::Vdev { driver: "net_tap".into(), name: vdev },
+            speed_bps,
+            speed_auto: false,
+            speed_mismatch_warn: false,
+            cable_length_m,
+            mtu,
+            admin_up: true,
+            trust: Trust::Dscp,
+            default_tc,
+            pfc_enable: Vec::new(),
+            pfc_mask: 0,
+            tx_enable: true,
+            obey_8023x: false,
+            shaper_bps: None,
+            mac: None,
+            rx_queues: 1,
+            tx_lcore: lcores.workers.get(owner).map_or(u32::MAX, |w| w.lcore),
+            tx_inflight: TxInflight::Off,
+            control_tx_queue: ControlTxQueue::Off,
+            representor_of: None,
+            vlan_interface_of: Some(vi.vid),
+        });
         if let Some(w) = lcores.workers.get_mut(owner) {
             w.rx.push(RxQueueRef { port: index, queue: 0 });
             w.tx.push(index);

@@ -18,12 +18,7 @@ fn vid_of_name(name: &str, path: &str) -> FResult<u16> {
     Ok(in_range(n, 1, 4094, path)? as u16)
 }
 
-pub(super) fn resolve_vlans(
-    top: &Table,
-    ports: &[PortConfig],
-    routing: &RoutingConfig,
-    ctx: &mut Ctx,
-) -> FResult<VlanConfig> {
+pub(super) fn resolve_vlans(top: &Table, ports: &[PortConfig], routing: &RoutingConfig) -> FResult<VlanConfig> {
     let mut vlans: Vec<VlanDef> = Vec::new();
     if let Some(v) = top.get("vlan") {
         for (name, val) in expect_table(v, "vlan")? {
@@ -108,7 +103,6 @@ pub(super) fn resolve_vlans(
                 FieldError::new(&path, format!("unknown VLAN '{name}' (declare it as [vlan.{name}])"))
             })?;
             vlans[vi].interface = Some(routing::addr_list(val, &path, &mut seen)?);
-            ctx.warn(&path, "VLAN interfaces are validated but not routed yet: the VLAN bridges, nothing answers on these addresses");
         }
     }
     Ok(VlanConfig { vlans })
@@ -164,7 +158,17 @@ Vlan1000 = ["192.168.0.1/21"]
         assert_eq!(m(0), [(0, true)]);
         assert_eq!(v[1].interface.as_ref().unwrap()[0].to_string(), "192.168.0.1/21");
         assert!(v[0].interface.is_none());
-        assert!(c.warnings.iter().any(|w| w.contains("vlan_interface.Vlan1000: VLAN interfaces are validated")));
+        // Vlan1000 routes: a router interface with a `net_tap` representor named like it,
+        // after the ports, not a switch port.
+        assert_eq!(c.routing.vlan_interfaces.len(), 1);
+        assert!(c.routing.enabled() && c.warnings.iter().all(|w| !w.contains("vlan_interface")));
+        let rep = c.ports.last().unwrap();
+        assert_eq!(
+            (rep.name.as_str(), rep.devargs.as_str(), rep.vlan_interface_of, rep.pfc_mask),
+            ("Vlan1000", "net_tap_vlan1000,iface=Vlan1000", Some(1000), 0)
+        );
+        assert_eq!(c.switch_ports().len(), c.ports.len() - 1);
+        assert!(c.ports[..c.ports.len() - 1].iter().all(|p| p.vlan_interface_of.is_none()));
         // SONiC's CONFIG_DB writes the VID as a string.
         assert_eq!(cfg("[vlan.Vlan7]\nvlanid = \"7\"\n").unwrap().vlans.vlans[0].vid, 7);
         // No VLAN tables: VLAN-unaware, as before.
