@@ -38,7 +38,7 @@ FRR_BIN = "/usr/lib/frr"
 FRR_RUN = "/var/run/frr"
 # tbf on kernel-router ports and hosts: the link rate, a burst of a few frames, a queue of
 # 64 KB (100 ms at 5 Mbit/s).
-TBF = ["tbf", "rate", "5mbit", "burst", "4kb", "limit", "64kb"]
+TBF = ["tbf", "rate", "5mbit", "burst", "4kb", "limit", f"{topo.TBF_LIMIT // 1024}kb"]
 
 
 def log(msg):
