@@ -425,6 +425,12 @@ class Fabric:
                     out[f"{p.peer}>{sw.name}"] = by.get(self.iface(p), 0)
         return out
 
+    def tx_dropped(self, port):
+        """What the kernel dropped of what the switch sent out of `port`: a veth whose peer
+        is down drops it (the wire is cut) before the switch has seen its link fall."""
+        st = json.loads(run("ip", "-n", self.ns(port.switch), "-s", "-j", "link", "show", self.iface(port)).stdout)
+        return st[0]["stats64"]["tx"]["dropped"]
+
     def cpu_ticks(self):
         """CPU time (clock ticks, user + system) so far per switch: its pfcswitch process
         and its FRR daemons; and per host's processes (pfcgen, iperf3)."""

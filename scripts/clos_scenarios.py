@@ -415,6 +415,8 @@ def pull_spine_link(fab, duration):
     leaf, spine = link.split(">")
     sp = fab.t.switches[spine].port_to(leaf)
     before = fab.route_paths(leaf, topo.tor_subnet(4))
+    ends = (sp, fab.t.switches[leaf].port(sp.peer_port))
+    wire0 = [fab.tx_dropped(p) for p in ends]
     t_pull = time.time()
     clos.run("ip", "-n", fab.ns(spine), "link", "set", fab.iface(sp), "down")
     log(f"failover: pulled {spine} {sp.name} <-> {leaf} {sp.peer_port} (h11's flow was on it: {seen})")
@@ -426,6 +428,7 @@ def pull_spine_link(fab, duration):
         time.sleep(0.02)
     sent = [wait_json(s, f"{w}/{h}.json", duration + 60) for s, h in zip(senders, SENDERS)]
     time.sleep(1.0)
+    wire = sum(fab.tx_dropped(p) - d for p, d in zip(ends, wire0))
     stop_receiver(recv)
     sink.kill()
     cap.send_signal(signal.SIGINT)
@@ -450,14 +453,15 @@ def pull_spine_link(fab, duration):
           f"carrying h11's flow is pulled ({spine}'s veth end set down, {leaf}'s loses carrier)")
     print(f"route to {topo.tor_subnet(4)} on {leaf}: {before} paths -> {before - 1} "
           f"{'after %.0f ms' % (converged * 1e3) if converged is not None else 'NOT within 20 s'}; "
-          f"h11's flow: longest gap at h41 {outage * 1e3:.0f} ms, starting {1e3 * (at - t_pull):+.0f} ms from the pull")
+          f"h11's flow: longest gap at h41 {outage * 1e3:.0f} ms, starting {1e3 * (at - t_pull):+.0f} ms from the pull; "
+          f"{wire} frames sent into the cut link before the switches saw it fall (veth tx_dropped)")
     print(f"{'flow':<10} {'sent':>8} {'received':>9} {'lost':>6} {'PFC stops':>10}")
     for k, f in flows.items():
         print(f"{k:<10} {f['sent']:>8} {f['received']:>9} {f['lost']:>6} {f['pfc_stops']:>10}")
     return {"scenario": "failover", "topology": topo.NAME, "dataplane": fab.dataplane, "duration_s": duration,
             "pulled": {"spine": spine, "spine_port": sp.name, "leaf": leaf, "leaf_port": sp.peer_port},
             "route_convergence_ms": round(converged * 1e3) if converged is not None else None,
-            "outage_ms": round(outage * 1e3), "flows": flows}
+            "outage_ms": round(outage * 1e3), "wire_dropped": wire, "flows": flows}
 
 
 # ---- ecmp
