@@ -410,6 +410,10 @@ def pull_spine_link(fab, duration):
     wait_started(recv, f"{w}/rx.json.log")
     senders = [fab.pfcgen(h, [fab.stream(h, RECEIVER, f"{PPS}pps", FRAME, 3, sid=i, dst_port=UDP_PORT)],
                           duration, f"{w}/{h}.json", cpu=i % 2) for i, h in enumerate(SENDERS)]
+    # Pull a third into the senders' run, counted from when they generate (an EAL start on
+    # two loaded CPUs takes seconds).
+    for snd, h in zip(senders, SENDERS):
+        wait_started(snd, f"{w}/{h}.json.log")
     time.sleep(duration / 3)
     link, seen = busiest_spine_link(fab)
     leaf, spine = link.split(">")
@@ -427,6 +431,7 @@ def pull_spine_link(fab, duration):
             break
         time.sleep(0.02)
     sent = [wait_json(s, f"{w}/{h}.json", duration + 60) for s, h in zip(senders, SENDERS)]
+    t_end = time.time()
     time.sleep(1.0)
     wire = sum(fab.tx_dropped(p) - d for p, d in zip(ends, wire0))
     stop_receiver(recv)
@@ -440,9 +445,13 @@ def pull_spine_link(fab, duration):
         _, flow = ip_key(fr)
         if flow:
             arrivals.setdefault(".".join(map(str, flow[0])), []).append(t)
-    h11 = [t for t in arrivals.get(fab.t.hosts["h11"].ip, []) if t >= t_pull - 0.5]
-    gaps = [(b - a, a) for a, b in zip(h11, h11[1:])]
-    outage, at = max(gaps, default=(0.0, t_pull))
+    # The gaps in h11's arrivals from its last one before the pull to its sender's end (less
+    # the half second its last frames may still be on their way): a flow that never came
+    # back is an outage to the end, not none.
+    h11 = arrivals.get(fab.t.hosts["h11"].ip, [])
+    after = [t for t in h11 if t > t_pull]
+    marks = [max([t for t in h11 if t <= t_pull], default=t_pull)] + after + [max(t_end - 0.5, t_pull)]
+    outage, at = max((b - a, a) for a, b in zip(marks, marks[1:]))
     flows = {f"{h}>{RECEIVER}": {"sent": s["streams"][0]["tx_packets"], "received": got.get(i, {}).get("unique", 0),
                                  "pfc_stops": s["streams"][0]["pfc_stops"]}
              for i, (h, s) in enumerate(zip(SENDERS, sent))}
@@ -461,7 +470,8 @@ def pull_spine_link(fab, duration):
     return {"scenario": "failover", "topology": topo.NAME, "dataplane": fab.dataplane, "duration_s": duration,
             "pulled": {"spine": spine, "spine_port": sp.name, "leaf": leaf, "leaf_port": sp.peer_port},
             "route_convergence_ms": round(converged * 1e3) if converged is not None else None,
-            "outage_ms": round(outage * 1e3), "wire_dropped": wire, "flows": flows}
+            "outage_ms": round(outage * 1e3), "wire_dropped": wire, "h11_arrivals_after_pull": len(after),
+            "flows": flows}
 
 
 # ---- ecmp
