@@ -28,7 +28,7 @@ ecmp      64 UDP flows (h11, h12 -> h41, h42, 16 source ports each) captured on 
           they may take: per-link packet counts, and that no flow is split.
 all       on one bring-up, in sequence: ecmp; the incast with PFC (pfcgen) for --duration s
           (its excess past what every buffer on its paths could hold); the incast in a class
-          without PFC (iperf3, DSCP 0) for 4 s; the failover for 12 s. tests/fabric.rs.
+          without PFC (pfcgen, DSCP 0) for 4 s; the failover for 12 s. tests/fabric.rs.
 
 Each prints a table and one JSON line, and tears everything down, Ctrl-C included.
 """
@@ -194,9 +194,10 @@ def start_sink(fab):
                               "udp-recv", str(UDP_PORT), "36000"))
 
 
-def pfcgen_incast(fab, duration, dscp=3, cpu_window=None):
-    """h11 (stream id 0) and h31 (id 1) -> h41 with pfcgen; the receiver is pfcgen on h41.
-    Returns per-flow results and the CPU shares (idle before, and mid-incast)."""
+def pfcgen_incast(fab, duration, dscp=3, cpu_window=None, pfc=True):
+    """h11 (stream id 0) and h31 (id 1) -> h41 with pfcgen (obeying PFC on priority 3, or
+    not: pfc=False); the receiver is pfcgen on h41. Returns per-flow results and the CPU
+    shares (idle before, and mid-incast)."""
     w = fab.work
     sink = start_sink(fab)
     recv = fab.pfcgen(RECEIVER, [], None, f"{w}/rx.json", cpu=0, rx_streams=2)
@@ -207,7 +208,7 @@ def pfcgen_incast(fab, duration, dscp=3, cpu_window=None):
         time.sleep(cpu_window)
         cpu["idle"] = clos.cpu_share(a, fab.cpu_ticks(), cpu_window)
     senders = [fab.pfcgen(h, [fab.stream(h, RECEIVER, f"{PPS}pps", FRAME, dscp, sid=i, dst_port=UDP_PORT)],
-                          duration, f"{w}/{h}.json", cpu=i % 2) for i, h in enumerate(SENDERS)]
+                          duration, f"{w}/{h}.json", cpu=i % 2, pfc=pfc) for i, h in enumerate(SENDERS)]
     if cpu_window:
         time.sleep(duration / 4)
         a, t0 = fab.cpu_ticks(), time.monotonic()
@@ -409,9 +410,10 @@ def pull_spine_link(fab, duration):
     recv = fab.pfcgen(RECEIVER, [], None, f"{w}/rx.json", cpu=0, rx_streams=2)
     wait_started(recv, f"{w}/rx.json.log")
     senders = [fab.pfcgen(h, [fab.stream(h, RECEIVER, f"{PPS}pps", FRAME, 3, sid=i, dst_port=UDP_PORT)],
-                          duration, f"{w}/{h}.json", cpu=i % 2) for i, h in enumerate(SENDERS)]
+                          None, f"{w}/{h}.json", cpu=i % 2) for i, h in enumerate(SENDERS)]
     # Pull a third into the senders' run, counted from when they generate (an EAL start on
-    # two loaded CPUs takes seconds).
+    # two loaded CPUs takes seconds), and stop them two thirds after the pull (SIGINT, not
+    # --duration: on loaded CPUs the pull once came after h11's --duration had run out).
     for snd, h in zip(senders, SENDERS):
         wait_started(snd, f"{w}/{h}.json.log")
     time.sleep(duration / 3)
@@ -430,8 +432,11 @@ def pull_spine_link(fab, duration):
             converged = time.time() - t_pull
             break
         time.sleep(0.02)
-    sent = [wait_json(s, f"{w}/{h}.json", duration + 60) for s, h in zip(senders, SENDERS)]
+    time.sleep(max(0.0, 2 * duration / 3 - (time.time() - t_pull)))
     t_end = time.time()
+    for snd in senders:
+        snd.send_signal(signal.SIGINT)
+    sent = [wait_json(s, f"{w}/{h}.json", 30) for s, h in zip(senders, SENDERS)]
     time.sleep(1.0)
     wire = sum(fab.tx_dropped(p) - d for p, d in zip(ends, wire0))
     stop_receiver(recv)
@@ -450,7 +455,7 @@ def pull_spine_link(fab, duration):
     # back is an outage to the end, not none.
     h11 = arrivals.get(fab.t.hosts["h11"].ip, [])
     after = [t for t in h11 if t > t_pull]
-    marks = [max([t for t in h11 if t <= t_pull], default=t_pull)] + after + [max(t_end - 0.5, t_pull)]
+    marks = [max([t for t in h11 if t <= t_pull], default=t_pull)] + after + [max(t_end - 0.2, t_pull)]
     outage, at = max((b - a, a) for a, b in zip(marks, marks[1:]))
     flows = {f"{h}>{RECEIVER}": {"sent": s["streams"][0]["tx_packets"], "received": got.get(i, {}).get("unique", 0),
                                  "pfc_stops": s["streams"][0]["pfc_stops"]}
@@ -553,8 +558,8 @@ FAILOVER_SECONDS = 12
 
 
 def all_in_one(args):
-    """ecmp, the incast with PFC (pfcgen, DSCP 3, --duration s) and without (iperf3 in a
-    class without PFC, DSCP 0: the ToRs' PAUSE cannot hold it back), then the failover, in
+    """ecmp, the incast with PFC (pfcgen, DSCP 3, --duration s) and without (pfcgen ignoring
+    PAUSE, in a class without PFC, DSCP 0), then the failover, in
     sequence on one bring-up: the scenarios' own functions, for seconds instead of minutes.
     The incast is still longer than the buffers can hide: its excess is compared with
     clos_topo.incast_buffer_bound()."""
@@ -563,7 +568,9 @@ def all_in_one(args):
         up_s = time.monotonic() - t0
         spread_out = spread(fab)
         lossless, _ = pfcgen_incast(fab, args.duration)
-        lossy = iperf3_incast(fab, LOSSY_SECONDS, dscp=0)
+        # pfcgen, not iperf3: iperf3's UDP client sometimes fails at the end ("unable to
+        # read from stream socket") when its control connection shares the dropping queue.
+        lossy, _ = pfcgen_incast(fab, LOSSY_SECONDS, dscp=0, pfc=False)
         incast_out = print_short_incast(args.duration, lossless, lossy)
         fail = pull_spine_link(fab, FAILOVER_SECONDS)
         fab.stop_switches()
@@ -587,7 +594,7 @@ def print_short_incast(duration, lossless, lossy):
     excess = (offered - drained) * FRAME
     bound = topo.incast_buffer_bound()
     print(f"incast on {topo.NAME}: {' + '.join(SENDERS)} -> {RECEIVER}, {PPS} datagrams/s of {FRAME}-byte frames "
-          f"each; with PFC (pfcgen, DSCP 3) for {duration:g} s, without (iperf3, DSCP 0) for {LOSSY_SECONDS} s")
+          f"each; with PFC (pfcgen, DSCP 3) for {duration:g} s, without (pfcgen, DSCP 0) for {LOSSY_SECONDS} s")
     print(f"{'PFC':<4} {'flow':<10} {'sent':>8} {'received':>9} {'lost':>7} {'PAUSE rx':>9}")
     for key, flows in (("on", lossless), ("off", lossy)):
         for f, r in flows.items():

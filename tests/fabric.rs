@@ -118,8 +118,8 @@ fn pfc_deadlock_in_a_loop_and_what_breaks_it() {
 ///   Dynamic-Threshold share + all its headroom, plus the veths' in-flight bytes and the
 ///   senders' tbf queues: 2.1 MB, about 13 s of that excess). So zero loss means PAUSE
 ///   reached the senders and slowed them, not that a buffer was deep enough.
-/// * incast without PFC: the same flows from iperf3 for 4 s in a class without PFC
-///   (DSCP 0): the congested switch drops.
+/// * incast without PFC: the same flows for 4 s in a class without PFC (DSCP 0, pfcgen
+///   ignoring PAUSE): the congested switch drops.
 /// * failover: under the lossless incast, the spine link carrying h11's flow is pulled;
 ///   BFD and BGP move the flow to the other spine; h31's flow loses nothing, h11's only
 ///   what was on the dead link: counted as `link_down`, or sent into the cut veth before
