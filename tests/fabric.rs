@@ -203,7 +203,7 @@ fn clos_2_4_4_bgp_ecmp_incast_and_failover_on_one_bring_up() {
     let dead_link = n(&all["link_down"]) + n(&f["wire_dropped"]);
     assert!(n(&h11["lost"]) <= dead_link, "h11 lost more than the dead link held ({dead_link}): {all}");
     // No lossless drop anywhere (the incasts, ecmp, the failover), except at the two ends of
-    // the pulled link: one run in four, the spine whose veth end was set down counted 36
+    // the pulled link: once in eight runs, the spine whose veth end was set down counted 36
     // lossless drops as the link fell (docs/fabric.md, "Limits"); bounded here, not hidden.
     let ends = [f["pulled"]["spine"].as_str().unwrap(), f["pulled"]["leaf"].as_str().unwrap()];
     for (sw, r) in all["switches"].as_object().unwrap() {
