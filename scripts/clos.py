@@ -38,7 +38,7 @@ FRR_BIN = "/usr/lib/frr"
 FRR_RUN = "/var/run/frr"
 # tbf on kernel-router ports and hosts: the link rate, a burst of a few frames, a queue of
 # 64 KB (100 ms at 5 Mbit/s).
-TBF = ["tbf", "rate", "5mbit", "burst", "4kb", "limit", "64kb"]
+TBF = ["tbf", "rate", "5mbit", "burst", "4kb", "limit", f"{topo.TBF_LIMIT // 1024}kb"]
 
 
 def log(msg):
@@ -424,6 +424,12 @@ class Fabric:
                 if not p.to_host:
                     out[f"{p.peer}>{sw.name}"] = by.get(self.iface(p), 0)
         return out
+
+    def tx_dropped(self, port):
+        """What the kernel dropped of what the switch sent out of `port`: a veth whose peer
+        is down drops it (the wire is cut) before the switch has seen its link fall."""
+        st = json.loads(run("ip", "-n", self.ns(port.switch), "-s", "-j", "link", "show", self.iface(port)).stdout)
+        return st[0]["stats64"]["tx"]["dropped"]
 
     def cpu_ticks(self):
         """CPU time (clock ticks, user + system) so far per switch: its pfcswitch process

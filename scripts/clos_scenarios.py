@@ -5,6 +5,7 @@
     scripts/fabric.sh clos-2-4-4 latency  [--duration 20]
     scripts/fabric.sh clos-2-4-4 failover [--duration 30]
     scripts/fabric.sh clos-2-4-4 ecmp
+    scripts/fabric.sh clos-2-4-4 all      [--duration 20]   # what tests/fabric.rs runs
     scripts/fabric.sh clos-2-4-4 down     # remove what a killed run left behind
     common: [--dataplane pfcswitch|kernel] [--keep]
 
@@ -25,6 +26,9 @@ failover  under the lossless incast, the spine link carrying h11's flow is pulle
           between h11's datagrams at h41), route convergence, and what was lost.
 ecmp      64 UDP flows (h11, h12 -> h41, h42, 16 source ports each) captured on every link
           they may take: per-link packet counts, and that no flow is split.
+all       on one bring-up, in sequence: ecmp; the incast with PFC (pfcgen) for --duration s
+          (its excess past what every buffer on its paths could hold); the incast in a class
+          without PFC (pfcgen, DSCP 0) for 4 s; the failover for 12 s. tests/fabric.rs.
 
 Each prints a table and one JSON line, and tears everything down, Ctrl-C included.
 """
@@ -190,9 +194,10 @@ def start_sink(fab):
                               "udp-recv", str(UDP_PORT), "36000"))
 
 
-def pfcgen_incast(fab, duration, dscp=3, cpu_window=None):
-    """h11 (stream id 0) and h31 (id 1) -> h41 with pfcgen; the receiver is pfcgen on h41.
-    Returns per-flow results and the CPU shares (idle before, and mid-incast)."""
+def pfcgen_incast(fab, duration, dscp=3, cpu_window=None, pfc=True):
+    """h11 (stream id 0) and h31 (id 1) -> h41 with pfcgen (obeying PFC on priority 3, or
+    not: pfc=False); the receiver is pfcgen on h41. Returns per-flow results and the CPU
+    shares (idle before, and mid-incast)."""
     w = fab.work
     sink = start_sink(fab)
     recv = fab.pfcgen(RECEIVER, [], None, f"{w}/rx.json", cpu=0, rx_streams=2)
@@ -203,7 +208,7 @@ def pfcgen_incast(fab, duration, dscp=3, cpu_window=None):
         time.sleep(cpu_window)
         cpu["idle"] = clos.cpu_share(a, fab.cpu_ticks(), cpu_window)
     senders = [fab.pfcgen(h, [fab.stream(h, RECEIVER, f"{PPS}pps", FRAME, dscp, sid=i, dst_port=UDP_PORT)],
-                          duration, f"{w}/{h}.json", cpu=i % 2) for i, h in enumerate(SENDERS)]
+                          duration, f"{w}/{h}.json", cpu=i % 2, pfc=pfc) for i, h in enumerate(SENDERS)]
     if cpu_window:
         time.sleep(duration / 4)
         a, t0 = fab.cpu_ticks(), time.monotonic()
@@ -384,115 +389,141 @@ def busiest_spine_link(fab, seconds=1.0):
 
 def failover(args):
     with fabric(args, pfc=args.dataplane == "pfcswitch") as fab:
-        w = fab.work
-        dst = fab.t.hosts[RECEIVER].ip
-        cap = fab.capture(fab.ns(RECEIVER), "eth0", f"{w}/h41.pcap", f"udp and dst host {dst}")
-        sink = start_sink(fab)
-        recv = fab.pfcgen(RECEIVER, [], None, f"{w}/rx.json", cpu=0, rx_streams=2)
-        wait_started(recv, f"{w}/rx.json.log")
-        senders = [fab.pfcgen(h, [fab.stream(h, RECEIVER, f"{PPS}pps", FRAME, 3, sid=i, dst_port=UDP_PORT)],
-                              args.duration, f"{w}/{h}.json", cpu=i % 2) for i, h in enumerate(SENDERS)]
-        time.sleep(args.duration / 3)
-        link, seen = busiest_spine_link(fab)
-        leaf, spine = link.split(">")
-        sp = fab.t.switches[spine].port_to(leaf)
-        before = fab.route_paths(leaf, topo.tor_subnet(4))
-        t_pull = time.time()
-        clos.run("ip", "-n", fab.ns(spine), "link", "set", fab.iface(sp), "down")
-        log(f"failover: pulled {spine} {sp.name} <-> {leaf} {sp.peer_port} (h11's flow was on it: {seen})")
-        converged = None
-        while time.time() - t_pull < 20:
-            if fab.route_paths(leaf, topo.tor_subnet(4)) == before - 1:
-                converged = time.time() - t_pull
-                break
-            time.sleep(0.02)
-        sent = [wait_json(s, f"{w}/{h}.json", args.duration + 60) for s, h in zip(senders, SENDERS)]
-        time.sleep(1.0)
-        stop_receiver(recv)
-        sink.kill()
-        cap.send_signal(signal.SIGINT)
-        cap.wait(timeout=10)
-        with open(f"{w}/rx.json") as f:
-            got = {r["id"]: r for r in json.load(f)["received"]}
-        arrivals = {}
-        for t, fr in pcap_packets(f"{w}/h41.pcap"):
-            _, flow = ip_key(fr)
-            if flow:
-                arrivals.setdefault(".".join(map(str, flow[0])), []).append(t)
-        h11 = [t for t in arrivals.get(fab.t.hosts["h11"].ip, []) if t >= t_pull - 0.5]
-        gaps = [(b - a, a) for a, b in zip(h11, h11[1:])]
-        outage, at = max(gaps, default=(0.0, t_pull))
-        flows = {f"{h}>{RECEIVER}": {"sent": s["streams"][0]["tx_packets"], "received": got.get(i, {}).get("unique", 0),
-                                     "pfc_stops": s["streams"][0]["pfc_stops"]}
-                 for i, (h, s) in enumerate(zip(SENDERS, sent))}
-        for f in flows.values():
-            f["lost"] = f["sent"] - f["received"]
-        rows = {}
+        out = pull_spine_link(fab, args.duration)
         if args.dataplane == "pfcswitch":
             fab.stop_switches()
             rows = switch_rows(fab.switch_stats())
-    print(f"failover on {topo.NAME} ({args.dataplane}): lossless incast {' + '.join(SENDERS)} -> {RECEIVER} for "
-          f"{args.duration:g} s; at {args.duration / 3:.0f} s the link {spine} {sp.name} <-> {leaf} {sp.peer_port} "
+            print_switch_table(rows)
+            out["switches"] = rows
+            out["lossless_drops"] = sum(r["lossless_drops"] for r in rows.values())
+            out["link_down"] = sum(r["link_down"] for r in rows.values())
+    return out
+
+
+def pull_spine_link(fab, duration):
+    """The failover on a fabric that is up: the lossless incast for `duration` s, the spine
+    link carrying h11's flow pulled at a third of it. Prints the outage and the flows."""
+    w = fab.work
+    dst = fab.t.hosts[RECEIVER].ip
+    cap = fab.capture(fab.ns(RECEIVER), "eth0", f"{w}/h41.pcap", f"udp and dst host {dst}")
+    sink = start_sink(fab)
+    recv = fab.pfcgen(RECEIVER, [], None, f"{w}/rx.json", cpu=0, rx_streams=2)
+    wait_started(recv, f"{w}/rx.json.log")
+    senders = [fab.pfcgen(h, [fab.stream(h, RECEIVER, f"{PPS}pps", FRAME, 3, sid=i, dst_port=UDP_PORT)],
+                          None, f"{w}/{h}.json", cpu=i % 2) for i, h in enumerate(SENDERS)]
+    # Pull a third into the senders' run, counted from when they generate (an EAL start on
+    # two loaded CPUs takes seconds), and stop them two thirds after the pull (SIGINT, not
+    # --duration: on loaded CPUs the pull once came after h11's --duration had run out).
+    for snd, h in zip(senders, SENDERS):
+        wait_started(snd, f"{w}/{h}.json.log")
+    time.sleep(duration / 3)
+    link, seen = busiest_spine_link(fab)
+    leaf, spine = link.split(">")
+    sp = fab.t.switches[spine].port_to(leaf)
+    before = fab.route_paths(leaf, topo.tor_subnet(4))
+    ends = (sp, fab.t.switches[leaf].port(sp.peer_port))
+    wire0 = [fab.tx_dropped(p) for p in ends]
+    t_pull = time.time()
+    clos.run("ip", "-n", fab.ns(spine), "link", "set", fab.iface(sp), "down")
+    log(f"failover: pulled {spine} {sp.name} <-> {leaf} {sp.peer_port} (h11's flow was on it: {seen})")
+    converged = None
+    while time.time() - t_pull < 20:
+        if fab.route_paths(leaf, topo.tor_subnet(4)) == before - 1:
+            converged = time.time() - t_pull
+            break
+        time.sleep(0.02)
+    time.sleep(max(0.0, 2 * duration / 3 - (time.time() - t_pull)))
+    t_end = time.time()
+    for snd in senders:
+        snd.send_signal(signal.SIGINT)
+    sent = [wait_json(s, f"{w}/{h}.json", 30) for s, h in zip(senders, SENDERS)]
+    time.sleep(1.0)
+    wire = sum(fab.tx_dropped(p) - d for p, d in zip(ends, wire0))
+    stop_receiver(recv)
+    sink.kill()
+    cap.send_signal(signal.SIGINT)
+    cap.wait(timeout=10)
+    with open(f"{w}/rx.json") as f:
+        got = {r["id"]: r for r in json.load(f)["received"]}
+    arrivals = {}
+    for t, fr in pcap_packets(f"{w}/h41.pcap"):
+        _, flow = ip_key(fr)
+        if flow:
+            arrivals.setdefault(".".join(map(str, flow[0])), []).append(t)
+    # The gaps in h11's arrivals from its last one before the pull to its sender's end (less
+    # the half second its last frames may still be on their way): a flow that never came
+    # back is an outage to the end, not none.
+    h11 = arrivals.get(fab.t.hosts["h11"].ip, [])
+    after = [t for t in h11 if t > t_pull]
+    marks = [max([t for t in h11 if t <= t_pull], default=t_pull)] + after + [max(t_end - 0.2, t_pull)]
+    outage, at = max((b - a, a) for a, b in zip(marks, marks[1:]))
+    flows = {f"{h}>{RECEIVER}": {"sent": s["streams"][0]["tx_packets"], "received": got.get(i, {}).get("unique", 0),
+                                 "pfc_stops": s["streams"][0]["pfc_stops"]}
+             for i, (h, s) in enumerate(zip(SENDERS, sent))}
+    for f in flows.values():
+        f["lost"] = f["sent"] - f["received"]
+    print(f"failover on {topo.NAME} ({fab.dataplane}): lossless incast {' + '.join(SENDERS)} -> {RECEIVER} for "
+          f"{duration:g} s; at {duration / 3:.0f} s the link {spine} {sp.name} <-> {leaf} {sp.peer_port} "
           f"carrying h11's flow is pulled ({spine}'s veth end set down, {leaf}'s loses carrier)")
     print(f"route to {topo.tor_subnet(4)} on {leaf}: {before} paths -> {before - 1} "
           f"{'after %.0f ms' % (converged * 1e3) if converged is not None else 'NOT within 20 s'}; "
-          f"h11's flow: longest gap at h41 {outage * 1e3:.0f} ms, starting {1e3 * (at - t_pull):+.0f} ms from the pull")
+          f"h11's flow: longest gap at h41 {outage * 1e3:.0f} ms, starting {1e3 * (at - t_pull):+.0f} ms from the pull; "
+          f"{wire} frames sent into the cut link before the switches saw it fall (veth tx_dropped)")
     print(f"{'flow':<10} {'sent':>8} {'received':>9} {'lost':>6} {'PFC stops':>10}")
     for k, f in flows.items():
         print(f"{k:<10} {f['sent']:>8} {f['received']:>9} {f['lost']:>6} {f['pfc_stops']:>10}")
-    if rows:
-        print_switch_table(rows)
-    out = {"scenario": "failover", "topology": topo.NAME, "dataplane": args.dataplane, "duration_s": args.duration,
-           "pulled": {"spine": spine, "spine_port": sp.name, "leaf": leaf, "leaf_port": sp.peer_port},
-           "route_convergence_ms": round(converged * 1e3) if converged is not None else None,
-           "outage_ms": round(outage * 1e3), "flows": flows}
-    if rows:
-        out["switches"] = rows
-        out["lossless_drops"] = sum(r["lossless_drops"] for r in rows.values())
-        out["link_down"] = sum(r["link_down"] for r in rows.values())
-    return out
+    return {"scenario": "failover", "topology": topo.NAME, "dataplane": fab.dataplane, "duration_s": duration,
+            "pulled": {"spine": spine, "spine_port": sp.name, "leaf": leaf, "leaf_port": sp.peer_port},
+            "route_convergence_ms": round(converged * 1e3) if converged is not None else None,
+            "outage_ms": round(outage * 1e3), "wire_dropped": wire, "h11_arrivals_after_pull": len(after),
+            "flows": flows}
 
 
 # ---- ecmp
 def ecmp(args):
-    """64 flows: h11 and h12 each send 16 source ports to h41 and to h42 (20 frames each)."""
-    per_flow, ports = 20, 16
     with fabric(args, pfc=args.dataplane == "pfcswitch") as fab:
-        w = fab.work
-        fib_ok, fib = fab.fib_converged() if args.dataplane == "pfcswitch" else (None, {})
-        points = []   # (link "a>b", namespace, interface): the receiving end of each hop
-        for leaf in topo.PODS[0][0]:
-            points.append((f"t1>{leaf}", fab.t.switches[leaf].port_to("t1")))
-            for spine in topo.SPINES:
-                points.append((f"{leaf}>{spine}", fab.t.switches[spine].port_to(leaf)))
-        for leaf in topo.PODS[1][0]:
-            for spine in topo.SPINES:
-                points.append((f"{spine}>{leaf}", fab.t.switches[leaf].port_to(spine)))
-            points.append((f"{leaf}>t4", fab.t.switches["t4"].port_to(leaf)))
-        caps = [fab.capture(fab.ns(p.switch), fab.iface(p), f"{w}/{name}.pcap", "udp and dst portrange 7000-7001")
-                for name, p in points]
-        senders = []
-        for i, h in enumerate(("h11", "h12")):
-            streams = [fab.stream(h, d, "320pps", 128, 3, sid=2 * i + j, dst_port=7000 + j,
-                                  src_port=f"49152-{49152 + ports - 1}", name=f"{h}-{d}", count=per_flow * ports)
-                       for j, d in enumerate(("h41", "h42"))]
-            senders.append(fab.pfcgen(h, streams, None, f"{w}/{h}.json", cpu=i % 2))
-        for s, h in zip(senders, ("h11", "h12")):
-            wait_json(s, f"{w}/{h}.json", 60)
-        time.sleep(1.0)
-        for c in caps:
-            c.send_signal(signal.SIGINT)
-            c.wait(timeout=10)
-        per_link, flow_links = {}, {}
-        for name, _ in points:
-            n = 0
-            for _, fr in pcap_packets(f"{w}/{name}.pcap"):
-                _, flow = ip_key(fr)
-                if flow:
-                    n += 1
-                    flow_links.setdefault(flow, {}).setdefault(name, 0)
-                    flow_links[flow][name] += 1
-            per_link[name] = n
+        return spread(fab)
+
+
+def spread(fab):
+    """64 flows on a fabric that is up: h11 and h12 each send 16 source ports to h41 and
+    to h42 (20 frames each)."""
+    per_flow, ports = 20, 16
+    w = fab.work
+    fib_ok, fib = fab.fib_converged() if fab.dataplane == "pfcswitch" else (None, {})
+    points = []   # (link "a>b", namespace, interface): the receiving end of each hop
+    for leaf in topo.PODS[0][0]:
+        points.append((f"t1>{leaf}", fab.t.switches[leaf].port_to("t1")))
+        for spine in topo.SPINES:
+            points.append((f"{leaf}>{spine}", fab.t.switches[spine].port_to(leaf)))
+    for leaf in topo.PODS[1][0]:
+        for spine in topo.SPINES:
+            points.append((f"{spine}>{leaf}", fab.t.switches[leaf].port_to(spine)))
+        points.append((f"{leaf}>t4", fab.t.switches["t4"].port_to(leaf)))
+    caps = [fab.capture(fab.ns(p.switch), fab.iface(p), f"{w}/{name}.pcap", "udp and dst portrange 7000-7001")
+            for name, p in points]
+    senders = []
+    for i, h in enumerate(("h11", "h12")):
+        streams = [fab.stream(h, d, "320pps", 128, 3, sid=2 * i + j, dst_port=7000 + j,
+                              src_port=f"49152-{49152 + ports - 1}", name=f"{h}-{d}", count=per_flow * ports)
+                   for j, d in enumerate(("h41", "h42"))]
+        senders.append(fab.pfcgen(h, streams, None, f"{w}/{h}.json", cpu=i % 2))
+    for s, h in zip(senders, ("h11", "h12")):
+        wait_json(s, f"{w}/{h}.json", 60)
+    time.sleep(1.0)
+    for c in caps:
+        c.send_signal(signal.SIGINT)
+        c.wait(timeout=10)
+    per_link, flow_links = {}, {}
+    for name, _ in points:
+        n = 0
+        for _, fr in pcap_packets(f"{w}/{name}.pcap"):
+            _, flow = ip_key(fr)
+            if flow:
+                n += 1
+                flow_links.setdefault(flow, {}).setdefault(name, 0)
+                flow_links[flow][name] += 1
+        per_link[name] = n
     hops = {"tor>leaf": [n for n, _ in points if n.startswith("t1>")],
             "leaf>spine": [n for n, _ in points if n.split(">")[1] in topo.SPINES],
             "spine>leaf": [n for n, _ in points if n.split(">")[0] in topo.SPINES],
@@ -504,7 +535,7 @@ def ecmp(args):
             if len(used) != 1 or links[used[0]] != per_flow:
                 split += 1
                 break
-    print(f"ecmp on {topo.NAME} ({args.dataplane}): {len(flow_links)} UDP flows h11, h12 -> h41, h42 "
+    print(f"ecmp on {topo.NAME} ({fab.dataplane}): {len(flow_links)} UDP flows h11, h12 -> h41, h42 "
           f"({ports} source ports per pair, {per_flow} frames each), packets seen per link:")
     for hop, names in hops.items():
         print(f"  {hop:<11} " + "  ".join(f"{n} {per_link[n]}" for n in names))
@@ -513,7 +544,7 @@ def ecmp(args):
     if fib:
         print("next hops in each switch's FIB (from BGP via the kernel) to the ToRs' /24s: "
               + "  ".join(f"{sw} " + ",".join(f"{t}:{n}" for t, n in ts.items()) for sw, ts in fib.items()))
-    return {"scenario": "ecmp", "topology": topo.NAME, "dataplane": args.dataplane, "fib_converged": fib_ok,
+    return {"scenario": "ecmp", "topology": topo.NAME, "dataplane": fab.dataplane, "fib_converged": fib_ok,
             "host_pairs_reachable": fab.reachable_pairs,
             "fib_paths": fib, "flows": len(flow_links),
             "frames_per_flow": per_flow, "links": per_link, "flows_not_on_one_path": split,
@@ -521,7 +552,61 @@ def ecmp(args):
             "pod2_leaves_used": sorted({n.split(">")[0] for n in hops["leaf>tor"] if per_link[n]})}
 
 
-SCENARIOS = {"incast": incast, "latency": latency, "failover": failover, "ecmp": ecmp}
+# ---- all: what tests/fabric.rs runs
+LOSSY_SECONDS = 4
+FAILOVER_SECONDS = 12
+
+
+def all_in_one(args):
+    """ecmp, the incast with PFC (pfcgen, DSCP 3, --duration s) and without (pfcgen ignoring
+    PAUSE, in a class without PFC, DSCP 0), then the failover, in
+    sequence on one bring-up: the scenarios' own functions, for seconds instead of minutes.
+    The incast is still longer than the buffers can hide: its excess is compared with
+    clos_topo.incast_buffer_bound()."""
+    t0 = time.monotonic()
+    with fabric(args, pfc=True) as fab:
+        up_s = time.monotonic() - t0
+        spread_out = spread(fab)
+        lossless, _ = pfcgen_incast(fab, args.duration)
+        # pfcgen, not iperf3: iperf3's UDP client sometimes fails at the end ("unable to
+        # read from stream socket") when its control connection shares the dropping queue.
+        lossy, _ = pfcgen_incast(fab, LOSSY_SECONDS, dscp=0, pfc=False)
+        incast_out = print_short_incast(args.duration, lossless, lossy)
+        fail = pull_spine_link(fab, FAILOVER_SECONDS)
+        fab.stop_switches()
+        rows = switch_rows(fab.switch_stats())
+    print("switches, over all of it:")
+    print_switch_table(rows)
+    return {"scenario": "all", "topology": topo.NAME, "up_s": round(up_s, 1), "ecmp": spread_out,
+            "incast": incast_out, "failover": fail, "switches": rows,
+            "lossless_drops": sum(r["lossless_drops"] for r in rows.values()),
+            "link_down": sum(r["link_down"] for r in rows.values()),
+            "elapsed_s": round(time.monotonic() - t0, 1)}
+
+
+def print_short_incast(duration, lossless, lossy):
+    """all's incast table, and how far past the buffers the lossless run went: the excess
+    offered beyond the bottleneck's rate against incast_buffer_bound(), and what the
+    senders held back (offered - sent)."""
+    offered = 2 * PPS * duration
+    sent = sum(f["sent"] for f in lossless.values())
+    drained = topo.LINK_BPS / 8 * duration / FRAME
+    excess = (offered - drained) * FRAME
+    bound = topo.incast_buffer_bound()
+    print(f"incast on {topo.NAME}: {' + '.join(SENDERS)} -> {RECEIVER}, {PPS} datagrams/s of {FRAME}-byte frames "
+          f"each; with PFC (pfcgen, DSCP 3) for {duration:g} s, without (pfcgen, DSCP 0) for {LOSSY_SECONDS} s")
+    print(f"{'PFC':<4} {'flow':<10} {'sent':>8} {'received':>9} {'lost':>7} {'PAUSE rx':>9}")
+    for key, flows in (("on", lossless), ("off", lossy)):
+        for f, r in flows.items():
+            print(f"{key:<4} {f:<10} {r['sent']:>8} {r['received']:>9} {r['lost']:>7} {r.get('pause_frames_rx', '-'):>9}")
+    print(f"with PFC: {offered:.0f} frames offered, {sent} sent: the senders held back {offered - sent:.0f} "
+          f"({(offered - sent) * FRAME / 1e6:.2f} MB); the excess over the bottleneck, {excess / 1e6:.2f} MB, "
+          f"is more than all the buffers on the paths could hold ({bound / 1e6:.2f} MB)")
+    return {"duration_s": duration, "lossless": lossless, "lossy_duration_s": LOSSY_SECONDS, "lossy": lossy,
+            "offered_frames": offered, "sent_frames": sent, "excess_bytes": round(excess), "buffer_bound_bytes": bound}
+
+
+SCENARIOS = {"incast": incast, "latency": latency, "failover": failover, "ecmp": ecmp, "all": all_in_one}
 
 
 def main(argv):
@@ -530,7 +615,8 @@ def main(argv):
     ap.add_argument("scenario", choices=[*SCENARIOS, "down"])
     ap.add_argument("--dataplane", choices=["pfcswitch", "kernel"], default="pfcswitch")
     ap.add_argument("--pfc", choices=["on", "off", "both"], default="both", help="incast: PFC on, off or both")
-    ap.add_argument("--duration", type=float, help="seconds of traffic (incast 60, latency 20, failover 30)")
+    ap.add_argument("--duration", type=float,
+                    help="seconds of traffic (incast 60, latency 20, failover 30, all: its lossless incast 20)")
     ap.add_argument("--plot", metavar="OUT.png", help="incast: each switch's PG OFF intervals, aligned")
     ap.add_argument("--keep", action="store_true", help="keep the run directories (configs, logs, captures)")
     a = ap.parse_args(argv)
@@ -539,7 +625,7 @@ def main(argv):
     if a.scenario == "down":
         clos.cleanup()
         return
-    a.duration = a.duration or {"incast": 60, "latency": 20, "failover": 30}.get(a.scenario, 0)
+    a.duration = a.duration or {"incast": 60, "latency": 20, "failover": 30, "all": 20}.get(a.scenario, 0)
 
     def on_signal(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")

@@ -199,6 +199,10 @@ LOSSLESS_POOL = 576 * 1024
 LOSSY_POOL = 64 * 1024
 XOFF = 64 * 1024
 XOFF_HOST = 128 * 1024
+PG_MIN = 4096           # a lossless PG's reserved bytes (its profile's `size`)
+DYNAMIC_TH = -3         # alpha = 2^-3 of the free shared pool per lossless PG
+TX_INFLIGHT = 16 * 1024  # a port's frames handed to its veth, not yet out
+TBF_LIMIT = 64 * 1024   # the tbf queue on hosts' eth0 (and kernel routers' ports): 100 ms at 5 Mbit/s
 # mbufs per switch: the rings (8 ports x 256) and lcore caches need ~2900, and the buffer
 # holds at most ~640 of the incast's 1000-byte frames. The computed default assumes
 # minimum-size frames filling the buffer (~13 000 mbufs of 9 KiB: 120 MB a switch, and
@@ -222,7 +226,7 @@ def pfcswitch_toml(sw, ns, cpus, pfc=True):
            "[control_plane]", f'netns = "{ns}"', ""]
     for k, p in enumerate(sw.ports):
         out += ["[[port]]", f'name = "{p.name}"', f'devargs = "net_af_packet{k},iface={p.raw_iface()}"',
-                'tx_inflight_limit = "16K"    # a veth: a few frames ahead of a PAUSE is plenty',
+                f'tx_inflight_limit = "{TX_INFLIGHT // 1024}K"    # a veth: a few frames ahead of a PAUSE is plenty',
                 f'speed = "{NOMINAL_SPEED}"', 'speed_mismatch = "warn"       # a veth reports 10G',
                 "mtu = 9100                   # the shaper's bucket is two frames: 5M needs more than 2 x 1500 B",
                 f"pfc_enable = [{LOSSLESS_TC}]" if pfc else "pfc_enable = []",
@@ -231,10 +235,10 @@ def pfcswitch_toml(sw, ns, cpus, pfc=True):
     out += ["[buffer]", f'total_size = "{BUFFER_TOTAL // 1024}KiB"',
             "[buffer.pool.ingress_lossless_pool]", f'size = "{LOSSLESS_POOL // 1024}KiB"', 'type = "ingress"',
             "[buffer.pool.egress_lossy_pool]", f'size = "{LOSSY_POOL // 1024}KiB"', 'type = "egress"',
-            "[buffer.profile.pg_lossless_profile]", 'pool = "ingress_lossless_pool"', "size = 4096",
-            f'xoff = "{XOFF // 1024}KiB"', "xon = 4096", "xon_offset = 12288", "dynamic_th = -3",
-            "[buffer.profile.pg_lossless_host_profile]", 'pool = "ingress_lossless_pool"', "size = 4096",
-            f'xoff = "{XOFF_HOST // 1024}KiB"', "xon = 4096", "xon_offset = 12288", "dynamic_th = -3",
+            "[buffer.profile.pg_lossless_profile]", 'pool = "ingress_lossless_pool"', f"size = {PG_MIN}",
+            f'xoff = "{XOFF // 1024}KiB"', "xon = 4096", "xon_offset = 12288", f"dynamic_th = {DYNAMIC_TH}",
+            "[buffer.profile.pg_lossless_host_profile]", 'pool = "ingress_lossless_pool"', f"size = {PG_MIN}",
+            f'xoff = "{XOFF_HOST // 1024}KiB"', "xon = 4096", "xon_offset = 12288", f"dynamic_th = {DYNAMIC_TH}",
             "[buffer.profile.queue_lossy_profile]", 'pool = "egress_lossy_pool"', "dynamic_th = -2",
             "[buffer.pg]"]
     out += [f'"{p.name}|{LOSSLESS_TC}" = "pg_lossless_{"host_" if p.to_host else ""}profile"' for p in sw.ports]
@@ -246,3 +250,30 @@ def pfcswitch_toml(sw, ns, cpus, pfc=True):
     out += ["", "[lcores]", "control = 0", 'worker_idle = "adaptive"', "[[lcores.worker]]", "lcore = 1",
             f"rx = [{names}]", f"tx = [{tx}]", ""]
     return "\n".join(out)
+
+
+# The incast's lossless frames (h11 -> t1 -> l1/l2 -> s1/s2 -> l3/l4 -> t4 -> h41 and
+# h31 -> t3 -> l3/l4 -> t4 -> h41) can only wait in these ingress PGs: per switch, the
+# neighbours whose frames it may hold.
+INCAST_PGS = {"t1": ("h11",), "l1": ("t1",), "l2": ("t1",), "s1": ("l1", "l2"), "s2": ("l1", "l2"),
+              "l3": ("s1", "s2", "t3"), "l4": ("s1", "s2", "t3"), "t3": ("h31",), "t4": ("l3", "l4")}
+
+
+def incast_buffer_bound(clos=None):
+    """An upper bound, bytes, of what the fabric can hold of the incast's excess: every
+    lossless PG on its paths full (reserved + its share of the shared pool + all of its
+    headroom) plus what each link's sender has handed to its veth (TX_INFLIGHT per hop,
+    and the last one to h41) and the senders' own tbf queues. n PGs of one switch all at the Dynamic Threshold
+    (x = alpha * (S - n x)) hold n alpha S / (1 + n alpha) of its shared pool S, S being
+    the lossless pool less every PG's reserved bytes and headroom (docs/fabric.md,
+    "Buffers"). With PFC the excess past this must have stayed in the senders."""
+    clos = clos or Clos()
+    alpha = 2.0 ** DYNAMIC_TH
+    total = TX_INFLIGHT + 2 * TBF_LIMIT
+    for name, peers in INCAST_PGS.items():
+        sw = clos.switches[name]
+        xoff = {p.peer: XOFF_HOST if p.to_host else XOFF for p in sw.ports}
+        shared = LOSSLESS_POOL - sum(PG_MIN + x for x in xoff.values())
+        n = len(peers)
+        total += sum(PG_MIN + xoff[p] + TX_INFLIGHT for p in peers) + n * alpha * shared / (1 + n * alpha)
+    return int(total)
