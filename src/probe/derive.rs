@@ -28,6 +28,10 @@ pub struct Derive<'a> {
 /// Port keys that name things of the original device (its queues, its NIC).
 const DEVICE_KEYS: [&str; 2] = ["control_tx_queue", "speed_mismatch"];
 
+/// Sections the probe's bridged pcap run leaves out (see [`derive`]).
+const ROUTING_AND_L2_SECTIONS: [&str; 6] =
+    ["interface", "control_plane", "vlan", "vlan_member", "vlan_interface", "lldp"];
+
 /// The derived configuration, or what in the file prevents it.
 pub fn derive(orig: &Table, d: &Derive) -> Result<Table, String> {
     let mut t = orig.clone();
@@ -44,6 +48,11 @@ pub fn derive(orig: &Table, d: &Derive) -> Result<Table, String> {
         ("file_prefix".to_string(), Value::String(d.file_prefix.to_string())),
     ]);
     t.insert("eal".into(), Value::Table(eal));
+    // The probe measures the lossless class on bridged pcap ports: routing (its kernel
+    // namespace and representors), VLAN domains and LLDP are left out of the derived file.
+    for k in ROUTING_AND_L2_SECTIONS {
+        t.remove(k);
+    }
 
     let ports = match t.get_mut("port") {
         Some(Value::Array(a)) if !a.is_empty() => a,
@@ -174,6 +183,13 @@ xoff = "1MiB"
         assert_eq!(t["lcores"]["control_nap"].as_str(), Some("1ms"));
         assert_eq!(t["switch"]["flood_lossless"].as_bool(), Some(false));
         assert_eq!(t["eal"]["file_prefix"].as_str(), Some("p1"));
+        // A routed T0 file: no namespace, representors or VLAN domains in the probe's run.
+        let mut routed = orig.clone();
+        for k in ROUTING_AND_L2_SECTIONS {
+            routed.insert(k.into(), Value::Table(Table::new()));
+        }
+        let t = derive(&routed, &d).unwrap();
+        assert!(ROUTING_AND_L2_SECTIONS.iter().all(|k| !t.contains_key(*k)));
         assert_eq!(t["buffer"]["pool"]["ingress_lossless_pool"]["xoff"].as_str(), Some("1MiB"));
     }
 
