@@ -358,6 +358,25 @@ impl Worker {
         }
     }
 
+    /// The checks every received frame passes first: one segment, no longer than the
+    /// port's largest frame, at least a minimum frame (padded when `pad_short`). False:
+    /// dropped and counted at arrival.
+    #[inline(always)]
+    fn arrival_ok(&self, m: &mut Mbuf, in_port: usize, pad_short: bool, c: &LcoreCounters) -> bool {
+        // A chained mbuf is dropped: everything after this sees the first segment only,
+        // and the MMU charges its length.
+        if m.segments() != 1 || m.pkt_len() > self.max_frame[in_port] {
+            let why = if m.segments() != 1 { DropReason::MultiSegment } else { DropReason::Oversize };
+            c.count_drop(DropSite::arrival(in_port), why, 1);
+            return false;
+        }
+        if m.len() < MIN_FRAME_LEN && (!pad_short || !pad(m)) {
+            c.count_drop(DropSite::arrival(in_port), DropReason::Runt, 1);
+            return false;
+        }
+        true
+    }
+
     /// One received burst: per packet, checks (segments, size, runt), parse, MAC control,
     /// the VLAN, routing's first pass, learning, the forwarding decision and the batch into
     /// runs; then routing's second pass and the counters. Long (~200 lines) with a reason:
@@ -394,15 +413,7 @@ impl Worker {
             }
             let Some(mut m) = self.burst.take(i) else { continue };
             rx_bytes += m.pkt_len() as u64;
-            // Only whole, single-segment frames the port's MTU allows go further: everything
-            // after this sees the first segment only, and the MMU charges its length.
-            if m.segments() != 1 || m.pkt_len() > self.max_frame[in_port] {
-                let why = if m.segments() != 1 { DropReason::MultiSegment } else { DropReason::Oversize };
-                c.count_drop(DropSite::arrival(in_port), why, 1);
-                continue;
-            }
-            if m.len() < MIN_FRAME_LEN && (!self.pad_short[in_port] || !pad(&mut m)) {
-                c.count_drop(DropSite::arrival(in_port), DropReason::Runt, 1);
+            if !self.arrival_ok(&mut m, in_port, self.pad_short[in_port], c) {
                 continue;
             }
             // The length as received (a VLAN tag edited on egress changes it per copy).
@@ -733,16 +744,7 @@ impl Worker {
         for i in 0..n {
             let Some(mut m) = self.burst.take(i) else { continue };
             rx_bytes += m.pkt_len() as u64;
-            if m.segments() != 1 || m.pkt_len() > self.max_frame[in_port] {
-                c.count_drop(
-                    DropSite::arrival(in_port),
-                    if m.segments() != 1 { DropReason::MultiSegment } else { DropReason::Oversize },
-                    1,
-                );
-                continue;
-            }
-            if m.len() < MIN_FRAME_LEN && !pad(&mut m) {
-                c.count_drop(DropSite::arrival(in_port), DropReason::Runt, 1);
+            if !self.arrival_ok(&mut m, in_port, true, c) {
                 continue;
             }
             let len = m.len() as u32;
@@ -807,16 +809,7 @@ impl Worker {
         for i in 0..n {
             let Some(mut m) = self.burst.take(i) else { continue };
             rx_bytes += m.pkt_len() as u64;
-            if m.segments() != 1 || m.pkt_len() > self.max_frame[in_port] {
-                c.count_drop(
-                    DropSite::arrival(in_port),
-                    if m.segments() != 1 { DropReason::MultiSegment } else { DropReason::Oversize },
-                    1,
-                );
-                continue;
-            }
-            if m.len() < MIN_FRAME_LEN && !pad(&mut m) {
-                c.count_drop(DropSite::arrival(in_port), DropReason::Runt, 1);
+            if !self.arrival_ok(&mut m, in_port, true, c) {
                 continue;
             }
             let class = match wire::parse(m.data()) {
