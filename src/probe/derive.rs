@@ -28,7 +28,7 @@ pub struct Derive<'a> {
 /// Port keys that name things of the original device (its queues, its NIC).
 const DEVICE_KEYS: [&str; 2] = ["control_tx_queue", "speed_mismatch"];
 
-/// Sections the probe's bridged pcap run leaves out (see [`derive`]).
+/// Sections the probe's bridged pcap run leaves out (see [`derive()`]).
 const ROUTING_AND_L2_SECTIONS: [&str; 6] =
     ["interface", "control_plane", "vlan", "vlan_member", "vlan_interface", "lldp"];
 
