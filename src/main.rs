@@ -116,18 +116,69 @@ enum ConfigCmd {
         #[command(subcommand)]
         what: InterfaceCmd,
     },
+    /// A WRED/ECN profile the file defines (SONiC `config ecn -profile NAME -gmin … -gmax …`)
+    #[command(alias = "ecn")]
+    Wred {
+        name: String,
+        /// Bytes ("20KiB" or a number)
+        #[arg(long)]
+        green_min_threshold: Option<String>,
+        /// Bytes ("200KiB" or a number)
+        #[arg(long)]
+        green_max_threshold: Option<String>,
+        /// Percent 0..=100
+        #[arg(long)]
+        green_drop_probability: Option<String>,
+        /// ecn_none | ecn_green | ecn_green_yellow | ecn_green_red | ecn_all …
+        #[arg(long)]
+        ecn: Option<String>,
+        /// true | false
+        #[arg(long)]
+        wred_green_enable: Option<String>,
+    },
+    /// The PFC watchdog, when the file turns it on (SONiC `config pfcwd start`, `config
+    /// pfcwd interval`)
+    Pfcwd {
+        /// drop | forward | alert
+        #[arg(long)]
+        action: Option<String>,
+        /// Milliseconds
+        #[arg(long)]
+        detection_time: Option<String>,
+        /// Milliseconds
+        #[arg(long)]
+        restoration_time: Option<String>,
+        /// Milliseconds
+        #[arg(long)]
+        poll_interval: Option<String>,
+    },
     /// Write the running configuration (with every change made) to FILE as TOML
     Save { file: PathBuf },
 }
 
 #[derive(Subcommand)]
 enum BufferCmd {
-    /// `config buffer profile NAME --dynamic-th N`: α = 2^N of a profile the file defines
+    /// `config buffer profile NAME --dynamic-th N --xoff B …`: a profile the file defines
     Profile {
         name: String,
-        /// -8..=7
+        /// α = 2^N, -8..=7 (replaces static_th)
         #[arg(long, allow_negative_numbers = true)]
-        dynamic_th: i64,
+        dynamic_th: Option<String>,
+        /// Bytes (replaces dynamic_th)
+        #[arg(long)]
+        static_th: Option<String>,
+        /// Private (reserved) bytes
+        #[arg(long)]
+        size: Option<String>,
+        /// Headroom bytes (fixes it; without it the calculator sizes it)
+        #[arg(long)]
+        xoff: Option<String>,
+        /// Bytes
+        #[arg(long)]
+        xon: Option<String>,
+        /// Bytes
+        #[arg(long)]
+        xon_offset: Option<String>,
     },
 }
 
@@ -608,13 +659,47 @@ fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> Out
 
 /// `config`: one change through `/pfcswitch/config` (or `save`: the running text).
 fn live_config(prefix: Option<String>, what: ConfigCmd) -> Outcome {
-    use pfcswitch::reconfig::{join_pieces, Change, COMMAND};
+    use pfcswitch::reconfig::{join_pieces, Change, Target, COMMAND};
     let (change, save) = match what {
-        ConfigCmd::Buffer { what: BufferCmd::Profile { name, dynamic_th } } => {
-            (Some(Change::DynamicTh { profile: name, value: dynamic_th }), None)
+        ConfigCmd::Buffer { what: BufferCmd::Profile { name, dynamic_th, static_th, size, xoff, xon, xon_offset } } => {
+            let sets = [
+                ("dynamic_th", dynamic_th),
+                ("static_th", static_th),
+                ("size", size),
+                ("xoff", xoff),
+                ("xon", xon),
+                ("xon_offset", xon_offset),
+            ];
+            (Some(change_of(Target::Profile(name), sets)?), None)
         }
         ConfigCmd::Interface { what: InterfaceCmd::CableLength { port, length } } => {
-            (Some(Change::CableLength { port, length }), None)
+            (Some(Change::new(Target::Port(port), &[("cable_length", &length)])), None)
+        }
+        ConfigCmd::Wred {
+            name,
+            green_min_threshold,
+            green_max_threshold,
+            green_drop_probability,
+            ecn,
+            wred_green_enable,
+        } => {
+            let sets = [
+                ("green_min_threshold", green_min_threshold),
+                ("green_max_threshold", green_max_threshold),
+                ("green_drop_probability", green_drop_probability),
+                ("ecn", ecn),
+                ("wred_green_enable", wred_green_enable),
+            ];
+            (Some(change_of(Target::Wred(name), sets)?), None)
+        }
+        ConfigCmd::Pfcwd { action, detection_time, restoration_time, poll_interval } => {
+            let sets = [
+                ("action", action),
+                ("detection_time", detection_time),
+                ("restoration_time", restoration_time),
+                ("poll_interval", poll_interval),
+            ];
+            (Some(change_of(Target::Pfcwd, sets)?), None)
         }
         ConfigCmd::Save { file } => (None, Some(file)),
     };
@@ -652,6 +737,22 @@ fn live_config(prefix: Option<String>, what: ConfigCmd) -> Outcome {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The options given, as one change (no value may hold a comma: the change travels as
+/// one comma-separated telemetry parameter).
+fn change_of<const N: usize>(
+    target: pfcswitch::reconfig::Target,
+    sets: [(&str, Option<String>); N],
+) -> Result<pfcswitch::reconfig::Change, Fail> {
+    let given: Vec<(&str, &str)> = sets.iter().filter_map(|(k, v)| v.as_deref().map(|v| (*k, v))).collect();
+    if given.is_empty() {
+        return Err(Fail::Input("pfcswitch config: nothing to change (give at least one option)".into()));
+    }
+    if let Some((k, _)) = given.iter().find(|(_, v)| v.contains(',')) {
+        return Err(Fail::Input(format!("pfcswitch config: --{}: a value cannot contain ','", k.replace('_', "-"))));
+    }
+    Ok(pfcswitch::reconfig::Change::new(target, &given))
 }
 
 /// `exporter`: an HTTP server whose `/metrics` page is the switch's telemetry in the

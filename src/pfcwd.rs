@@ -568,10 +568,32 @@ impl Pfcwd {
         t
     }
 
-    fn publish(&mut self, now: u64, t: Transitions) {
+    /// A new action and new times (`pfcswitch config pfcwd`), keeping what the watchdog
+    /// has seen: a stall being timed keeps its start, a storm stays a storm until the new
+    /// restoration time, and the stormed priorities' masks follow the new action at once.
+    /// The next poll comes no later than one new interval after the last. Does not
+    /// validate `cfg`.
+    pub fn reconfigure(&mut self, cfg: &PfcwdConfig, tsc_hz: u64) {
+        let interval = ms_to_ticks(cfg.poll_interval_ms, tsc_hz);
+        let last_poll = self.next_poll.saturating_sub(self.interval.max(1));
+        self.next_poll = self.next_poll.min(last_poll.saturating_add(interval.max(1)));
+        self.interval = interval;
+        self.action = cfg.action;
+        self.detection = ms_to_ticks(cfg.detection_time_ms, tsc_hz);
+        self.restoration = ms_to_ticks(cfg.restoration_time_ms, tsc_hz);
+        self.set_masks();
+    }
+
+    /// What the stormed priorities' action asks of the scheduler, here and shared.
+    fn set_masks(&mut self) {
         let stormed = self.stormed_mask();
         self.ignore = if self.action.ignores_pfc() { stormed } else { 0 };
         self.drop = if self.action.drops() { stormed } else { 0 };
+        self.state.ignore.store(self.ignore, Release);
+        self.state.drop.store(self.drop, Release);
+    }
+
+    fn publish(&mut self, now: u64, t: Transitions) {
         let s = &*self.state;
         for i in 0..8 {
             let bit = 1u8 << i;
@@ -587,8 +609,7 @@ impl Pfcwd {
                 p.stormed.store(false, Release);
             }
         }
-        s.ignore.store(self.ignore, Release);
-        s.drop.store(self.drop, Release);
+        self.set_masks();
     }
 }
 
@@ -615,6 +636,30 @@ mod tests {
             now += 10;
         }
         None
+    }
+
+    #[test]
+    fn reconfigure_keeps_the_storm_and_switches_its_action() {
+        let mut w = wd(Action::Drop);
+        let (at, t) = run(&mut w, 0, 1000, 0b1000, 0b1000, 0).expect("storm");
+        assert_eq!(t.detected, 0b1000);
+        assert_eq!((w.ignore_pfc_mask(), w.drop_mask()), (0b1000, 0b1000));
+        let cfg = PfcwdConfig {
+            action: Action::Forward,
+            restoration_time_ms: 400,
+            poll_interval_ms: 20,
+            ..PfcwdConfig::default()
+        };
+        w.reconfigure(&cfg, HZ);
+        assert_eq!(w.action(), Action::Forward);
+        assert_eq!((w.ignore_pfc_mask(), w.drop_mask(), w.stormed_mask()), (0b1000, 0, 0b1000));
+        assert_eq!(w.state().ignore_pfc_mask(), 0b1000);
+        assert_eq!(w.state().drop_mask(), 0);
+        // Quiet from `at`: restored after the new 400 ms (not the old 200), polled every 20 ms.
+        assert!(run(&mut w, at + 20, at + 380, 0, 0b1000, 0).is_none());
+        let (back, t) = run(&mut w, at + 400, at + 500, 0, 0b1000, 0).expect("restored");
+        assert_eq!((t.restored, back), (0b1000, at + 400));
+        assert_eq!((w.ignore_pfc_mask(), w.drop_mask()), (0, 0));
     }
 
     #[test]

@@ -1,63 +1,161 @@
 //! Live reconfiguration, the pure part: a change (`pfcswitch config buffer profile NAME
-//! --dynamic-th N`, `pfcswitch config interface cable-length PORT LEN`) is made to the
-//! running configuration's TOML text and the result validated exactly as the file is at
-//! start ([`crate::config::from_str`], then [`crate::plan::plan`]: the same one-line
-//! errors naming the field), giving the new text (what `config save` writes) and the new
-//! MMU limits. The dataplane applies them from the control lcore
-//! (`dataplane::reconfig`, [`crate::mmu::Mmu::set_limits`]); nothing here touches a
-//! running switch. See docs/live-config.md.
+//! --dynamic-th N --xoff B …`, `config interface cable-length PORT LEN`, `config wred
+//! PROFILE …`, `config pfcwd …`) is made to the running configuration's TOML text and the
+//! result validated exactly as the file is at start ([`crate::config::from_str`], then
+//! [`crate::plan::plan`]: the same one-line errors naming the field), giving the new text
+//! (what `config save` writes), the new MMU limits and the new per-port egress settings.
+//! The dataplane applies them from the control lcore (`dataplane::reconfig`,
+//! [`crate::mmu::Mmu::set_limits`]); nothing here touches a running switch. See
+//! docs/live-config.md.
 
 use crate::config::{self, Config};
 use crate::mmu::MmuConfig;
 use crate::plan::{self, Plan};
 
-/// One change to the running configuration.
+/// What a change is made to: a table of the configuration file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Change {
-    /// `[buffer.profile.<profile>] dynamic_th = value` (SONiC `config buffer profile set
-    /// <name> --dynamic_th`).
-    DynamicTh { profile: String, value: i64 },
-    /// `[[port]] name = <port>`: `cable_length = <length>` (SONiC `config interface
-    /// cable-length`); the port's lossless PGs get the headroom the calculator gives for it
-    /// unless their profile sets `xoff`.
-    CableLength { port: String, length: String },
+pub enum Target {
+    /// `[buffer.profile.<name>]` (SONiC `BUFFER_PROFILE`).
+    Profile(String),
+    /// `[qos.wred_profile.<name>]` (SONiC `WRED_PROFILE`).
+    Wred(String),
+    /// `[pfcwd]` (SONiC `PFC_WD`).
+    Pfcwd,
+    /// The `[[port]]` named so.
+    Port(String),
+}
+
+/// How a key's value is written in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// An integer.
+    Int,
+    /// Bytes or a length: a bare number stays a number, anything else a string ("20KiB",
+    /// "300m"), which the file's own parser judges.
+    Amount,
+    Bool,
+    Str,
+}
+
+impl Target {
+    fn kind(&self) -> &'static str {
+        match self {
+            Target::Profile(_) => "profile",
+            Target::Wred(_) => "wred",
+            Target::Pfcwd => "pfcwd",
+            Target::Port(_) => "port",
+        }
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            Target::Profile(n) | Target::Wred(n) | Target::Port(n) => n,
+            Target::Pfcwd => "",
+        }
+    }
+
+    /// The keys a live change may set here, and how each is written.
+    fn keys(&self) -> &'static [(&'static str, Kind)] {
+        match self {
+            Target::Profile(_) => &[
+                ("dynamic_th", Kind::Int),
+                ("static_th", Kind::Amount),
+                ("size", Kind::Amount),
+                ("xoff", Kind::Amount),
+                ("xon", Kind::Amount),
+                ("xon_offset", Kind::Amount),
+            ],
+            Target::Wred(_) => &[
+                ("green_min_threshold", Kind::Amount),
+                ("green_max_threshold", Kind::Amount),
+                ("green_drop_probability", Kind::Int),
+                ("wred_green_enable", Kind::Bool),
+                ("ecn", Kind::Str),
+            ],
+            Target::Pfcwd => &[
+                ("action", Kind::Str),
+                ("detection_time", Kind::Int),
+                ("restoration_time", Kind::Int),
+                ("poll_interval", Kind::Int),
+            ],
+            Target::Port(_) => &[("cable_length", Kind::Amount)],
+        }
+    }
+
+    /// The table's name as errors and the log give it.
+    fn field(&self) -> String {
+        match self {
+            Target::Profile(n) => format!("buffer.profile.{n}"),
+            Target::Wred(n) => format!("qos.wred_profile.{n}"),
+            Target::Pfcwd => "pfcwd".to_string(),
+            Target::Port(n) => format!("port {n}"),
+        }
+    }
+}
+
+/// One change to the running configuration: keys set in one table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub target: Target,
+    /// (key, value as typed); at least one.
+    pub sets: Vec<(String, String)>,
 }
 
 /// The telemetry command that carries a change (`/pfcswitch/config,<param>`).
 pub const COMMAND: &str = "/pfcswitch/config";
 
-const USAGE: &str = "parameters: dynamic_th,<profile>,<-8..7> | cable_length,<port>,<length>";
+const USAGE: &str =
+    "parameters: <profile|wred|port|pfcwd>,<name>,<key>=<value>[,<key>=<value>…] (pfcwd: an empty name)";
 
 impl Change {
-    /// The telemetry parameter: `dynamic_th,<profile>,<n>` or `cable_length,<port>,<len>`.
+    /// A change of `target`'s `key = value` pairs.
+    pub fn new(target: Target, sets: &[(&str, &str)]) -> Change {
+        Change { target, sets: sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() }
+    }
+
+    /// The telemetry parameter: `<kind>,<name>,<key>=<value>…`.
     pub fn to_param(&self) -> String {
-        match self {
-            Change::DynamicTh { profile, value } => format!("dynamic_th,{profile},{value}"),
-            Change::CableLength { port, length } => format!("cable_length,{port},{length}"),
-        }
+        let sets: Vec<String> = self.sets.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{},{},{}", self.target.kind(), self.target.name(), sets.join(","))
     }
 
-    /// Inverse of [`Change::to_param`]; an error is one line.
+    /// Inverse of [`Change::to_param`], checking the keys; an error is one line.
     pub fn parse_param(p: &str) -> Result<Change, String> {
-        let parts: Vec<&str> = p.split(',').map(str::trim).collect();
-        match parts.as_slice() {
-            ["dynamic_th", profile, v] if !profile.is_empty() => match v.parse() {
-                Ok(value) => Ok(Change::DynamicTh { profile: profile.to_string(), value }),
-                Err(_) => Err(format!("dynamic_th: '{v}' is not an integer")),
-            },
-            ["cable_length", port, len] if !port.is_empty() && !len.is_empty() => {
-                Ok(Change::CableLength { port: port.to_string(), length: len.to_string() })
+        let mut parts = p.split(',').map(str::trim);
+        let (Some(kind), Some(name)) = (parts.next(), parts.next()) else { return Err(USAGE.to_string()) };
+        let target = match (kind, name) {
+            ("pfcwd", "") => Target::Pfcwd,
+            (_, "") => return Err(USAGE.to_string()),
+            ("profile", n) => Target::Profile(n.to_string()),
+            ("wred", n) => Target::Wred(n.to_string()),
+            ("port", n) => Target::Port(n.to_string()),
+            _ => return Err(USAGE.to_string()),
+        };
+        let mut sets = Vec::new();
+        for kv in parts {
+            let Some((k, v)) = kv.split_once('=') else { return Err(USAGE.to_string()) };
+            let (k, v) = (k.trim(), v.trim());
+            if !target.keys().iter().any(|(key, _)| *key == k) {
+                let known: Vec<&str> = target.keys().iter().map(|(key, _)| *key).collect();
+                return Err(format!("{}: '{k}' cannot be changed live (keys: {})", target.field(), known.join(", ")));
             }
-            _ => Err(USAGE.to_string()),
+            if v.is_empty() || sets.iter().any(|(key, _): &(String, String)| key == k) {
+                return Err(format!("{}.{k}: given twice or without a value", target.field()));
+            }
+            sets.push((k.to_string(), v.to_string()));
         }
+        if sets.is_empty() {
+            return Err(format!("{}: nothing to change", target.field()));
+        }
+        Ok(Change { target, sets })
     }
 
-    /// For the log: what changed, as the configuration names it.
+    /// For the log: what changed, as the configuration names it
+    /// (`buffer.profile.P.dynamic_th = -1`, `port Ethernet0 cable_length = 300m`).
     pub fn describe(&self) -> String {
-        match self {
-            Change::DynamicTh { profile, value } => format!("buffer.profile.{profile}.dynamic_th = {value}"),
-            Change::CableLength { port, length } => format!("port {port} cable_length = {length}"),
-        }
+        let sep = if matches!(self.target, Target::Port(_)) { " " } else { "." };
+        let f = self.target.field();
+        self.sets.iter().map(|(k, v)| format!("{f}{sep}{k} = {v}")).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -76,50 +174,76 @@ impl Applied {
     }
 }
 
-/// A length as the file would hold it: a bare number stays a number (metres).
-fn length_value(s: &str) -> toml::Value {
-    if let Ok(i) = s.parse::<i64>() {
-        return toml::Value::Integer(i);
-    }
-    if let Ok(f) = s.parse::<f64>() {
-        return toml::Value::Float(f);
-    }
-    toml::Value::String(s.to_string())
+/// `v` as the file would hold it for a key of `kind` (`key` names it in errors).
+fn value(kind: Kind, field: &str, v: &str) -> Result<toml::Value, String> {
+    let bad = |what: &str| format!("{field}: '{v}' is not {what}");
+    Ok(match kind {
+        Kind::Int => toml::Value::Integer(v.parse().map_err(|_| bad("an integer"))?),
+        Kind::Bool => toml::Value::Boolean(v.parse().map_err(|_| bad("true or false"))?),
+        Kind::Str => toml::Value::String(v.to_string()),
+        Kind::Amount => {
+            if let Ok(i) = v.parse::<i64>() {
+                toml::Value::Integer(i)
+            } else if let Ok(f) = v.parse::<f64>() {
+                toml::Value::Float(f)
+            } else {
+                toml::Value::String(v.to_string())
+            }
+        }
+    })
 }
 
-/// Makes `change` to `text` (a configuration that validated, named `origin` in errors) and
-/// validates the result as at start, with the switch's `sw_response_ns`. Changes that
-/// would change more than limits (another port's set, the shape of the MMU) cannot be
-/// expressed: only a profile's `dynamic_th` and a port's `cable_length` are written.
-pub fn apply(text: &str, origin: &str, change: &Change, sw_response_ns: u64) -> Result<Applied, String> {
-    let mut top: toml::Table = toml::from_str(text).map_err(|e| format!("{origin}: {}", e.message().trim()))?;
-    match change {
-        Change::DynamicTh { profile, value } => {
-            let field = format!("buffer.profile.{profile}");
-            let prof = top
-                .get_mut("buffer")
-                .and_then(|b| b.get_mut("profile"))
-                .and_then(|p| p.get_mut(profile.as_str()))
-                .and_then(toml::Value::as_table_mut)
-                .ok_or_else(|| {
-                    format!("{origin}: {field}: no such profile in the configuration file (only its profiles can be changed)")
-                })?;
-            if prof.contains_key("static_th") {
-                return Err(format!("{origin}: {field}: has static_th; dynamic_th would give it both"));
-            }
-            prof.insert("dynamic_th".into(), toml::Value::Integer(*value));
-        }
-        Change::CableLength { port, length } => {
-            let p = top
+/// The table `target` names in `top`, or a one-line error.
+fn table<'a>(top: &'a mut toml::Table, target: &Target, origin: &str) -> Result<&'a mut toml::Table, String> {
+    let field = target.field();
+    let path: &[&str] = match target {
+        Target::Profile(n) => &["buffer", "profile", n],
+        Target::Wred(n) => &["qos", "wred_profile", n],
+        Target::Pfcwd => &["pfcwd"],
+        Target::Port(n) => {
+            return top
                 .get_mut("port")
                 .and_then(toml::Value::as_array_mut)
                 .and_then(|a| {
                     a.iter_mut()
                         .filter_map(toml::Value::as_table_mut)
-                        .find(|t| t.get("name").and_then(toml::Value::as_str) == Some(port.as_str()))
+                        .find(|t| t.get("name").and_then(toml::Value::as_str) == Some(n.as_str()))
                 })
-                .ok_or_else(|| format!("{origin}: port: no port named '{port}'"))?;
-            p.insert("cable_length".into(), length_value(length));
+                .ok_or_else(|| format!("{origin}: port: no port named '{n}'"));
+        }
+    };
+    let mut t = top;
+    for key in path {
+        t = t.get_mut(*key).and_then(toml::Value::as_table_mut).ok_or_else(|| match target {
+            Target::Pfcwd => {
+                format!("{origin}: pfcwd: the watchdog was off at start ([pfcwd] absent): it cannot be started live")
+            }
+            _ => format!("{origin}: {field}: no such table in the configuration file (only its own can be changed)"),
+        })?;
+    }
+    Ok(t)
+}
+
+/// Makes `change` to `text` (a configuration that validated, named `origin` in errors) and
+/// validates the result as at start, with the switch's `sw_response_ns`. A change that
+/// would change more than limits (which PGs are lossless, the MMU's shape) is refused
+/// here, in one line, as the MMU would refuse it.
+pub fn apply(text: &str, origin: &str, change: &Change, sw_response_ns: u64) -> Result<Applied, String> {
+    let mut top: toml::Table = toml::from_str(text).map_err(|e| format!("{origin}: {}", e.message().trim()))?;
+    let field = change.target.field();
+    let t = table(&mut top, &change.target, origin)?;
+    for (k, v) in &change.sets {
+        let kind = change.target.keys().iter().find(|(key, _)| key == k).map(|(_, kind)| *kind);
+        let kind = kind.ok_or_else(|| format!("{origin}: {field}: '{k}' cannot be changed live"))?;
+        t.insert(k.clone(), value(kind, &format!("{origin}: {field}.{k}"), v)?);
+        // A profile has one threshold: setting one kind replaces the other.
+        let other = match k.as_str() {
+            "dynamic_th" => Some("static_th"),
+            "static_th" => Some("dynamic_th"),
+            _ => None,
+        };
+        if let Some(o) = other.filter(|o| !change.sets.iter().any(|(k2, _)| k2 == o)) {
+            t.remove(o);
         }
     }
     let new_text = toml::to_string(&top).map_err(|e| format!("{origin}: {e}"))?;
@@ -128,15 +252,17 @@ pub fn apply(text: &str, origin: &str, change: &Change, sw_response_ns: u64) -> 
     Ok(Applied { text: new_text, config: cfg, plan })
 }
 
-/// The limits to install at once when `new` shrinks some headroom that is not safe to
-/// shrink yet ([`crate::mmu::Mmu::headroom_shrink_safe`]): `new` with every PG's `xoff`
-/// (and a shared headroom pool's size) at least `cur`'s, so nothing in flight towards a
-/// paused PG loses its place; the shrink follows once the PGs drained.
+/// The limits to install at once when `new` shrinks some headroom or private size that is
+/// not safe to shrink yet ([`crate::mmu::Mmu::headroom_shrink_safe`]): `new` with every
+/// PG's `xoff` and `size` (and a shared headroom pool's size) at least `cur`'s, so nothing
+/// in flight towards a paused PG loses its place and the shared segment is not
+/// over-committed; the shrink follows once the PGs drained.
 pub fn interim(cur: &MmuConfig, new: &MmuConfig) -> MmuConfig {
     let mut m = new.clone();
     for (n, c) in m.ports.iter_mut().zip(&cur.ports) {
         for (g, old) in n.pgs.iter_mut().zip(&c.pgs) {
             g.xoff = g.xoff.max(old.xoff);
+            g.size = g.size.max(old.size);
         }
     }
     if let (crate::mmu::HeadroomPolicy::SharedPool { size }, crate::mmu::HeadroomPolicy::SharedPool { size: old }) =
@@ -234,31 +360,50 @@ dynamic_th = -2
 "Ethernet4|3-4" = "pg_lossless_profile"
 "#;
 
+    fn th(v: &str) -> Change {
+        Change::new(Target::Profile("pg_lossless_profile".into()), &[("dynamic_th", v)])
+    }
+
+    fn cable(port: &str, len: &str) -> Change {
+        Change::new(Target::Port(port.into()), &[("cable_length", len)])
+    }
+
     #[test]
     fn params_round_trip() {
         for c in [
-            Change::DynamicTh { profile: "pg_lossless_profile".into(), value: -3 },
-            Change::CableLength { port: "Ethernet0".into(), length: "300m".into() },
+            th("-3"),
+            cable("Ethernet0", "300m"),
+            Change::new(Target::Profile("p".into()), &[("xoff", "20KiB"), ("xon", "4096"), ("size", "0")]),
+            Change::new(Target::Wred("W".into()), &[("green_min_threshold", "1000"), ("ecn", "ecn_all")]),
+            Change::new(Target::Pfcwd, &[("action", "forward"), ("detection_time", "400")]),
         ] {
             assert_eq!(Change::parse_param(&c.to_param()), Ok(c));
         }
-        for bad in ["", "dynamic_th,p", "dynamic_th,p,x", "xoff,p,1", "cable_length,,5m"] {
+        for bad in [
+            "",
+            "profile,p",
+            "profile,p,x",
+            "profile,p,pool=x",
+            "xoff,p,1",
+            "port,,cable_length=5m",
+            "profile,p,xoff=1,xoff=2",
+            "profile,p,xoff=",
+            "pfcwd,x,action=drop",
+        ] {
             let e = Change::parse_param(bad).unwrap_err();
             assert!(!e.contains('\n'), "{e}");
         }
+        assert_eq!(th("-1").describe(), "buffer.profile.pg_lossless_profile.dynamic_th = -1");
+        assert_eq!(cable("Ethernet0", "5m").describe(), "port Ethernet0 cable_length = 5m");
     }
 
     #[test]
     fn dynamic_th_and_cable_length_change_only_the_limits() {
-        let cur = apply(TEXT, "t.toml", &Change::CableLength { port: "Ethernet0".into(), length: "5m".into() }, 10_000)
-            .unwrap();
-        let th = apply(TEXT, "t.toml", &Change::DynamicTh { profile: "pg_lossless_profile".into(), value: 1 }, 10_000)
-            .unwrap();
+        let cur = apply(TEXT, "t.toml", &cable("Ethernet0", "5m"), 10_000).unwrap();
+        let th = apply(TEXT, "t.toml", &th("1"), 10_000).unwrap();
         assert_eq!(th.mmu().ports[0].pgs[3].threshold, crate::mmu::Threshold::Dynamic(1));
         assert_eq!(cur.mmu().ports[0].pgs[3].threshold, crate::mmu::Threshold::Dynamic(-2));
-        let long =
-            apply(&th.text, "t.toml", &Change::CableLength { port: "Ethernet0".into(), length: "300m".into() }, 10_000)
-                .unwrap();
+        let long = apply(&th.text, "t.toml", &cable("Ethernet0", "300m"), 10_000).unwrap();
         // Both changes kept (the text carries the first), headroom recomputed for 300 m on
         // Ethernet0 only.
         assert_eq!(long.mmu().ports[0].pgs[3].threshold, crate::mmu::Threshold::Dynamic(1));
@@ -272,14 +417,46 @@ dynamic_th = -2
     }
 
     #[test]
+    fn profile_xoff_xon_size_and_static_th() {
+        let p = Target::Profile("pg_lossless_profile".into());
+        let a = apply(
+            TEXT,
+            "t.toml",
+            &Change::new(p.clone(), &[("xoff", "20000"), ("xon", "3000"), ("size", "8KiB")]),
+            10_000,
+        )
+        .unwrap();
+        let g = a.mmu().ports[1].pgs[4];
+        assert_eq!((g.xoff, g.xon, g.size), (20000, 3000, 8192));
+        assert!(a.text.contains("xoff = 20000") && a.text.contains("size = \"8KiB\""), "{}", a.text);
+        // One threshold per profile: static_th replaces dynamic_th and back.
+        let s = apply(&a.text, "t.toml", &Change::new(p.clone(), &[("static_th", "50000")]), 10_000).unwrap();
+        assert_eq!(s.mmu().ports[0].pgs[3].threshold, crate::mmu::Threshold::Static(50000));
+        let d = apply(&s.text, "t.toml", &Change::new(p, &[("dynamic_th", "0")]), 10_000).unwrap();
+        assert_eq!(d.mmu().ports[0].pgs[3].threshold, crate::mmu::Threshold::Dynamic(0));
+        // A private size that shrinks waits, as headroom does.
+        let mid = interim(a.mmu(), &cur_mmu());
+        assert_eq!(mid.ports[0].pgs[3].size, 8192);
+    }
+
+    fn cur_mmu() -> MmuConfig {
+        apply(TEXT, "t.toml", &th("-2"), 10_000).unwrap().plan.mmu
+    }
+
+    #[test]
     fn errors_are_one_line_naming_the_field() {
+        let p = || Target::Profile("pg_lossless_profile".into());
         for (c, field) in [
-            (Change::DynamicTh { profile: "pg_lossless_profile".into(), value: 8 }, "dynamic_th"),
-            (Change::DynamicTh { profile: "nope".into(), value: 0 }, "buffer.profile.nope"),
-            (Change::CableLength { port: "Ethernet9".into(), length: "5m".into() }, "Ethernet9"),
-            (Change::CableLength { port: "Ethernet0".into(), length: "5parsecs".into() }, "cable_length"),
+            (th("8"), "dynamic_th"),
+            (th("x"), "dynamic_th"),
+            (Change::new(Target::Profile("nope".into()), &[("dynamic_th", "0")]), "buffer.profile.nope"),
+            (cable("Ethernet9", "5m"), "Ethernet9"),
+            (cable("Ethernet0", "5parsecs"), "cable_length"),
             // 80 km of headroom on two PGs does not fit an 8 MiB pool.
-            (Change::CableLength { port: "Ethernet0".into(), length: "80km".into() }, "size"),
+            (cable("Ethernet0", "80km"), "size"),
+            (Change::new(p(), &[("xon", "lots")]), "xon"),
+            (Change::new(Target::Pfcwd, &[("action", "drop")]), "pfcwd"),
+            (Change::new(Target::Wred("W".into()), &[("ecn", "ecn_all")]), "qos.wred_profile.W"),
         ] {
             let e = apply(TEXT, "t.toml", &c, 10_000).unwrap_err();
             assert!(e.starts_with("t.toml: ") && e.contains(field) && !e.contains('\n'), "{c:?}: {e}");

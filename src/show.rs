@@ -288,8 +288,19 @@ pub fn since_clear(view: View, cur: Value, snap: Option<&Snapshot>, now: &Instan
 
 /// Keys that are gauges or watermarks (or not counts at all): `clear` leaves them alone.
 fn is_gauge(key: &str) -> bool {
-    const SUFFIXES: [&str; 10] =
-        ["_depth", "occupancy", "_watermark", "_off", "threshold", "_in_flight", "size", "_used", "_ns", "_status"];
+    const SUFFIXES: [&str; 11] = [
+        "_depth",
+        "occupancy",
+        "_watermark",
+        "_off",
+        "threshold",
+        "_in_flight",
+        "size",
+        "_used",
+        "_ns",
+        "_ms",
+        "_status",
+    ];
     SUFFIXES.iter().any(|s| key.ends_with(s))
 }
 

@@ -229,3 +229,165 @@ fn dynamic_th_and_cable_length_change_under_a_lossless_incast() {
         t0.elapsed().as_secs_f64()
     );
 }
+
+/// Frames of the threshold test: 1000 bytes as received (pfcgen's `size` counts the FCS).
+const FRAME: u64 = 1000;
+
+/// `pfcswitch thresholds` on the running configuration, saved: (PAUSE at packet #, first
+/// drop at packet #) for Ethernet0's PG 3 and 1000-byte frames.
+fn thresholds(file: &std::path::Path) -> (u64, u64) {
+    let o = run_switch(&[
+        "thresholds",
+        "--config",
+        file.to_str().unwrap(),
+        "--port",
+        "Ethernet0",
+        "--pg",
+        "3",
+        "--frame-size",
+        &FRAME.to_string(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", common::show(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    (u(&v[0]["pause_at"]), u(&v[0]["first_drop"]))
+}
+
+/// After live changes of the lossless profile (`--dynamic-th`, `--xoff`, `--size`), the
+/// WRED profile and the watchdog, `pfcswitch thresholds` run on what `config save` wrote
+/// names the packet at which the running switch now pauses: a PFC-obeying sender (pfcgen,
+/// net_memif) sends one frame less, and no PAUSE leaves; one more, and it does. The
+/// egress port does not transmit (`tx_enable = false`), so every frame stays in the PG.
+#[test]
+fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
+    let d = TestDir::new("livethr");
+    let prefix = d.prefix();
+    let memif = |i: u32, role: &str| {
+        format!("net_memif{i},role={role},id=0,socket={}", d.join(&format!("t{i}.sock")).display())
+    };
+    let cfg = SwitchConfig::new(&prefix, "0@0,1@1")
+        .port(Port::new("Ethernet0", &memif(0, "server")).speed("100M").pfc_enable(&[3, 4]))
+        .port(Port::new("Ethernet4", &memif(1, "server")).speed("100M").pfc_enable(&[3, 4]).set("tx_enable", "false"))
+        .toml(&pcap_pair_buffer(&EXACT_PROFILE))
+        .toml(
+            "[qos.wred_profile.W]\ngreen_min_threshold = 20000\ngreen_max_threshold = 40000\n\
+             green_drop_probability = 5\necn = \"ecn_all\"\nwred_green_enable = true\n\
+             [qos.queue]\n\"Ethernet4|1\" = { wred_profile = \"W\" }\n\
+             [pfcwd]\naction = \"drop\"\ndetection_time = 200\nrestoration_time = 200\n",
+        )
+        .one_worker()
+        .write(&d.join("sw.toml"));
+    let before = thresholds(&cfg);
+    let json = d.join("stats.json");
+    let mut sw = RunningSwitch::spawn(&cfg, &json, &["--duration", "60"]);
+    sw.wait_forwarding(Duration::from_secs(30));
+    let config = |args: &[&str]| Command::new(BIN).args(["config", "--prefix", &prefix]).args(args).output().unwrap();
+    for args in [
+        &["buffer", "profile", "pg_lossless", "--dynamic-th", "-1", "--xoff", "12000", "--size", "2000"][..],
+        &["wred", "W", "--green-min-threshold", "10000", "--green-drop-probability", "20"],
+        &["pfcwd", "--action", "forward", "--detection-time", "400"],
+    ] {
+        let o = config(args);
+        if !o.status.success() {
+            fail(sw, &o);
+        }
+        assert!(String::from_utf8_lossy(&o.stdout).contains(": applied"), "{}", common::show(&o));
+    }
+    // Refused in one line, nothing applied: a key that is not live, a watchdog value out
+    // of SONiC's range.
+    for (args, field) in [
+        (&["buffer", "profile", "pg_lossless"][..], "nothing to change"),
+        (&["pfcwd", "--detection-time", "50"], "pfcwd.detection_time"),
+        (&["wred", "nope", "--ecn", "ecn_all"], "qos.wred_profile.nope"),
+    ] {
+        let o = config(args);
+        let err = String::from_utf8_lossy(&o.stderr).trim().to_string();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", common::show(&o));
+        assert!(err.contains(field) && !err.contains('\n'), "{args:?}: {err}");
+    }
+    // The watchdog in force is the changed one.
+    let o = Command::new(BIN).args(["show", "--prefix", &prefix, "--json", "pfcwd", "stats"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["Ethernet0"]["action"].as_str(), u(&v["Ethernet0"]["detection_time_ms"])),
+        (Some("forward"), 400),
+        "{v}"
+    );
+
+    let saved = d.join("saved.toml");
+    assert!(config(&["save", saved.to_str().unwrap()]).status.success());
+    let text = std::fs::read_to_string(&saved).unwrap();
+    for want in ["dynamic_th = -1", "xoff = 12000", "green_min_threshold = 10000", "action = \"forward\""] {
+        assert!(text.contains(want), "{want} not in the saved configuration:\n{text}");
+    }
+    let (pause_at, first_drop) = thresholds(&saved);
+    assert_ne!((pause_at, first_drop), before, "the changes moved neither point");
+
+    // pause_at − 1 frames, then (seconds later) one more; priority 3 by DSCP.
+    let stream = |name: &str, count: u64, start: &str| {
+        format!(
+            "[[stream]]\nname = \"{name}\"\nport = \"g0\"\nrate = \"1000pps\"\nsize = {}\ncount = {count}\ndscp = 3\n\
+             src_mac = \"02:00:00:00:00:a1\"\ndst_mac = \"02:00:00:00:00:b1\"\nsrc_ip = \"10.0.0.1\"\ndst_ip = \"10.0.0.2\"\n\
+             start = \"{start}\"\n",
+            FRAME + 4
+        )
+    };
+    let gen_cfg = d.join("gen.toml");
+    std::fs::write(
+        &gen_cfg,
+        format!(
+            "[eal]\nargs = [\"--no-huge\", \"-m\", \"256\", \"--no-pci\", \"--lcores=0@1\", \"--file-prefix={prefix}-gen\"]\n\
+             [[port]]\nname = \"g0\"\ndevargs = \"{}\"\nspeed = \"100M\"\n[[port]]\nname = \"g1\"\ndevargs = \"{}\"\nspeed = \"100M\"\n{}{}",
+            memif(0, "client"),
+            memif(1, "client"),
+            stream("below", pause_at - 1, "300ms"),
+            stream("at", 1, "8s"),
+        ),
+    )
+    .unwrap();
+    let mut gen = Proc(
+        Command::new(GEN_BIN)
+            .args(["run", "--config", gen_cfg.to_str().unwrap(), "--duration", "12"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(d.join("gen.stderr")).unwrap()))
+            .spawn()
+            .unwrap(),
+    );
+    let counters = || {
+        let get = |view: &[&str]| -> serde_json::Value {
+            let o = Command::new(BIN).args(["show", "--prefix", &prefix, "--json"]).args(view).output().unwrap();
+            serde_json::from_slice(&o.stdout).unwrap_or_default()
+        };
+        let pause = get(&["pfc", "counters"])["Ethernet0"]["tx_pause3"].as_u64().unwrap_or(0);
+        let rx = get(&["interfaces", "counters"])["Ethernet0"]["rx_packets"].as_u64().unwrap_or(0);
+        (rx, pause)
+    };
+    let wait_rx = |n: u64| {
+        let t0 = Instant::now();
+        while counters().0 < n {
+            assert!(t0.elapsed() < Duration::from_secs(20), "Ethernet0 received {:?} of {n}", counters());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_rx(pause_at - 1);
+    // Time for a PAUSE to leave if one were due.
+    std::thread::sleep(Duration::from_millis(500));
+    let (rx, pause) = counters();
+    assert_eq!((rx, pause), (pause_at - 1, 0), "(received, PAUSE frames) one frame short of packet #{pause_at}");
+    wait_rx(pause_at);
+    let t0 = Instant::now();
+    while counters().1 == 0 {
+        assert!(t0.elapsed() < Duration::from_secs(10), "no PAUSE at packet #{pause_at}: {:?}", counters());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = gen.0.wait();
+    let log = sw.stop();
+    let s = read_json(&json);
+    assert_conserved(&s);
+    assert_eq!(u(&s["ports"][0]["lossless_drops"]), 0, "{log}");
+    eprintln!(
+        "thresholds of the saved configuration: PAUSE at packet #{pause_at} (was #{} before the changes), \
+         first drop at #{first_drop}; the running switch paused exactly there",
+        before.0
+    );
+}

@@ -28,6 +28,7 @@ pub mod spec;
 mod telemetry;
 mod timeline;
 mod tx;
+mod tx_live;
 mod worker;
 
 use std::sync::atomic::{AtomicBool, Ordering};

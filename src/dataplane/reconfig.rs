@@ -1,9 +1,10 @@
 //! Live reconfiguration in the running switch (`/pfcswitch/config,<change>`, what
 //! `pfcswitch config ...` sends). The telemetry thread makes the change to the running
 //! configuration's text and validates it like the file ([`crate::reconfig::apply`]);
-//! nothing is applied when that fails. The new MMU limits then go to the control lcore,
-//! which alone installs them ([`crate::mmu::Mmu::set_limits`]: one swap, so a worker's
-//! admission sees the old limits or the new, never a mix) and logs it. Headroom that
+//! nothing is applied when that fails. The new MMU limits and egress settings then go to
+//! the control lcore, which alone installs them ([`crate::mmu::Mmu::set_limits`]: one
+//! swap, so a worker's admission sees the old limits or the new, never a mix; WRED
+//! profiles and watchdog settings through [`super::tx_live::TxLive`]) and logs it. Headroom that
 //! shrinks is installed in two steps: at once no smaller than before
 //! ([`crate::reconfig::interim`]), and the smaller `xoff` once every PG it shrinks is ON
 //! and holds no more than that ([`crate::mmu::Mmu::headroom_shrink_safe`]): bytes already
@@ -19,6 +20,7 @@ use crate::reconfig::{apply, interim, Change};
 use super::io::IoMsg;
 use super::reconfig_shared::Request;
 use super::shared::Shared;
+use super::tx_live::TxParams;
 
 /// How long the telemetry thread waits for the control lcore (which answers within a
 /// millisecond or a nap; a machine whose CPUs are oversubscribed may keep it off its CPU
@@ -35,8 +37,9 @@ pub fn handle(shared: &Shared, param: &str) -> Result<Value, String> {
     };
     let applied = apply(text, &r.origin, &change, r.sw_response_ns)?;
     let id = *n + 1;
+    let tx = applied.plan.ports.iter().map(|p| TxParams { wred: p.wred, pfcwd: applied.config.pfcwd }).collect();
     r.requests
-        .push(Request { id, what: change.describe(), mmu: applied.plan.mmu.clone() })
+        .push(Request { id, what: change.describe(), mmu: applied.plan.mmu.clone(), tx })
         .map_err(|_| "a change is still being applied".to_string())?;
     let start = Instant::now();
     loop {
@@ -73,6 +76,11 @@ impl Reconfigurer {
     pub fn poll(&mut self, shared: &Shared) {
         if let Some(req) = shared.reconfig.requests.pop() {
             let answer = self.install(shared, req.mmu, &req.what);
+            if answer.is_ok() {
+                for (rt, p) in shared.ports.iter().zip(req.tx) {
+                    rt.tx_live.publish(p);
+                }
+            }
             let _ = shared.reconfig.replies.push((req.id, answer));
         }
         if let Some((cfg, what)) = self.pending.take() {

@@ -12,6 +12,8 @@ pub struct Request {
     pub id: u64,
     pub what: String,
     pub mmu: MmuConfig,
+    /// Per port, its WRED profiles and watchdog settings.
+    pub tx: Vec<super::tx_live::TxParams>,
 }
 
 /// What the telemetry thread and the control lcore share.

@@ -303,6 +303,7 @@ pub fn shared_state(
                 control_txq: ports.ctl_txqs[i].is_some(),
                 latency: PortLatency::new(tsc_hz),
                 pfcwd: pfc.watchdogs[i].as_ref().map(|w| w.state()),
+                tx_live: super::tx_live::TxLive::new(super::tx_live::TxParams { wred: pp.wred, pfcwd: spec.pfcwd }),
                 pause: Default::default(),
                 pfc_inbox: ArrayQueue::new(256),
                 refresh_ticks: crate::pfc::refresh_ticks(&pfc_cfg, ps.speed_bps, tsc_hz),

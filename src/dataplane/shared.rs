@@ -52,6 +52,8 @@ pub struct PortRt {
     pub latency: latency::PortLatency,
     /// PFC watchdog state of this port's priorities (None = watchdog off).
     pub pfcwd: Option<Arc<crate::pfcwd::PfcwdPortState>>,
+    /// WRED profiles and watchdog settings a live change may replace.
+    pub tx_live: super::tx_live::TxLive,
     /// Per PG: the worker → control lcore PAUSE hand-off ([`super::pause_handoff`]).
     pub pause: [PauseSlot; 8],
     /// PFC/PAUSE frames received on an RX queue other than the one whose lcore owns this

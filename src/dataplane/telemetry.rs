@@ -380,6 +380,12 @@ impl Views {
         match &self.shared.ports[i].pfcwd {
             Some(st) => {
                 o.insert("watchdog".into(), "on".into());
+                // The settings in force (a live change may have replaced the file's).
+                if let Some(c) = self.shared.ports[i].tx_live.params().pfcwd {
+                    o.insert("action".into(), c.action.as_str().into());
+                    o.insert("detection_time_ms".into(), c.detection_time_ms.into());
+                    o.insert("restoration_time_ms".into(), c.restoration_time_ms.into());
+                }
                 st.write_telemetry(&mut o);
             }
             None => {
@@ -570,7 +576,7 @@ const COMMANDS: [(&str, &str, Scope); 19] = [
     ),
     (
         crate::reconfig::COMMAND,
-        "Live change, validated like the file. Params: dynamic_th,<profile>,<n> | cable_length,<port>,<len>",
+        "Live change, validated like the file. Params: <profile|wred|port|pfcwd>,<name>,<key>=<value>[,<key>=<value>...]",
         Scope::Action(Views::config),
     ),
     (

@@ -104,6 +104,9 @@ pub struct TxPort {
     inflight: Option<InflightLimit>,
     /// PFC frames' own TX queue, if the port has one.
     ctl: Option<Box<ControlTx>>,
+    /// The live settings' generation last copied ([`super::tx_live::TxLive`]).
+    live_gen: u64,
+    tsc_hz: u64,
 }
 
 impl TxPort {
@@ -144,7 +147,22 @@ impl TxPort {
             rng: Rng::new(spec.wred_seed.unwrap_or(now) ^ port as u64),
             inflight: plan.tx_inflight.map(|b| InflightLimit::new(rt.speed_bps, b, tsc_hz, now)),
             ctl: None,
+            live_gen: rt.tx_live.generation(),
+            tsc_hz,
         }
+    }
+
+    /// A live change published new WRED profiles or watchdog settings: copy them, between
+    /// two dequeues.
+    #[cold]
+    fn take_live(&mut self, shared: &Shared, generation: u64) {
+        let p = shared.ports[self.port].tx_live.params();
+        self.wred = p.wred;
+        if let (Some(wd), Some(cfg)) = (self.wd.as_mut(), p.pfcwd) {
+            wd.reconfigure(&cfg, self.tsc_hz);
+            self.wd_forward_queues = forward_queues(wd, &self.priority_queue);
+        }
+        self.live_gen = generation;
     }
 
     /// Send PFC frames on `q` (the port's second TX queue) instead of behind data.
@@ -250,6 +268,10 @@ impl TxPort {
     pub fn serve_control(&mut self, shared: &Shared, worker: usize, now: u64, c: &LcoreCounters) -> usize {
         if shared.egress[self.port].ctl_cleanup.load(Ordering::Relaxed) {
             self.tx_done_cleanup(shared);
+        }
+        let live = shared.ports[self.port].tx_live.generation();
+        if live != self.live_gen {
+            self.take_live(shared, live);
         }
         let ctl_waiting = self.ctl.as_ref().is_some_and(|t| !t.pending.is_empty());
         if shared.egress[self.port].control.is_empty() && !ctl_waiting {
@@ -594,9 +616,7 @@ impl TxPort {
                 action: wd.action().as_str(),
             });
         }
-        let forward = wd.ignore_pfc_mask() & !wd.drop_mask();
-        self.wd_forward_queues =
-            (0..8).filter(|p| forward & (1 << p) != 0).fold(0, |m, p| m | 1 << (self.priority_queue[p] & 7));
+        self.wd_forward_queues = forward_queues(wd, &self.priority_queue);
         let drop = wd.drop_mask();
         if drop == 0 {
             return heads_mask;
@@ -704,6 +724,12 @@ fn line_admits(inflight: &Option<InflightLimit>, tokens: u64, used: u64, wire: u
 #[inline(always)]
 fn pending_src(tc: usize, serial: u32) -> u64 {
     (tc as u64) << 32 | u64::from(serial)
+}
+
+/// The queues that send only because the watchdog forwards their stormed priority.
+fn forward_queues(wd: &Pfcwd, priority_queue: &[u8; 8]) -> u8 {
+    let forward = wd.ignore_pfc_mask() & !wd.drop_mask();
+    (0..8).filter(|p| forward & (1 << p) != 0).fold(0, |m, p| m | 1 << (priority_queue[p] & 7))
 }
 
 /// `n` packets left `queue` while the watchdog forwards its stormed priority.

@@ -286,18 +286,23 @@ impl Mmu {
         Ok(())
     }
 
-    /// True when `cfg`'s headroom may replace the one in force without stranding bytes:
-    /// every lossless PG whose `xoff` would shrink is ON and holds no more headroom than
-    /// its new `xoff` (a PG already paused may still receive what was in flight when it
-    /// paused, sized by the old `xoff`).
+    /// True when `cfg`'s headroom and private sizes may replace the ones in force without
+    /// stranding bytes: every lossless PG whose `xoff` would shrink is ON and holds no
+    /// more headroom than its new `xoff` (a PG already paused may still receive what was
+    /// in flight when it paused, sized by the old `xoff`), and every PG whose private
+    /// `size` would shrink holds no more than the new size there (the shared segment,
+    /// which grows by what private gives up, must not be over-committed by bytes still
+    /// charged to private).
     pub fn headroom_shrink_safe(&self, cfg: &MmuConfig) -> bool {
         let cur = self.limits.load();
         cur.cfg.ports.iter().zip(&cfg.ports).enumerate().all(|(pi, (a, b))| {
             (0..8u8).all(|pg| {
-                let (old, new) = (a.pgs[usize::from(pg)].xoff, b.pgs[usize::from(pg)].xoff);
-                a.lossless_pgs & (1 << pg) == 0
-                    || new >= old
-                    || (!self.is_off(pi as u16, pg) && self.pg_occupancy(pi as u16, pg).headroom <= new)
+                let (old, new) = (&a.pgs[usize::from(pg)], &b.pgs[usize::from(pg)]);
+                let occ = self.pg_occupancy(pi as u16, pg);
+                let headroom_ok = a.lossless_pgs & (1 << pg) == 0
+                    || new.xoff >= old.xoff
+                    || (!self.is_off(pi as u16, pg) && occ.headroom <= new.xoff);
+                headroom_ok && (new.size >= old.size || occ.private <= new.size)
             })
         })
     }
