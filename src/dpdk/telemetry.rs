@@ -322,9 +322,19 @@ impl Client {
             op: "send",
             source,
         })?;
-        let v = self.recv_json(cmd)?;
         let cmd_key = cmd.split(',').next().unwrap_or(cmd);
-        Ok(v.get(cmd_key).cloned().unwrap_or(v))
+        loop {
+            let v = self.recv_json(cmd)?;
+            if let Some(data) = v.get(cmd_key) {
+                return Ok(data.clone());
+            }
+            // The late reply to an earlier command that timed out (a loaded machine kept
+            // the telemetry thread off its CPU): not this command's, read on.
+            if is_other_reply(&v) {
+                continue;
+            }
+            return Ok(v);
+        }
     }
 
     fn recv_json(&mut self, what: &str) -> Result<Value, ClientError> {
@@ -341,6 +351,11 @@ impl Client {
     }
 }
 
+/// A reply DPDK wrapped for some command: one key, the command's name (`/…`).
+fn is_other_reply(v: &Value) -> bool {
+    v.as_object().is_some_and(|o| o.len() == 1 && o.keys().all(|k| k.starts_with('/')))
+}
+
 /// Send one command to a telemetry socket and return the JSON value of the reply.
 pub fn query(socket: &Path, cmd: &str) -> Result<Value, ClientError> {
     Client::connect(socket)?.query(cmd)
@@ -355,6 +370,13 @@ fn bytes(buf: &[std::mem::MaybeUninit<u8>], n: usize) -> Vec<u8> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_late_reply_to_another_command_is_not_this_ones() {
+        assert!(is_other_reply(&json!({"/pfcswitch/ports": {"ports": []}})));
+        assert!(!is_other_reply(&json!({"error": "x"})));
+        assert!(!is_other_reply(&json!({"/a": 1, "/b": 2})));
+    }
 
     #[test]
     fn reply_size_is_dpdks_compact_json() {
