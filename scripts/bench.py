@@ -6,6 +6,8 @@ BENCH_PACER, BENCH_BUILD_S and BENCH_T0, then runs this file, which runs every f
 prints the table and ends with ONE JSON line (keys documented in docs/benchmarks.md).
 """
 import json, os, re, signal, statistics, subprocess, sys, time, glob, shutil
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from benchlib import Proc, med, steady, testpmd_blocks  # noqa: E402
 
 ROOT = os.environ["BENCH_ROOT"]
 WORK = os.environ["BENCH_WORK"]
@@ -21,7 +23,6 @@ PFC_S = 3 if QUICK else 5
 PFC_RUNS = 1 if QUICK else 3
 LAT_S = 3 if QUICK else 6
 CG_S = 1 if QUICK else 2
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 LIVE = re.compile(r"^\[\s*([\d.]+)s\]")
 PORTRATE = re.compile(r"(\S+): rx (\S+) tx (\S+) drop (\d+)")
 notes = []
@@ -39,10 +40,6 @@ def rate(s):
             return float(s[: -len(suf)]) * mul
     return float(s)
 
-def med(v):
-    v = [x for x in v if x is not None]
-    return statistics.median(v) if v else None
-
 def live_samples(text):
     """pfcswitch --stats-interval lines -> list of (t, total tx pps, total rx pps)."""
     out = []
@@ -54,81 +51,6 @@ def live_samples(text):
         if ports:
             out.append((float(m.group(1)), sum(rate(p[2]) for p in ports), sum(rate(p[1]) for p in ports)))
     return out
-
-def testpmd_blocks(text):
-    """testpmd --stats-period output -> list of {port: (rx_pps, tx_pps)} per period."""
-    blocks, cur, port = [], {}, None
-    for raw in text.splitlines():
-        line = ANSI.sub("", raw)
-        m = re.search(r"NIC statistics for port (\d+)", line)
-        if m:
-            port = int(m.group(1))
-            if port in cur:
-                blocks.append(cur)
-                cur = {}
-            continue
-        m = re.search(r"Rx-pps:\s+(\d+)", line)
-        if m and port is not None:
-            cur.setdefault(port, [0, 0])[0] = int(m.group(1))
-        m = re.search(r"Tx-pps:\s+(\d+)", line)
-        if m and port is not None:
-            cur.setdefault(port, [0, 0])[1] = int(m.group(1))
-    if cur:
-        blocks.append(cur)
-    return blocks
-
-def steady(values):
-    """Drop the first nonzero sample (start-up) and the last one (stop); median of the rest."""
-    nz = [v for v in values if v > 0]
-    if len(nz) >= 3:
-        nz = nz[1:-1]
-    elif len(nz) == 2:
-        nz = nz[1:]
-    return med(nz)
-
-class Proc:
-    """A child process whose output (stdout+stderr) a thread collects line by line."""
-    def __init__(self, cmd, stdin=False):
-        import threading
-        if cmd[0] == "dpdk-testpmd" and shutil.which("stdbuf"):
-            cmd = ["stdbuf", "-oL"] + cmd          # testpmd's stdio is block-buffered on a pipe
-        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
-        self.lines = []
-        self.t = threading.Thread(target=self._read, daemon=True)
-        self.t.start()
-    def _read(self):
-        for line in self.p.stdout:
-            self.lines.append(line)
-    def text(self):
-        return "".join(self.lines)
-    def wait_for(self, pattern, timeout, count=1):
-        rx = re.compile(pattern)
-        t = time.time() + timeout
-        while time.time() < t:
-            if sum(1 for l in list(self.lines) if rx.search(ANSI.sub("", l))) >= count:
-                return True
-            if self.p.poll() is not None:
-                return False
-            time.sleep(0.1)
-        return False
-    def stop(self, how="enter", timeout=25):
-        # testpmd with --stats-period only leaves its stats loop on SIGINT, then waits for
-        # Enter; pfcswitch stops cleanly on SIGINT.
-        try:
-            self.p.send_signal(signal.SIGINT)
-            if self.p.stdin:
-                time.sleep(0.3)
-                self.p.stdin.write("\n"); self.p.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass
-        try:
-            self.p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
-        self.t.join(timeout=5)
-        return self.text()
 
 def cleanup_sockets():
     pass   # DPDK 22.11 net_memif uses abstract sockets by default: nothing on disk

@@ -5,6 +5,9 @@
 #   scripts/bench.sh            full mode (5 runs per figure, callgrind + perf profile, ~8 minutes)
 #   scripts/bench.sh --quick    3 null / 2 memif runs, shorter runs, no callgrind
 #                               (< 2 minutes when the release build is up to date)
+#   scripts/bench.sh --workers N  worker scaling only: 1, 2, 4 ... N workers, each on its own
+#                               pair of net_null ports and CPU, vs testpmd with as many cores
+#                               (needs N+1 CPUs to mean anything; scripts/bench_scale.py)
 #
 # Figures (see docs/benchmarks.md):
 #   null      pfcswitch (full lossless pipeline, dpdk-config/bench-null.toml) vs
@@ -31,13 +34,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 QUICK=0
-for a in "$@"; do
-    case "$a" in
+WORKERS=""
+while [ $# -gt 0 ]; do
+    case "$1" in
         --quick) QUICK=1 ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
-        *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+        --workers) WORKERS="${2:-}"; shift ;;
+        --workers=*) WORKERS="${1#--workers=}" ;;
+        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+        *) echo "usage: $0 [--quick] [--workers N]" >&2; exit 2 ;;
     esac
+    shift
 done
+if [ -n "$WORKERS" ] && ! [[ "$WORKERS" =~ ^[1-9][0-9]*$ ]]; then
+    echo "bench: --workers: '$WORKERS' is not a number of workers (1, 2, ...)" >&2
+    exit 2
+fi
 
 T0=$(date +%s)
 # --- set up if needed -------------------------------------------------------------------
@@ -82,6 +93,11 @@ if command -v cc >/dev/null 2>&1; then
     else
         echo "bench: pacer did not build (see $WORK/pacer-build.log): latency skipped" >&2
     fi
+fi
+
+if [ -n "$WORKERS" ]; then
+    BENCH_ROOT="$ROOT" BENCH_WORK="$WORK" BENCH_WORKERS="$WORKERS" python3 "$ROOT/scripts/bench_scale.py"
+    exit 0
 fi
 
 export BENCH_ROOT="$ROOT" BENCH_WORK="$WORK" BENCH_QUICK="$QUICK" BENCH_PACER="$PACER" \
