@@ -191,6 +191,33 @@ impl Agent {
         true
     }
 
+    /// `port` now announces PFC on `enable` (a live `config pfc`): its next frame goes at
+    /// `now` (a change is announced at once), and the peer's last PFC TLV is judged again.
+    pub fn set_pfc_enable(&mut self, port: usize, enable: u8, now: u64) -> Vec<Event> {
+        let mut ev = Vec::new();
+        let (Some(p), Some(local)) = (self.ports.get_mut(port), self.local.get_mut(port)) else { return ev };
+        if let Some(t) = local.pfc.as_mut() {
+            t.enable = enable;
+        }
+        p.next_tx = now;
+        let theirs = p.neighbor.as_ref().and_then(|n| n.du.pfc).map(|t| t.enable);
+        let mismatch = theirs.is_some_and(|t| t != enable);
+        if mismatch && !p.pfc_mismatch {
+            ev.push(Event::PfcMismatch {
+                port,
+                text: format!(
+                    "peer sends PFC enable {}; ours is now {}",
+                    prio_list(theirs.unwrap_or(0)),
+                    prio_list(enable)
+                ),
+            });
+        } else if !mismatch && p.pfc_mismatch {
+            ev.push(Event::PfcMatch { port });
+        }
+        p.pfc_mismatch = mismatch;
+        ev
+    }
+
     /// A frame that could not be queued: try again at the next pass.
     pub fn retry(&mut self, port: usize, now: u64) {
         if let Some(p) = self.ports.get_mut(port) {

@@ -116,6 +116,14 @@ enum ConfigCmd {
         #[command(subcommand)]
         what: InterfaceCmd,
     },
+    /// A port's PFC priorities (SONiC `PORT_QOS_MAP|<port>|pfc_enable`): which PGs are
+    /// lossless, their headroom, PAUSE generation and obedience, the watchdog and DCBX
+    Pfc {
+        port: String,
+        /// Priorities, e.g. 3,4 (none: PFC off on the port)
+        #[arg(long)]
+        enable: String,
+    },
     /// A WRED/ECN profile the file defines (SONiC `config ecn -profile NAME -gmin … -gmax …`)
     #[command(alias = "ecn")]
     Wred {
@@ -700,6 +708,10 @@ fn live_config(prefix: Option<String>, what: ConfigCmd) -> Outcome {
                 ("poll_interval", poll_interval),
             ];
             (Some(change_of(Target::Pfcwd, sets)?), None)
+        }
+        ConfigCmd::Pfc { port, enable } => {
+            let list = if enable.trim().is_empty() { "none".to_string() } else { enable.replace(',', ":") };
+            (Some(Change::new(Target::Port(port), &[("pfc_enable", &list)])), None)
         }
         ConfigCmd::Save { file } => (None, Some(file)),
     };

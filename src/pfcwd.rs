@@ -584,6 +584,21 @@ impl Pfcwd {
         self.set_masks();
     }
 
+    /// Priorities watched from now (`config pfc` changed the port's PFC set): one no
+    /// longer watched is restored at once if stormed, and forgotten.
+    pub fn set_watch(&mut self, watch_mask: u8) {
+        for (i, p) in self.prio.iter_mut().enumerate() {
+            if watch_mask & (1 << i) == 0 {
+                p.stall_since = NONE;
+                p.stormed_at = NONE;
+                self.state.prio[i].stormed.store(false, Release);
+            }
+        }
+        self.watch = watch_mask;
+        self.state.watch.store(watch_mask, Relaxed);
+        self.set_masks();
+    }
+
     /// What the stormed priorities' action asks of the scheduler, here and shared.
     fn set_masks(&mut self) {
         let stormed = self.stormed_mask();
@@ -636,6 +651,18 @@ mod tests {
             now += 10;
         }
         None
+    }
+
+    #[test]
+    fn a_priority_no_longer_watched_is_restored_and_forgotten() {
+        let mut w = wd(Action::Drop);
+        run(&mut w, 0, 1000, 0b1000, 0b1000, 0).expect("storm");
+        assert_eq!(w.drop_mask(), 0b1000);
+        w.set_watch(0b1_0000);
+        assert_eq!((w.watch_mask(), w.stormed_mask(), w.drop_mask(), w.ignore_pfc_mask()), (0b1_0000, 0, 0, 0));
+        assert_eq!(w.state().watch_mask(), 0b1_0000);
+        // Priority 3 stalls again: not watched, never a storm.
+        assert!(run(&mut w, 1000, 2000, 0b1000, 0b1000, 0).is_none());
     }
 
     #[test]

@@ -35,6 +35,8 @@ enum Kind {
     Amount,
     Bool,
     Str,
+    /// Priorities `3:4` (`none`: the empty list): a list of integers.
+    Prios,
 }
 
 impl Target {
@@ -78,7 +80,7 @@ impl Target {
                 ("restoration_time", Kind::Int),
                 ("poll_interval", Kind::Int),
             ],
-            Target::Port(_) => &[("cable_length", Kind::Amount)],
+            Target::Port(_) => &[("cable_length", Kind::Amount), ("pfc_enable", Kind::Prios)],
         }
     }
 
@@ -181,6 +183,13 @@ fn value(kind: Kind, field: &str, v: &str) -> Result<toml::Value, String> {
         Kind::Int => toml::Value::Integer(v.parse().map_err(|_| bad("an integer"))?),
         Kind::Bool => toml::Value::Boolean(v.parse().map_err(|_| bad("true or false"))?),
         Kind::Str => toml::Value::String(v.to_string()),
+        Kind::Prios if v == "none" => toml::Value::Array(Vec::new()),
+        Kind::Prios => toml::Value::Array(
+            v.split(':')
+                .map(|p| p.trim().parse::<i64>().map(toml::Value::Integer))
+                .collect::<Result<_, _>>()
+                .map_err(|_| bad("a list of priorities (3:4, or none)"))?,
+        ),
         Kind::Amount => {
             if let Ok(i) = v.parse::<i64>() {
                 toml::Value::Integer(i)
@@ -249,6 +258,17 @@ pub fn apply(text: &str, origin: &str, change: &Change, sw_response_ns: u64) -> 
     let new_text = toml::to_string(&top).map_err(|e| format!("{origin}: {e}"))?;
     let cfg = config::from_str(&new_text, origin).map_err(|e| e.to_string())?;
     let plan = plan::plan(&cfg, sw_response_ns).map_err(|e| e.to_string())?;
+    if plan.mmu.headroom_policy == crate::mmu::HeadroomPolicy::Dsh {
+        // DSH keeps a port's sum of its lossless PGs' shared bytes: which PGs are lossless
+        // cannot change under it.
+        let old = config::from_str(text, origin).ok().and_then(|c| plan::plan(&c, sw_response_ns).ok());
+        let same = old.is_some_and(|o| o.ports.iter().zip(&plan.ports).all(|(a, b)| a.lossless_pgs == b.lossless_pgs));
+        if !same {
+            return Err(format!(
+                "{origin}: {field}: which PGs are lossless cannot change live with headroom_policy = \"dsh\" (restart)"
+            ));
+        }
+    }
     Ok(Applied { text: new_text, config: cfg, plan })
 }
 
@@ -376,6 +396,7 @@ dynamic_th = -2
             Change::new(Target::Profile("p".into()), &[("xoff", "20KiB"), ("xon", "4096"), ("size", "0")]),
             Change::new(Target::Wred("W".into()), &[("green_min_threshold", "1000"), ("ecn", "ecn_all")]),
             Change::new(Target::Pfcwd, &[("action", "forward"), ("detection_time", "400")]),
+            Change::new(Target::Port("Ethernet0".into()), &[("pfc_enable", "3:4")]),
         ] {
             assert_eq!(Change::parse_param(&c.to_param()), Ok(c));
         }
@@ -437,6 +458,26 @@ dynamic_th = -2
         // A private size that shrinks waits, as headroom does.
         let mid = interim(a.mmu(), &cur_mmu());
         assert_eq!(mid.ports[0].pgs[3].size, 8192);
+    }
+
+    #[test]
+    fn pfc_enable_changes_the_lossless_pgs() {
+        let pfc = |v: &str| Change::new(Target::Port("Ethernet4".into()), &[("pfc_enable", v)]);
+        let one = apply(TEXT, "t.toml", &pfc("3"), 10_000).unwrap();
+        assert_eq!((one.plan.ports[1].pfc_mask, one.plan.ports[1].lossless_pgs), (1 << 3, 1 << 3));
+        assert_eq!(one.plan.ports[0].pfc_mask, 0b1_1000, "the other port keeps [3, 4]");
+        assert!(one.text.contains("pfc_enable = [3]"), "{}", one.text);
+        let none = apply(&one.text, "t.toml", &pfc("none"), 10_000).unwrap();
+        assert_eq!((none.plan.ports[1].pfc_mask, none.plan.ports[1].lossless_pgs), (0, 0));
+        // The shared buffer grows by the headroom PG 3 no longer reserves.
+        assert!(none.plan.mmu.validate().unwrap().0 > one.plan.mmu.validate().unwrap().0);
+        for (v, field) in [("3:x", "pfc_enable"), ("9", "pfc_enable")] {
+            let e = apply(TEXT, "t.toml", &pfc(v), 10_000).unwrap_err();
+            assert!(e.contains(field) && !e.contains('\n'), "{e}");
+        }
+        let dsh = TEXT.replace("total_size = \"12MiB\"", "total_size = \"12MiB\"\nheadroom_policy = \"dsh\"");
+        let e = apply(&dsh, "t.toml", &pfc("3"), 10_000).unwrap_err();
+        assert!(e.contains("dsh") && e.contains("port Ethernet4"), "{e}");
     }
 
     fn cur_mmu() -> MmuConfig {

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::dpdk::rdtsc;
+use crate::mmu::EdgeKind;
 use crate::pfc::{send_refresh, PendingPgs, PfcPortTx, PfcTxConfig};
 use crate::wire::MacControl;
 
@@ -53,6 +54,9 @@ pub struct Control {
     /// worker whose admission flips a PG OFF claims its slot a few ns later, and a look
     /// in between would send a second PAUSE beside the worker's.
     suspect: Vec<u8>,
+    /// Per port: priorities whose PFC a live change turned off while this sender held
+    /// them OFF: one RESUME is owed (retried until queued), no refresh follows.
+    owed_resume: Vec<u8>,
 }
 
 impl Control {
@@ -65,6 +69,7 @@ impl Control {
             pfc_tx,
             pending: vec![PendingPgs::default(); n],
             suspect: vec![0; n],
+            owed_resume: vec![0; n],
             retry_at: vec![0; n],
             next_reconcile: 0,
             reconcile_every: tsc_hz / 10_000, // 100 µs
@@ -157,17 +162,17 @@ impl Control {
         let before: u64 = self.tx_counters().iter().flat_map(|c| c.prio.iter()).map(|p| p.resume_frames.get()).sum();
         for (port, rt) in shared.ports.iter().enumerate() {
             let tx = &mut self.pfc_tx[port];
-            let mut pgs = rt.plan.lossless_pgs;
+            let mut pgs = rt.pfc.lossless_pgs();
             while pgs != 0 {
                 let pg = pgs.trailing_zeros() as u8;
                 pgs &= pgs - 1;
-                if tx.off_mask() & rt.plan.pg_priorities[pg as usize] != 0 {
+                if tx.off_mask() & rt.pfc.pg_priorities(pg) != 0 {
                     self.pending[port].mark(pg, None, 0);
                 }
             }
             let mut send = |f: &MacControl, tsc: u64| shared.queue_control(port, f, tsc);
             // Every PG reads as ON: what is still buffered is about to be freed.
-            let _ = self.pending[port].settle(tx, &rt.plan.pg_priorities, |_| false, rdtsc(), &mut send);
+            let _ = self.pending[port].settle(tx, &rt.pfc.get().pg_priorities, |_| false, rdtsc(), &mut send);
         }
         let sent: u64 =
             self.tx_counters().iter().flat_map(|c| c.prio.iter()).map(|p| p.resume_frames.get()).sum::<u64>() - before;
@@ -189,11 +194,47 @@ impl Control {
         self.pfc_tx.iter().map(|t| t.counters()).collect()
     }
 
+    /// A live change (`config pfc`) took PFC off `stopped` priorities of `port` and made
+    /// its `lossy` PGs lossy: a priority held OFF gets its RESUME (at the next pass, and
+    /// until it could be queued), and nothing is settled for those PGs any more.
+    pub fn pfc_stopped(&mut self, port: usize, stopped: u8, lossy: u8) {
+        self.owed_resume[port] |= stopped;
+        self.pending[port].forget(lossy);
+        self.suspect[port] &= !lossy;
+    }
+
+    /// The RESUMEs [`Control::pfc_stopped`] owes.
+    fn pay_resumes(&mut self, shared: &Shared, now: u64) -> bool {
+        let mut did = false;
+        for port in 0..self.owed_resume.len() {
+            let prios = self.owed_resume[port] & self.pfc_tx[port].off_mask();
+            if prios == 0 {
+                self.owed_resume[port] = 0;
+                continue;
+            }
+            let Some(a) = self.pfc_tx[port].prepare_edge(prios, EdgeKind::Resume, now) else {
+                self.owed_resume[port] = 0;
+                continue;
+            };
+            if shared.queue_control(port, a.frame(), now) {
+                a.commit();
+                self.owed_resume[port] = 0;
+                did = true;
+            } else {
+                self.ctl_failures += 1;
+            }
+        }
+        did
+    }
+
     /// One pass: drain the edge rings, reconcile now and then, settle pending PGs and
     /// send due refreshes. Returns true if it did anything.
     pub fn poll(&mut self) -> bool {
         let shared = self.shared.clone();
         let mut did = self.take_worker_pauses(&shared);
+        if self.owed_resume.iter().any(|&m| m != 0) {
+            did |= self.pay_resumes(&shared, rdtsc());
+        }
         did |= self.drain_edges(&shared);
         let now = rdtsc();
         if now >= self.next_reconcile {
@@ -201,7 +242,7 @@ impl Control {
             self.reconcile(&shared);
         }
         for (port, rt) in shared.ports.iter().enumerate() {
-            did |= self.serve_port(&shared, port, &rt.plan.pg_priorities, now);
+            did |= self.serve_port(&shared, port, &rt.pfc.get().pg_priorities, now);
         }
         did
     }
@@ -210,12 +251,12 @@ impl Control {
     fn take_worker_pauses(&mut self, shared: &Shared) -> bool {
         let mut did = false;
         for (port, rt) in shared.ports.iter().enumerate() {
-            let mut pgs = rt.plan.lossless_pgs;
+            let mut pgs = rt.pfc.lossless_pgs();
             while pgs != 0 {
                 let pg = pgs.trailing_zeros() as usize;
                 pgs &= pgs - 1;
                 if let Some(t) = rt.pause[pg].take() {
-                    self.pfc_tx[port].note_sent_pause(rt.plan.pg_priorities[pg], t.t0, t.frames);
+                    self.pfc_tx[port].note_sent_pause(rt.pfc.pg_priorities(pg as u8), t.t0, t.frames);
                     did = true;
                 }
             }
@@ -277,7 +318,7 @@ impl Control {
     /// whose frame is still unsent is marked pending here.
     fn reconcile(&mut self, shared: &Shared) {
         for (port, rt) in shared.ports.iter().enumerate() {
-            let mut pgs = rt.plan.lossless_pgs;
+            let mut pgs = rt.pfc.lossless_pgs();
             while pgs != 0 {
                 let pg = pgs.trailing_zeros() as u8;
                 pgs &= pgs - 1;
@@ -286,7 +327,7 @@ impl Control {
                         self.pending[port].mark(g, Some(e.kind), 0);
                     }
                 }
-                let prios = rt.plan.pg_priorities[pg as usize];
+                let prios = rt.pfc.pg_priorities(pg);
                 let tx_off = self.pfc_tx[port].off_mask() & prios != 0;
                 // A worker holds or is queueing this PG's PAUSE: its note will settle it.
                 let claimed = rt.pause[pg as usize].is_held();

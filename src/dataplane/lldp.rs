@@ -35,10 +35,12 @@ impl Shared {
 /// The agent, owned by the control lcore.
 pub struct LldpDriver {
     agent: Agent,
-    /// Per port, the frame it sends (built once: the configuration does not change).
+    /// Per port, the frame it sends (built again when a live change alters its PFC).
     frames: Vec<Vec<u8>>,
     names: Vec<String>,
     dirty: bool,
+    /// Per port, the generation of its PFC set the frame carries.
+    pfc_gen: Vec<u64>,
 }
 
 /// The host name (System Name default).
@@ -70,6 +72,7 @@ impl LldpDriver {
             frames,
             names: shared.ports.iter().map(|p| p.name.clone()).collect(),
             dirty: true,
+            pfc_gen: shared.ports.iter().map(|p| p.pfc.generation()).collect(),
         })
     }
 
@@ -101,6 +104,15 @@ impl LldpDriver {
             self.dirty = true;
         }
         for port in 0..self.frames.len() {
+            let live = &shared.ports[port].pfc;
+            if live.generation() != self.pfc_gen[port] {
+                self.pfc_gen[port] = live.generation();
+                for ev in self.agent.set_pfc_enable(port, live.pfc_mask(), now) {
+                    self.log(shared, ev);
+                }
+                self.frames[port] = self.agent.local[port].to_bytes(shared.ports[port].mac);
+                self.dirty = true;
+            }
             if self.agent.due(port, now) {
                 if shared.queue_frame(port, &self.frames[port]) {
                     self.dirty = true;

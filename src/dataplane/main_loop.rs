@@ -91,7 +91,7 @@ pub fn run(control: &mut Control, spec: &SwitchSpec, opts: &RunOptions, mut time
         if let Some(l) = lldp.as_mut() {
             l.poll(&shared, t);
         }
-        reconfig.poll(&shared);
+        reconfig.poll(&shared, control);
         // FDB aging in bounded slices: FDB_AGE_SLICE slots a millisecond, whatever the size
         // (a pass after a nap ages the milliseconds it slept).
         let ms = (t.wrapping_sub(last_age) / check_every.max(1)).clamp(1, 16) as usize;

@@ -17,6 +17,7 @@ mod lldp;
 mod lldp_shared;
 mod main_loop;
 mod pause_handoff;
+mod pfc_live;
 mod reconfig;
 mod reconfig_shared;
 mod report;

@@ -17,7 +17,9 @@ use serde_json::{json, Value};
 use crate::mmu::MmuConfig;
 use crate::reconfig::{apply, interim, Change};
 
+use super::control::Control;
 use super::io::IoMsg;
+use super::pfc_live::PfcSet;
 use super::reconfig_shared::Request;
 use super::shared::Shared;
 use super::tx_live::TxParams;
@@ -37,9 +39,20 @@ pub fn handle(shared: &Shared, param: &str) -> Result<Value, String> {
     };
     let applied = apply(text, &r.origin, &change, r.sw_response_ns)?;
     let id = *n + 1;
-    let tx = applied.plan.ports.iter().map(|p| TxParams { wred: p.wred, pfcwd: applied.config.pfcwd }).collect();
+    let tx = applied
+        .plan
+        .ports
+        .iter()
+        .zip(&shared.ports)
+        .map(|(p, rt)| TxParams {
+            wred: p.wred,
+            pfcwd: applied.config.pfcwd,
+            watch: if rt.obey_8023x { 0xff } else { p.pfc_mask },
+        })
+        .collect();
+    let pfc = applied.plan.ports.iter().map(PfcSet::of).collect();
     r.requests
-        .push(Request { id, what: change.describe(), mmu: applied.plan.mmu.clone(), tx })
+        .push(Request { id, what: change.describe(), mmu: applied.plan.mmu.clone(), tx, pfc })
         .map_err(|_| "a change is still being applied".to_string())?;
     let start = Instant::now();
     loop {
@@ -73,9 +86,27 @@ pub struct Reconfigurer {
 
 impl Reconfigurer {
     /// One pass (the housekeeping pass of the main loop).
-    pub fn poll(&mut self, shared: &Shared) {
+    pub fn poll(&mut self, shared: &Shared, control: &mut Control) {
         if let Some(req) = shared.reconfig.requests.pop() {
+            // PFC that stops, stops before the limits change (workers treat the priority
+            // as lossy from their next burst); PFC that starts, after (its PG has its
+            // headroom before any packet is admitted as lossless).
+            let old: Vec<PfcSet> = shared.ports.iter().map(|rt| rt.pfc.get()).collect();
+            for ((rt, o), n) in shared.ports.iter().zip(&old).zip(&req.pfc) {
+                rt.pfc.set(o.meet(n));
+            }
             let answer = self.install(shared, req.mmu, &req.what);
+            for (port, ((rt, o), n)) in shared.ports.iter().zip(&old).zip(&req.pfc).enumerate() {
+                if answer.is_err() {
+                    rt.pfc.set(*o);
+                    continue;
+                }
+                rt.pfc.set(*n);
+                let (stopped, lossy) = (o.pfc_mask & !n.pfc_mask, o.lossless_pgs & !n.lossless_pgs);
+                if stopped | lossy != 0 {
+                    control.pfc_stopped(port, stopped, lossy);
+                }
+            }
             if answer.is_ok() {
                 for (rt, p) in shared.ports.iter().zip(req.tx) {
                     rt.tx_live.publish(p);

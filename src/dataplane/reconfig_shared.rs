@@ -14,6 +14,8 @@ pub struct Request {
     pub mmu: MmuConfig,
     /// Per port, its WRED profiles and watchdog settings.
     pub tx: Vec<super::tx_live::TxParams>,
+    /// Per port, its PFC priorities and lossless PGs.
+    pub pfc: Vec<super::pfc_live::PfcSet>,
 }
 
 /// What the telemetry thread and the control lcore share.

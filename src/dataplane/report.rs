@@ -387,7 +387,7 @@ pub(super) fn build(
         let pfc = PfcPrioStats::snapshot(&txc[i], &rt.pfc_rx_counters, hz);
         let mut pg_watermarks = Vec::new();
         for pg in 0..8u8 {
-            if rt.plan.lossless_pgs & (1 << pg) != 0 {
+            if rt.pfc.lossless_pgs() & (1 << pg) != 0 {
                 let w = shared.mmu.pg_watermarks(i as u16, pg);
                 pg_watermarks.push((pg, w.shared, w.headroom, rt.plan.headroom[pg as usize]));
             }
@@ -399,7 +399,7 @@ pub(super) fn build(
             totals: totals.ports[i].clone(),
             pmd: pmd[i],
             pfc,
-            pfc_enable: rt.plan.pfc_mask,
+            pfc_enable: rt.pfc.pfc_mask(),
             rx_link_pause: rt.pfc_rx_counters.link_pause_frames.get(),
             rx_link_pause_ignored: rt.pfc_rx_counters.link_pause_ignored.get(),
             rx_ignored: rt.pfc_rx_counters.ignored_frames.get(),

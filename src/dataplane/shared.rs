@@ -52,6 +52,10 @@ pub struct PortRt {
     pub latency: latency::PortLatency,
     /// PFC watchdog state of this port's priorities (None = watchdog off).
     pub pfcwd: Option<Arc<crate::pfcwd::PfcwdPortState>>,
+    /// PFC priorities and lossless PGs in force (`config pfc` may replace them).
+    pub pfc: super::pfc_live::PfcLive,
+    /// 802.3x PAUSE obeyed here (the watchdog then watches every priority).
+    pub obey_8023x: bool,
     /// WRED profiles and watchdog settings a live change may replace.
     pub tx_live: super::tx_live::TxLive,
     /// Per PG: the worker → control lcore PAUSE hand-off ([`super::pause_handoff`]).

@@ -334,7 +334,7 @@ impl Views {
         let pmd = stats_of(self.port_ids[i]);
         // RX ring overflow and an empty mempool on a port that carries a lossless class
         // lose that class before the MMU sees it.
-        let nic_loss = if self.shared.ports[i].plan.pfc_mask != 0 { pmd.imissed + pmd.rx_nombuf } else { 0 };
+        let nic_loss = if self.shared.ports[i].pfc.pfc_mask() != 0 { pmd.imissed + pmd.rx_nombuf } else { 0 };
         let mut o = Map::new();
         for (name, v) in pt.scalars() {
             o.insert(name.into(), v.into());

@@ -71,14 +71,14 @@ impl Timeline {
 
     fn sample_pgs(&mut self, shared: &Shared, pfc_tx: &[Arc<PfcTxCounters>], t_us: u128) {
         for (p, rt) in shared.ports.iter().enumerate() {
-            let mut pgs = rt.plan.lossless_pgs;
+            let mut pgs = rt.pfc.lossless_pgs();
             while pgs != 0 {
                 let pg = pgs.trailing_zeros() as u8;
                 pgs &= pgs - 1;
                 let occ = shared.mmu.pg_occupancy(p as u16, pg);
                 let off = shared.mmu.is_off(p as u16, pg) as u8;
                 let th = shared.mmu.pg_threshold(p as u16, pg);
-                let prios = rt.plan.pg_priorities[pg as usize];
+                let prios = rt.pfc.pg_priorities(pg);
                 let frames: u64 = (0..8)
                     .filter(|i| prios & (1 << i) != 0)
                     .map(|i| pfc_tx[p].prio[i].pause_frames.get() + pfc_tx[p].prio[i].resume_frames.get())

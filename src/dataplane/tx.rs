@@ -160,6 +160,9 @@ impl TxPort {
         self.wred = p.wred;
         if let (Some(wd), Some(cfg)) = (self.wd.as_mut(), p.pfcwd) {
             wd.reconfigure(&cfg, self.tsc_hz);
+            if wd.watch_mask() != p.watch {
+                wd.set_watch(p.watch);
+            }
             self.wd_forward_queues = forward_queues(wd, &self.priority_queue);
         }
         self.live_gen = generation;

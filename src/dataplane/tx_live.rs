@@ -20,6 +20,9 @@ pub struct TxParams {
     pub wred: [Option<WredProfile>; 8],
     /// The watchdog's settings (None: no watchdog on this switch).
     pub pfcwd: Option<PfcwdConfig>,
+    /// The priorities the watchdog watches (the port's PFC priorities, or all where
+    /// 802.3x PAUSE is obeyed).
+    pub watch: u8,
 }
 
 /// Published by the control lcore, read by the port's TX owner.

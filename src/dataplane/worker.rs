@@ -41,6 +41,8 @@ pub struct Worker {
     /// Receive-side PFC state of the ports whose MAC-control frames this lcore acts on,
     /// and the watchdog's record of when PAUSE frames arrived there.
     pfc_rx: Vec<Option<PfcRx>>,
+    /// Per port: the generation of its PFC set last given to its `PfcRx`.
+    pfc_gen: Vec<u64>,
     wd_stamps: Vec<Option<Arc<PfcwdRxStamps>>>,
     /// Per port: several RX queues (a PFC frame may arrive on a queue another lcore polls).
     multi_rx: Vec<bool>,
@@ -118,6 +120,7 @@ impl Worker {
             txs: Vec::new(),
             local_tx: vec![None; nports],
             pfc_rx: (0..nports).map(|_| None).collect(),
+            pfc_gen: vec![0; nports],
             wd_stamps: (0..nports).map(|_| None).collect(),
             multi_rx: spec.ports.iter().map(|p| p.nb_rx > 1).collect(),
             pfc_inbox_ports: Vec::new(),
@@ -167,7 +170,7 @@ impl Worker {
         self.notes.is_empty()
             && self.txs.iter().all(|t| t.is_idle(shared))
             && shared.ports.iter().enumerate().all(|(p, rt)| {
-                let mut pgs = rt.plan.lossless_pgs;
+                let mut pgs = rt.pfc.lossless_pgs();
                 let mut off = false;
                 while pgs != 0 {
                     off |= shared.mmu.is_off(p as u16, pgs.trailing_zeros() as u8);
@@ -289,7 +292,14 @@ impl Worker {
             }
             if t1 >= next_settle {
                 next_settle = t1.wrapping_add(settle_every);
-                for rx in self.pfc_rx.iter_mut().flatten() {
+                for (port, rx) in self.pfc_rx.iter_mut().enumerate() {
+                    let Some(rx) = rx.as_mut() else { continue };
+                    // A live change of the port's PFC priorities (`config pfc`).
+                    let live = &shared.ports[port].pfc;
+                    if live.generation() != self.pfc_gen[port] {
+                        self.pfc_gen[port] = live.generation();
+                        rx.set_enable(live.pfc_mask(), t1);
+                    }
                     rx.poll(t1);
                 }
             }
@@ -405,8 +415,10 @@ impl Worker {
         let mut looked_up: Option<(u16, [u8; 6], Option<u16>)> = None;
         let vlans = &shared.vlans;
         let vlan_aware = vlans.enabled();
-        // Priorities the watchdog has stormed on this port (drop/forward): read once a burst.
+        // Priorities the watchdog has stormed on this port (drop/forward), and the PFC
+        // priorities (a live change may replace them): read once a burst.
         let wd_rx = shared.ports[in_port].pfcwd.as_ref().map_or(0, |w| w.ignore_pfc_mask());
+        let pfc_mask = shared.ports[in_port].pfc.pfc_mask();
         for i in 0..n {
             if let Some(next) = self.burst.get(i + 2) {
                 next.prefetch_data();
@@ -482,7 +494,7 @@ impl Worker {
                 looked_up = None;
             }
             let class = plan.qos.classify(&parsed);
-            let lossless = plan.pfc_mask & (1 << class.priority) != 0;
+            let lossless = pfc_mask & (1 << class.priority) != 0;
             if wd_rx & (1 << class.priority) != 0 && watchdog_rx_drops(shared, in_port, class, c) {
                 continue;
             }
@@ -652,7 +664,7 @@ impl Worker {
         }
         let plan = &shared.ports[in_port].plan;
         let class = plan.qos.classify(parsed);
-        let lossless = plan.pfc_mask & (1 << class.priority) != 0;
+        let lossless = shared.ports[in_port].pfc.pfc_mask() & (1 << class.priority) != 0;
         let wd_rx = shared.ports[in_port].pfcwd.as_ref().map_or(0, |w| w.ignore_pfc_mask());
         if wd_rx & (1 << class.priority) != 0 && watchdog_rx_drops(shared, in_port, class, c) {
             return None;
@@ -1001,7 +1013,7 @@ impl Worker {
         let port = e.port as usize;
         let mut rest = e.pgs;
         for pg in e.pg_iter() {
-            let prios = shared.ports[port].plan.pg_priorities[pg as usize];
+            let prios = shared.ports[port].pfc.pg_priorities(pg);
             if prios != 0
                 && self.notes.pause(&shared.ports[port].pause[pg as usize], e.port, pg, now, || {
                     shared.queue_pause(port, prios, now)
@@ -1032,7 +1044,7 @@ impl Worker {
                 now.wrapping_sub(last) >= shared.ports[port as usize].refresh_ticks && shared.mmu.is_off(port, pg)
             },
             |port, pg| {
-                let prios = shared.ports[port as usize].plan.pg_priorities[pg as usize];
+                let prios = shared.ports[port as usize].pfc.pg_priorities(pg);
                 shared.queue_pause(port as usize, prios, 0)
             },
             now,

@@ -268,21 +268,33 @@ impl Mmu {
     /// bytes charged under the old limits leave through releases as always (a PG holding
     /// more than its new `xoff` in headroom takes no more there until it is below; see
     /// [`Mmu::headroom_shrink_safe`] for shrinking it without loss). Refused, nothing
-    /// changed, when `cfg` does not validate or changes the MMU's shape (ports, lossless
-    /// PGs, cell size, pool sizes, headroom policy kind, release order).
+    /// changed, when `cfg` does not validate or changes the MMU's shape (ports, cell size,
+    /// pool sizes, headroom policy kind, release order; with DSH also the lossless PGs,
+    /// whose shared bytes the port's sum holds). Outside DSH a PG may change between lossy
+    /// and lossless (`config pfc`): one that becomes lossy is ON from now on (its OFF bit
+    /// cleared; its bytes in headroom leave through releases as always), one that becomes
+    /// lossless is judged at its next admission.
     pub fn set_limits(&self, cfg: MmuConfig) -> Result<(), MmuError> {
         let cur = self.limits.load();
         let c = &cur.cfg;
+        let same_pgs = c.ports.iter().zip(&cfg.ports).all(|(a, b)| a.lossless_pgs == b.lossless_pgs);
         let same_shape = c.ports.len() == cfg.ports.len()
-            && c.ports.iter().zip(&cfg.ports).all(|(a, b)| a.lossless_pgs == b.lossless_pgs)
+            && (same_pgs || !self.dsh)
             && (c.total_size, c.cell_size, c.lossless_pool_size, c.lossy_pool_size, c.release_order)
                 == (cfg.total_size, cfg.cell_size, cfg.lossless_pool_size, cfg.lossy_pool_size, cfg.release_order)
             && std::mem::discriminant(&c.headroom_policy) == std::mem::discriminant(&cfg.headroom_policy);
         if !same_shape {
             return Err(MmuError::ShapeChanged);
         }
+        let lossy_now: Vec<u8> =
+            c.ports.iter().zip(&cfg.ports).map(|(a, b)| a.lossless_pgs & !b.lossless_pgs).collect();
         let new = Limits::new(cfg)?;
         self.limits.store(Arc::new(new));
+        for (ps, bits) in self.ports.iter().zip(lossy_now) {
+            if bits != 0 {
+                ps.off.fetch_and(!u32::from(bits), AcqRel);
+            }
+        }
         Ok(())
     }
 

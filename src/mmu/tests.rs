@@ -571,7 +571,7 @@ fn live_limits_change_thresholds_and_keep_the_counters() {
     assert!(m.headroom_shrink_safe(&grow), "growing is always safe");
     // The shape may not change; nothing applied.
     let mut shape = c.clone();
-    shape.ports[0].lossless_pgs = 1 << 4;
+    shape.total_size += 1;
     assert_eq!(m.set_limits(shape), Err(MmuError::ShapeChanged));
     let mut bad = c.clone();
     bad.ports[1].pgs[3].xoff = 1 << 40;
@@ -585,4 +585,39 @@ fn live_limits_change_thresholds_and_keep_the_counters() {
     assert_eq!(m.pg_occupancy(0, 3).total, 0);
     assert!(!m.is_off(0, 3));
     assert!(m.headroom_shrink_safe(&small));
+}
+
+/// `config pfc`: a PG that becomes lossy while OFF is ON at once and its headroom bytes
+/// leave through releases; it is lossless again later, judged afresh. With DSH the set of
+/// lossless PGs is part of the shape.
+#[test]
+fn a_pg_changes_between_lossless_and_lossy_live() {
+    let m = Mmu::new(cfg(ReleaseOrder::HeadroomFirst)).unwrap();
+    let mut charges: Vec<Charge> = Vec::new();
+    let mut paused = false;
+    while !paused {
+        let v = m.admit(0, 3, 1, 3, B, true);
+        paused = v.edge() == Some(Edge::one(0, 3, EdgeKind::Pause));
+        charges.extend(v.charge());
+    }
+    charges.extend(m.admit(0, 3, 1, 3, B, true).charge());
+    assert!(m.is_off(0, 3) && m.pg_occupancy(0, 3).headroom > 0);
+    let mut lossy = cfg(ReleaseOrder::HeadroomFirst);
+    lossy.ports[0].lossless_pgs &= !(1 << 3);
+    m.set_limits(lossy.clone()).unwrap();
+    assert!(!m.is_lossless(0, 3) && !m.is_off(0, 3), "lossy now, and ON");
+    // A lossy PG takes no headroom: the next packet is judged by DT alone.
+    assert_ne!(m.admit(0, 3, 1, 3, B, true).charge().map(|c| c.segment()), Some(Segment::Headroom));
+    let before = m.pg_occupancy(0, 3).headroom;
+    m.release(charges.pop().unwrap());
+    assert!(m.pg_occupancy(0, 3).headroom < before, "headroom drains first");
+    // Lossless again: still over its Xoff point, so the next admission pauses.
+    m.set_limits(cfg(ReleaseOrder::HeadroomFirst)).unwrap();
+    assert!(m.is_lossless(0, 3));
+    let v = m.admit(0, 3, 1, 3, B, true);
+    assert_eq!(v.edge(), Some(Edge::one(0, 3, EdgeKind::Pause)));
+    let d = Mmu::new(dsh_cfg(Threshold::Dynamic(0))).unwrap();
+    let mut shape = dsh_cfg(Threshold::Dynamic(0));
+    shape.ports[0].lossless_pgs = 0;
+    assert_eq!(d.set_limits(shape), Err(MmuError::ShapeChanged));
 }

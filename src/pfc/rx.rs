@@ -97,6 +97,19 @@ impl PfcRx {
         Arc::clone(&self.counters)
     }
 
+    /// A new set of PFC priorities (`config pfc`) at `now`: a priority no longer enabled
+    /// is no longer paused (its pause closed and counted), and later frames naming it are
+    /// ignored; 802.3x obedience stays as configured.
+    pub fn set_enable(&mut self, pfc_enable: u8, now: u64) {
+        for i in 0..8 {
+            if pfc_enable & (1 << i) == 0 && self.deadlines.d[i].load(Relaxed) != 0 {
+                self.counters.prio[i].pause_ticks.add(now.saturating_sub(self.since[i]));
+                self.deadlines.d[i].store(0, Release);
+            }
+        }
+        self.pfc_enable = pfc_enable;
+    }
+
     /// After a link speed change (quanta are bit-times).
     pub fn set_speed(&mut self, speed_bps: u64) {
         self.speed_bps = speed_bps;

@@ -27,6 +27,16 @@ pub struct PendingPgs {
 }
 
 impl PendingPgs {
+    /// The PGs in `pgs` are no longer lossless (`config pfc`): nothing to settle.
+    pub fn forget(&mut self, pgs: u8) {
+        self.dirty &= !pgs;
+        for (i, t) in self.pause_tsc.iter_mut().enumerate() {
+            if pgs & (1 << i) != 0 {
+                *t = 0;
+            }
+        }
+    }
+
     /// `pg` changed (an MMU edge of `kind`, or a mismatch found by reconciliation when
     /// `kind` is None). `tsc` is the TSC of the edge (0 if unknown).
     pub fn mark(&mut self, pg: u8, kind: Option<EdgeKind>, tsc: u64) {
