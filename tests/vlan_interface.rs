@@ -134,7 +134,7 @@ Vlan1000 = ["198.18.1.1/24"]
 
 /// The T0 lossless incast (docs/switching.md, "VLAN interfaces"), senders that obey PFC:
 /// two routed uplinks (Ethernet8, Ethernet12) each send DSCP 3 UDP at 30 Mb/s to the
-/// router MAC for server A (192.168.0.2) in Vlan1000, and Ethernet8 5 Mb/s more to
+/// router MAC for server A (192.168.0.2) in Vlan1000, and Ethernet8 15 Mb/s more to
 /// server B (192.168.0.3); the servers are untagged Vlan1000 members (Ethernet0,
 /// Ethernet4) whose egress drains at 30 Mb/s. Every link is net_memif to one pfcgen
 /// (4 ports), the servers' neighbours are static in the switch's namespace and their
@@ -160,12 +160,11 @@ fn t0_lossless_incast_from_the_uplinks_into_the_vlan() {
         queue += &format!("\"{p}|0-2\" = \"queue_lossy_profile\"\n\"{p}|4-7\" = \"queue_lossy_profile\"\n");
     }
     let mut cfg = SwitchConfig::new(&d.prefix(), "0@0,1@1")
-        .memory_mb(512)
+        .memory_mb(1024)
         .toml("[switch]\nrx_ring_size = 256\ntx_ring_size = 512\nmbuf_count = 16383\nsw_response = \"80ms\"");
     for (i, name) in names.iter().enumerate() {
-        let mut port = Port::new(name, &format!("net_memif{i},role=server,id=0,socket={}", sock(i)))
+        let mut port = Port::new(name, &format!("net_memif{i},role=server,id=0,socket={},socket-abstract=no", sock(i)))
             .speed("100M")
-            .mtu(9100)
             .set("mac", &format!("\"{}\"", sw_mac(i)))
             .set("cable_length", "\"5m\"")
             .pfc_enable(&[3]);
@@ -227,7 +226,8 @@ dynamic_th = -2
         assert!(o.status.success(), "neighbour {ip}: {}", text(&o));
     }
 
-    // pfcgen: g0/g1 the servers (a broadcast each first, so the switch learns them in
+    // pfcgen (in the root namespace: the sockets are files, not in the switch namespace's
+    // abstract socket space): g0/g1 the servers (a broadcast each first, so the switch learns them in
     // Vlan1000), g2/g3 the uplinks; the data starts 500 ms after the links are up.
     let mut gen = format!(
         "[eal]\nargs = [\"--no-huge\", \"-m\", \"256\", \"--no-pci\", \"--lcores=0@1\", \"--file-prefix={}-gen\"]\n",
@@ -235,7 +235,7 @@ dynamic_th = -2
     );
     for i in 0..4 {
         gen += &format!(
-            "[[port]]\nname = \"g{i}\"\ndevargs = \"net_memif{i},role=client,id=0,socket={}\"\nspeed = \"100M\"\npfc_enable = [3]\n",
+            "[[port]]\nname = \"g{i}\"\ndevargs = \"net_memif{i},role=client,id=0,socket={},socket-abstract=no\"\nspeed = \"100M\"\npfc_enable = [3]\n",
             sock(i)
         );
     }
@@ -254,7 +254,7 @@ dynamic_th = -2
     };
     gen += &stream("up8_a", 2, "192.168.0.2", "30Mbit/s");
     gen += &stream("up12_a", 3, "192.168.0.2", "30Mbit/s");
-    gen += &stream("up8_b", 2, "192.168.0.3", "5Mbit/s");
+    gen += &stream("up8_b", 2, "192.168.0.3", "15Mbit/s");
     let gen_cfg = d.join("gen.toml");
     std::fs::write(&gen_cfg, gen).unwrap();
     let gen_json = d.join("gen.json");
