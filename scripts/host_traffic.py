@@ -8,6 +8,10 @@ standard library only. IPv4/UDP frames with a chosen DSCP, so the switch's defau
     host_traffic.py burst IFACE SRC_MAC DST_MAC DSCP LEN COUNT
         Send COUNT frames at once from a given source MAC (e.g. to an address no switch
         knows: flooded); prints {"sent": n}.
+    host_traffic.py vlan-burst IFACE DST_MAC VID PCP DSCP LEN COUNT
+        Send COUNT frames of LEN bytes (+ 4 for the tag) at once, 802.1Q-tagged VID with
+        PCP: a host that marks priority by PCP (a VLAN sub-interface with
+        `egress-qos-map`), on a kernel without 802.1Q; prints {"sent": n}.
     host_traffic.py pause-probe IFACE DST_MAC DSCP LEN COUNT PRIORITY TIMEOUT_S
         Send COUNT frames, then wait for a PFC frame that pauses PRIORITY. Prints one
         JSON line: delay_us from the last frame sent to the PAUSE's arrival (null if none
@@ -170,6 +174,28 @@ def burst(iface, src, dst, dscp, length, count):
     print(json.dumps({"sent": len(frames)}))
 
 
+def vlan_burst(iface, dst, vid, pcp, dscp, length, count):
+    """COUNT IPv4/UDP frames from IFACE's MAC, 802.1Q-tagged VID/PCP: what a VLAN
+    sub-interface with `egress-qos-map 0:PCP` puts on the wire, for a kernel without
+    802.1Q (CONFIG_VLAN_8021Q unset)."""
+    tag = struct.pack("!HH", 0x8100, (int(pcp) & 7) << 13 | (int(vid) & 0xFFF))
+    src = iface_mac(iface)
+    frames = [ipv4_frame(mac_bytes(dst), src, int(dscp), int(length), i) for i in range(int(count))]
+    frames = [f[:12] + tag + f[12:] for f in frames]
+    sent = 0
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as s:
+        s.bind((iface, 0))
+        for f in frames:
+            while True:
+                try:
+                    s.send(f)
+                    sent += 1
+                    break
+                except OSError:
+                    time.sleep(0.0001)
+    print(json.dumps({"sent": sent}))
+
+
 def pauses(frame, prio):
     """A PFC frame (EtherType 0x8808, opcode 0x0101) with a non-zero time for `prio`."""
     if len(frame) < 34 or frame[12:14] != b"\x88\x08" or frame[14:16] != b"\x01\x01":
@@ -319,6 +345,7 @@ COMMANDS = {
     "udp-sports": (udp_sports, 2),
     "pause-probe": (pause_probe, 7),
     "burst": (burst, 6),
+    "vlan-burst": (vlan_burst, 7),
     "udp-send": (udp_send, 6),
     "udp-recv": (udp_recv, 2),
     "tcp-send": (tcp_send, 4),

@@ -10,7 +10,7 @@
 mod common;
 use common::*;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const RX_MAC: &str = "02:00:00:00:00:c2";
@@ -18,15 +18,6 @@ const RX_MAC: &str = "02:00:00:00:00:c2";
 const COUNT: u64 = 12_000;
 /// Changes of each kind at most (fewer if the traffic ends first).
 const ROUNDS: usize = 100;
-
-/// A child killed on drop.
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn switch_config(d: &TestDir) -> std::path::PathBuf {
     let memif = |i: u32, s: &str| format!("net_memif{i},role=server,id=0,socket={}", d.join(s).display());

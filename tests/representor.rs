@@ -14,13 +14,6 @@ use pfcswitch::dpdk::{Eal, MbufBurst, Mempool, Port};
 use pfcswitch::kernel::{netlink::RtNetlink, netns, representor};
 use pfcswitch::wire::MacAddr;
 
-struct Netns(String);
-impl Drop for Netns {
-    fn drop(&mut self) {
-        sh(&format!("ip netns del {} 2>/dev/null", self.0));
-    }
-}
-
 const PORT_MAC: [u8; 6] = [2, 0, 0, 0, 0xaa, 1];
 const PEER_MAC: [u8; 6] = [2, 0, 0, 0, 0xbb, 1];
 
@@ -50,8 +43,7 @@ fn representor_carries_frames_both_ways() {
         return;
     }
     let d = TestDir::new("representor");
-    let ns = Netns(format!("pfcswrep{}", std::process::id() % 100_000));
-    sh(&format!("ip netns del {0} 2>/dev/null; ip netns add {0}", ns.0));
+    let ns = Netns::add(&format!("pfcswrep{}", std::process::id() % 100_000));
     let cfg = pfcswitch::config::from_str(
         r#"
 [[port]]

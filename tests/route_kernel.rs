@@ -16,14 +16,6 @@ use pfcswitch::dpdk::{Eal, Qsbr};
 use pfcswitch::route::{NextHopTables, Rib, Target, NO_ROUTE};
 use pfcswitch::wire::MacAddr;
 
-/// A namespace removed on drop.
-struct Netns(String);
-impl Drop for Netns {
-    fn drop(&mut self) {
-        sh(&format!("ip netns del {} 2>/dev/null", self.0));
-    }
-}
-
 fn v4(s: &str) -> u32 {
     u32::from(s.parse::<Ipv4Addr>().unwrap())
 }
@@ -35,8 +27,7 @@ fn kernel_routes_reach_the_dpdk_fib() {
         return;
     }
     let d = TestDir::new("route-kernel");
-    let ns = Netns(format!("pfcswrt{}", std::process::id() % 100_000));
-    sh(&format!("ip netns del {0} 2>/dev/null; ip netns add {0}", ns.0));
+    let ns = Netns::add(&format!("pfcswrt{}", std::process::id() % 100_000));
     let ip = |cmd: &str| {
         let out = sh(&format!("ip -n {} {cmd}", ns.0));
         assert!(out.status.success(), "ip {cmd}: {}", show(&out));

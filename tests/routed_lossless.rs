@@ -55,15 +55,6 @@ fn tshark_decode(pcap: &std::path::Path, port: u16) -> Option<(Vec<Datagram>, us
     Some((data, pfc))
 }
 
-/// Start a capture of `iface` in host `h` (dumpcap), returning once it runs.
-fn capture(hosts: &Hosts, h: u32, iface: &str, file: &std::path::Path) -> std::process::Child {
-    let c = hosts.spawn(h, &format!("exec dumpcap -q -i {iface} -w {}", file.display()));
-    let started = until(Duration::from_secs(10), || file.exists());
-    assert!(started.is_some(), "dumpcap on {iface} did not start");
-    std::thread::sleep(Duration::from_millis(200));
-    c
-}
-
 #[test]
 fn routed_lossless_incast_pauses_marks_and_survives_a_punt_flood() {
     if !is_root() {
@@ -133,8 +124,8 @@ Ethernet8 = ["198.18.3.1/24"]
     // 1. Incast, routed and lossless: PAUSE to both senders, nothing lost, ECN marks with
     //    valid checksums and TTL 63 at the receiver.
     let (cap3, cap1) = (d.join("h3.pcap"), d.join("h1.pcap"));
-    let mut dump3 = capture(&hosts, 3, &format!("{p}v3b"), &cap3);
-    let mut dump1 = capture(&hosts, 1, &format!("{p}v1b"), &cap1);
+    let dump3 = hosts.capture(3, &format!("{p}v3b"), &cap3);
+    let dump1 = hosts.capture(1, &format!("{p}v1b"), &cap1);
     let recv = hosts.spawn(3, &format!("python3 {script} udp-recv 5000 5"));
     hosts.wait_udp_bound(3, 5000);
     // TOS 14 = DSCP 3, ECT(0).
@@ -152,9 +143,8 @@ Ethernet8 = ["198.18.3.1/24"]
         .sum();
     let o = recv.wait_with_output().unwrap();
     let got: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("udp-recv: {e}: {}", text(&o)));
-    for c in [&mut dump3, &mut dump1] {
-        let _ = sh(&format!("kill -INT {}", c.id()));
-        let _ = c.wait();
+    for c in [dump3, dump1] {
+        stop_capture(c);
     }
     assert_eq!(got["received"].as_u64().unwrap(), sent, "lossless datagrams lost: sent {sent}, {got}");
 

@@ -306,6 +306,49 @@ impl Hosts {
             .spawn()
             .unwrap()
     }
+
+    /// Start a capture (dumpcap) of `iface` in host `i` into `file`, returning once it
+    /// runs; stop it with [`stop_capture`].
+    pub fn capture(&self, i: u32, iface: &str, file: &Path) -> std::process::Child {
+        let c = self.spawn(i, &format!("exec dumpcap -q -i {iface} -w {}", file.display()));
+        let started = until(std::time::Duration::from_secs(10), || file.exists());
+        assert!(started.is_some(), "dumpcap on {iface} did not start");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        c
+    }
+}
+
+/// End a capture started by [`Hosts::capture`] (SIGINT: dumpcap flushes its file).
+pub fn stop_capture(mut c: std::process::Child) {
+    let _ = sh(&format!("kill -INT {}", c.id()));
+    let _ = c.wait();
+}
+
+/// A network namespace created (replacing any left over) and deleted on drop.
+pub struct Netns(pub String);
+
+impl Netns {
+    pub fn add(name: &str) -> Netns {
+        let o = sh(&format!("ip netns del {name} 2>/dev/null; ip netns add {name}"));
+        assert!(o.status.success(), "ip netns add {name}: {}", text(&o));
+        Netns(name.to_string())
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        sh(&format!("ip netns del {} 2>/dev/null", self.0));
+    }
+}
+
+/// A child process (a pfcgen, a capture) killed if the test ends before it exits.
+pub struct Proc(pub std::process::Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 impl Drop for Hosts {
