@@ -434,6 +434,11 @@ mod tests {
         assert_eq!(j["pfc_mismatch"], true);
         peer.pfc = Some(PfcTlv { willing: true, mbc: false, cap: 8, enable: 0x18 });
         assert_eq!(a.receive(0, &peer.to_bytes(MacAddr([2, 0, 0, 0, 0, 9])), 30), vec![Event::PfcMatch { port: 0 }]);
+        // Ours changes live (`config pfc`): announced at once, the peer judged again.
+        assert!(matches!(&a.set_pfc_enable(0, 0x08, 31)[..], [Event::PfcMismatch { .. }]));
+        assert_eq!(a.local[0].pfc.unwrap().enable, 0x08);
+        assert!(a.due(0, 31), "announced at once");
+        assert_eq!(a.set_pfc_enable(0, 0x18, 32), vec![Event::PfcMatch { port: 0 }]);
         assert!(a.expire(30 + 119 * hz).is_empty());
         assert_eq!(a.expire(30 + 120 * hz), vec![Event::Gone { port: 0 }]);
         assert!(a.ports[0].neighbor.is_none());

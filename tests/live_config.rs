@@ -382,3 +382,95 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
         before.0
     );
 }
+
+/// `config pfc` under the same lossless incast: PFC taken off the first sender's port
+/// (`--enable none`) stops its PAUSE frames there while the other sender's port keeps
+/// pausing; given back (`--enable 3`), that port pauses again. The other stream stays
+/// lossless throughout (0 lost); no packet admitted as lossless is ever dropped;
+/// `config save` holds the last set; conservation.
+#[test]
+fn pfc_enable_changes_live_under_a_lossless_incast() {
+    let d = TestDir::new("livepfc");
+    let prefix = d.prefix();
+    let cfg = switch_config(&d);
+    let json = d.join("stats.json");
+    let mut sw = RunningSwitch::spawn(&cfg, &json, &["--duration", "120"]);
+    sw.wait_forwarding(Duration::from_secs(30));
+    let config = |args: &[&str]| Command::new(BIN).args(["config", "--prefix", &prefix]).args(args).output().unwrap();
+    let gen_json = d.join("gen.json");
+    let mut gen = Proc(
+        Command::new(GEN_BIN)
+            .args(["run", "--config", gen_config(&d).to_str().unwrap(), "--count", &COUNT.to_string()])
+            .args(["--drain", "3s", "--stats-json", gen_json.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(d.join("gen.stderr")).unwrap()))
+            .spawn()
+            .unwrap(),
+    );
+    // (PAUSE, RESUME) frames of priority 3 sent on Ethernet0 and Ethernet4.
+    let frames = || {
+        let o = Command::new(BIN).args(["show", "--prefix", &prefix, "--json", "pfc", "counters"]).output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        let n = |p: &str, k: &str| v[p][k].as_u64().unwrap_or(0);
+        (n("Ethernet0", "tx_pause3"), n("Ethernet4", "tx_pause3"))
+    };
+    let wait = |what: &str, f: &dyn Fn((u64, u64)) -> bool| {
+        let t0 = Instant::now();
+        while !f(frames()) {
+            assert!(t0.elapsed() < Duration::from_secs(20), "{what}: {:?}", frames());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait("no PAUSE on both senders' ports", &|(a, b)| a > 0 && b > 0);
+
+    let o = config(&["pfc", "Ethernet0", "--enable", "none"]);
+    if !o.status.success() {
+        fail(sw, &o);
+    }
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("port Ethernet0 pfc_enable = none: applied"),
+        "{}",
+        common::show(&o)
+    );
+    // Whatever was in flight settles; then Ethernet0 sends no PAUSE while Ethernet4 does.
+    std::thread::sleep(Duration::from_millis(200));
+    let (a0, b0) = frames();
+    std::thread::sleep(Duration::from_millis(1500));
+    let (a1, b1) = frames();
+    assert_eq!(a1, a0, "PAUSE on Ethernet0 after PFC was taken off it");
+    assert!(b1 > b0, "Ethernet4 stopped pausing: {b0} -> {b1}");
+    let o = Command::new(BIN).args(["show", "--prefix", &prefix, "--json", "pfc", "counters"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    let resumes = v["Ethernet0"]["tx_resume3"].as_u64().unwrap_or(0);
+
+    let o = config(&["pfc", "Ethernet0", "--enable", "3"]);
+    if !o.status.success() {
+        fail(sw, &o);
+    }
+    wait("no PAUSE on Ethernet0 after PFC was given back", &|(a, _)| a > a1);
+    let saved = d.join("saved.toml");
+    assert!(config(&["save", saved.to_str().unwrap()]).status.success());
+    let c = pfcswitch::config::load(&saved).unwrap();
+    assert_eq!((c.ports[0].pfc_enable.clone(), c.ports[1].pfc_enable.clone()), (vec![3], vec![3]));
+    // A bad list: one line, nothing applied.
+    let bad = config(&["pfc", "Ethernet0", "--enable", "3,9"]);
+    let err = String::from_utf8_lossy(&bad.stderr).trim().to_string();
+    assert_eq!(bad.status.code(), Some(2), "{}", common::show(&bad));
+    assert!(err.contains("pfc_enable") && !err.contains('\n'), "{err}");
+
+    let st = gen.0.wait().unwrap();
+    assert!(st.success(), "pfcgen: {st}\n{}", std::fs::read_to_string(d.join("gen.stderr")).unwrap_or_default());
+    let log = sw.stop();
+    let s = read_json(&json);
+    assert_conserved(&s);
+    for p in s["ports"].as_array().unwrap() {
+        assert_eq!(u(&p["lossless_drops"]), 0, "lossless drops on {}\n{log}", p["name"]);
+    }
+    let g = read_json(&gen_json);
+    let st = g["streams"].as_array().unwrap().iter().find(|s| s["name"] == "s1").unwrap();
+    assert_eq!((u(&st["tx_packets"]), u(&st["lost"])), (COUNT, 0), "s1 (Ethernet4, lossless throughout)");
+    eprintln!(
+        "config pfc: Ethernet0 PAUSE frames {a0} -> {a1} over 1.5 s with PFC off (Ethernet4 {b0} -> {b1}), \
+         {resumes} RESUMEs on Ethernet0 by then, PAUSE again once given back; 0 lossless drops"
+    );
+}
