@@ -261,9 +261,9 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
         .port(Port::new("Ethernet4", &memif(1, "server")).speed("100M").pfc_enable(&[3, 4]).set("tx_enable", "false"))
         .toml(&pcap_pair_buffer(&EXACT_PROFILE))
         .toml(
-            "[qos.wred_profile.W]\ngreen_min_threshold = 20000\ngreen_max_threshold = 40000\n\
-             green_drop_probability = 5\necn = \"ecn_all\"\nwred_green_enable = true\n\
-             [qos.queue]\n\"Ethernet4|1\" = { wred_profile = \"W\" }\n\
+            "[qos.wred_profile.W]\ngreen_min_threshold = 1000000\ngreen_max_threshold = 2000000\n\
+             green_drop_probability = 100\necn = \"ecn_all\"\n\
+             [qos.queue]\n\"Ethernet4|3\" = { wred_profile = \"W\" }\n\
              [pfcwd]\naction = \"drop\"\ndetection_time = 200\nrestoration_time = 200\n",
         )
         .one_worker()
@@ -275,7 +275,7 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
     let config = |args: &[&str]| Command::new(BIN).args(["config", "--prefix", &prefix]).args(args).output().unwrap();
     for args in [
         &["buffer", "profile", "pg_lossless", "--dynamic-th", "-1", "--xoff", "12000", "--size", "2000"][..],
-        &["wred", "W", "--green-min-threshold", "10000", "--green-drop-probability", "20"],
+        &["wred", "W", "--green-min-threshold", "0", "--green-max-threshold", "1"],
         &["pfcwd", "--action", "forward", "--detection-time", "400"],
     ] {
         let o = config(args);
@@ -308,7 +308,7 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
     let saved = d.join("saved.toml");
     assert!(config(&["save", saved.to_str().unwrap()]).status.success());
     let text = std::fs::read_to_string(&saved).unwrap();
-    for want in ["dynamic_th = -1", "xoff = 12000", "green_min_threshold = 10000", "action = \"forward\""] {
+    for want in ["dynamic_th = -1", "xoff = 12000", "green_min_threshold = 0", "action = \"forward\""] {
         assert!(text.contains(want), "{want} not in the saved configuration:\n{text}");
     }
     let (pause_at, first_drop) = thresholds(&saved);
@@ -317,7 +317,7 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
     // pause_at − 1 frames, then (seconds later) one more; priority 3 by DSCP.
     let stream = |name: &str, count: u64, start: &str| {
         format!(
-            "[[stream]]\nname = \"{name}\"\nport = \"g0\"\nrate = \"1000pps\"\nsize = {}\ncount = {count}\ndscp = 3\n\
+            "[[stream]]\nname = \"{name}\"\nport = \"g0\"\nrate = \"1000pps\"\nsize = {}\ncount = {count}\ndscp = 3\necn = \"ect0\"\n\
              src_mac = \"02:00:00:00:00:a1\"\ndst_mac = \"02:00:00:00:00:b1\"\nsrc_ip = \"10.0.0.1\"\ndst_ip = \"10.0.0.2\"\n\
              start = \"{start}\"\n",
             FRAME + 4
@@ -371,11 +371,21 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
         assert!(t0.elapsed() < Duration::from_secs(10), "no PAUSE at packet #{pause_at}: {:?}", counters());
         std::thread::sleep(Duration::from_millis(50));
     }
+    // TX on: the held frames leave queue 3 of Ethernet4, whose WRED profile now marks
+    // every ECT packet (the file's thresholds, 1 MB, would mark none of these ~24 KB).
+    assert!(Command::new("kill").args(["-USR1", &sw.child.id().to_string()]).status().unwrap().success());
     let _ = gen.0.wait();
     let log = sw.stop();
     let s = read_json(&json);
     assert_conserved(&s);
     assert_eq!(u(&s["ports"][0]["lossless_drops"]), 0, "{log}");
+    let e4 = s["ports"].as_array().unwrap().iter().find(|p| p["name"] == "Ethernet4").unwrap();
+    let q3 = &e4["queues"][3];
+    assert_eq!(
+        (u(&q3["tx_packets"]), u(&q3["ecn_marked_packets"])),
+        (pause_at, pause_at),
+        "queue 3 of Ethernet4: {q3}"
+    );
     eprintln!(
         "thresholds of the saved configuration: PAUSE at packet #{pause_at} (was #{} before the changes), \
          first drop at #{first_drop}; the running switch paused exactly there",
