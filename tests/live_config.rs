@@ -336,9 +336,9 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
         ),
     )
     .unwrap();
-    let mut gen = Proc(
+    let gen = Proc(
         Command::new(GEN_BIN)
-            .args(["run", "--config", gen_cfg.to_str().unwrap(), "--duration", "12"])
+            .args(["run", "--config", gen_cfg.to_str().unwrap(), "--duration", "60"])
             .stdout(Stdio::null())
             .stderr(Stdio::from(std::fs::File::create(d.join("gen.stderr")).unwrap()))
             .spawn()
@@ -374,7 +374,18 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
     // TX on: the held frames leave queue 3 of Ethernet4, whose WRED profile now marks
     // every ECT packet (the file's thresholds, 1 MB, would mark none of these ~24 KB).
     assert!(Command::new("kill").args(["-USR1", &sw.child.id().to_string()]).status().unwrap().success());
-    let _ = gen.0.wait();
+    // Wait for them to leave while the receiver is still there (its link up).
+    let t0 = Instant::now();
+    let sent = || {
+        let o = Command::new(BIN).args(["show", "--prefix", &prefix, "--json", "queue", "counters"]).output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        v["Ethernet4"]["UC3_packets"].as_u64().unwrap_or(0)
+    };
+    while sent() < pause_at {
+        assert!(t0.elapsed() < Duration::from_secs(10), "queue 3 of Ethernet4 sent {} of {pause_at}", sent());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(gen);
     let log = sw.stop();
     let s = read_json(&json);
     assert_conserved(&s);
