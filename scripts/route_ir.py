@@ -16,11 +16,14 @@ only in routing:
 Each run: `valgrind --tool=callgrind --separate-threads=yes`; once the data ports forward
 (and, routed, the routed counter moves), the port counters are read over telemetry and
 callgrind's counters zeroed (`callgrind_control -z`), so start-up and the punts before the
-neighbours exist are not in the figure. Ir/packet = the worker thread's Ir / packets sent
-by the data ports since then. Prints ONE JSON line:
+neighbours exist are not in the figure; SECONDS later the counters are read again and
+instrumentation switched off (`callgrind_control -i off`) before the switch is stopped, so
+the stop is not in it either. Ir/packet = the worker thread's Ir / packets sent by the data
+ports in that window. Prints ONE JSON line:
 {"l2_ir_per_packet": .., "routed_ir_per_packet": .., "ratio": .., ...}.
 """
 import glob
+import signal
 import json
 import os
 import socket
@@ -128,10 +131,14 @@ def wait(what, limit, f):
 
 
 def total_ir(f):
+    """The file's `totals:` (its cost lines: what was counted since the zeroing, while
+    instrumentation was on); `summary:` is not kept consistent by `-i off`."""
+    found = {}
     for line in open(f):
-        if line.startswith("totals:") or line.startswith("summary:"):
-            return int(line.split()[1])
-    return 0
+        for key in ("totals:", "summary:"):
+            if line.startswith(key):
+                found[key] = int(line.split()[1])
+    return found.get("totals:", found.get("summary:", 0))
 
 
 def one_run(work, routed, seconds):
@@ -141,8 +148,10 @@ def one_run(work, routed, seconds):
     cg = os.path.join(work, f"cg-{tag}.out")
     js = os.path.join(work, f"route-ir-{tag}.json")
     log = open(os.path.join(work, f"route-ir-{tag}.log"), "w")
+    # The run lasts until stopped: start-up under valgrind (the routed one loads the kernel's
+    # tables) takes a varying share of any fixed duration.
     cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={cg}",
-           SW, "run", "--config", cfg, "--duration", str(seconds), "--stats-json", js]
+           SW, "run", "--config", cfg, "--duration", "3600", "--stats-json", js]
     p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
         if routed:
@@ -159,7 +168,13 @@ def one_run(work, routed, seconds):
         wait("forwarding", 300, lambda: all(c[key] > 0 for c in port_counters(prefix).values()))
         base = port_counters(prefix)
         subprocess.run(["callgrind_control", "-z", str(p.pid)], capture_output=True, check=True, timeout=120)
-        p.wait(timeout=seconds * 150 + 300)
+        # The window: `seconds` of forwarding, then the counters, then instrumentation off
+        # (the stop that follows spins and frees, which is not a packet's cost).
+        time.sleep(seconds)
+        end = port_counters(prefix)
+        subprocess.run(["callgrind_control", "-i", "off", str(p.pid)], capture_output=True, check=True, timeout=120)
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=600)
     finally:
         if p.poll() is None:
             p.kill()
@@ -167,7 +182,7 @@ def one_run(work, routed, seconds):
         log.close()
     with open(js) as f:
         j = json.load(f)
-    sent = sum(q["tx_packets"] - base[q["name"]]["tx_packets"] for q in j["ports"] if q["name"] in base)
+    sent = sum(end[n]["tx_packets"] - base[n]["tx_packets"] for n in base)
     routed_n = sum(q.get("routed_packets", 0) for q in j["ports"] if q["name"] in base)
     worker = max(glob.glob(cg + "-*"), key=total_ir)
     ir = total_ir(worker)
