@@ -95,6 +95,33 @@ fn fail(sw: RunningSwitch, o: &std::process::Output) -> ! {
     panic!("pfcswitch config failed: {what}\n--- switch ---\n{}", sw.stop());
 }
 
+/// `pfcswitch show --prefix P --json <view…>` (Null when it cannot be read).
+fn show_json(prefix: &str, view: &[&str]) -> serde_json::Value {
+    let o = Command::new(BIN).args(["show", "--prefix", prefix, "--json"]).args(view).output().unwrap();
+    serde_json::from_slice(&o.stdout).unwrap_or_default()
+}
+
+/// pfcgen `run --config cfg <args>`, its stderr in `gen.stderr`, killed on drop.
+fn pfcgen(d: &TestDir, cfg: &std::path::Path, args: &[&str]) -> Proc {
+    Proc(
+        Command::new(GEN_BIN)
+            .args(["run", "--config", cfg.to_str().unwrap()])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(d.join("gen.stderr")).unwrap()))
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// The incast's pfcgen: COUNT frames per sender, 3 s to drain, its summary in `gen.json`.
+fn incast(d: &TestDir) -> (Proc, std::path::PathBuf) {
+    let gen_json = d.join("gen.json");
+    let count = COUNT.to_string();
+    let args = ["--count", &count, "--drain", "3s", "--stats-json", gen_json.to_str().unwrap()];
+    (pfcgen(d, &gen_config(d), &args), gen_json)
+}
+
 fn u(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
@@ -108,30 +135,13 @@ fn dynamic_th_and_cable_length_change_under_a_lossless_incast() {
     let mut sw = RunningSwitch::spawn(&cfg, &json, &["--duration", "120"]);
     sw.wait_forwarding(Duration::from_secs(30));
     let config = |args: &[&str]| Command::new(BIN).args(["config", "--prefix", &prefix]).args(args).output().unwrap();
-    let shared_size = || {
-        let o = Command::new(BIN).args(["show", "--prefix", &prefix, "--json", "buffer", "pool"]).output().unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        u(&v["ingress_lossless_pool"]["shared_size"])
-    };
+    let shared_size = || u(&show_json(&prefix, &["buffer", "pool"])["ingress_lossless_pool"]["shared_size"]);
     let bs_5m = shared_size();
 
-    let gen_json = d.join("gen.json");
-    let mut gen = Proc(
-        Command::new(GEN_BIN)
-            .args(["run", "--config", gen_config(&d).to_str().unwrap(), "--count", &COUNT.to_string()])
-            .args(["--drain", "3s", "--stats-json", gen_json.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(std::fs::File::create(d.join("gen.stderr")).unwrap()))
-            .spawn()
-            .unwrap(),
-    );
+    let (mut gen, gen_json) = incast(&d);
     // Once the switch pauses the senders, change and change back until the traffic ends.
     let t0 = Instant::now();
-    let paused = || {
-        let o = Command::new(BIN).args(["show", "--prefix", &prefix, "--json", "pfc", "counters"]).output().unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
-        v["Ethernet0"]["tx_pause3"].as_u64().unwrap_or(0) > 0
-    };
+    let paused = || show_json(&prefix, &["pfc", "counters"])["Ethernet0"]["tx_pause3"].as_u64().unwrap_or(0) > 0;
     while !paused() {
         assert!(t0.elapsed() < Duration::from_secs(30), "no PAUSE from the switch");
         std::thread::sleep(Duration::from_millis(20));
@@ -297,8 +307,7 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
         assert!(err.contains(field) && !err.contains('\n'), "{args:?}: {err}");
     }
     // The watchdog in force is the changed one.
-    let o = Command::new(BIN).args(["show", "--prefix", &prefix, "--json", "pfcwd", "stats"]).output().unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = show_json(&prefix, &["pfcwd", "stats"]);
     assert_eq!(
         (v["Ethernet0"]["action"].as_str(), u(&v["Ethernet0"]["detection_time_ms"])),
         (Some("forward"), 400),
@@ -336,19 +345,9 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
         ),
     )
     .unwrap();
-    let gen = Proc(
-        Command::new(GEN_BIN)
-            .args(["run", "--config", gen_cfg.to_str().unwrap(), "--duration", "60"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(std::fs::File::create(d.join("gen.stderr")).unwrap()))
-            .spawn()
-            .unwrap(),
-    );
+    let gen = pfcgen(&d, &gen_cfg, &["--duration", "60"]);
     let counters = || {
-        let get = |view: &[&str]| -> serde_json::Value {
-            let o = Command::new(BIN).args(["show", "--prefix", &prefix, "--json"]).args(view).output().unwrap();
-            serde_json::from_slice(&o.stdout).unwrap_or_default()
-        };
+        let get = |view: &[&str]| show_json(&prefix, view);
         let pause = get(&["pfc", "counters"])["Ethernet0"]["tx_pause3"].as_u64().unwrap_or(0);
         let rx = get(&["interfaces", "counters"])["Ethernet0"]["rx_packets"].as_u64().unwrap_or(0);
         (rx, pause)
@@ -376,11 +375,7 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
     assert!(Command::new("kill").args(["-USR1", &sw.child.id().to_string()]).status().unwrap().success());
     // Wait for them to leave while the receiver is still there (its link up).
     let t0 = Instant::now();
-    let sent = || {
-        let o = Command::new(BIN).args(["show", "--prefix", &prefix, "--json", "queue", "counters"]).output().unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
-        v["Ethernet4"]["UC3_packets"].as_u64().unwrap_or(0)
-    };
+    let sent = || show_json(&prefix, &["queue", "counters"])["Ethernet4"]["UC3_packets"].as_u64().unwrap_or(0);
     while sent() < pause_at {
         assert!(t0.elapsed() < Duration::from_secs(10), "queue 3 of Ethernet4 sent {} of {pause_at}", sent());
         std::thread::sleep(Duration::from_millis(50));
@@ -418,20 +413,10 @@ fn pfc_enable_changes_live_under_a_lossless_incast() {
     let mut sw = RunningSwitch::spawn(&cfg, &json, &["--duration", "120"]);
     sw.wait_forwarding(Duration::from_secs(30));
     let config = |args: &[&str]| Command::new(BIN).args(["config", "--prefix", &prefix]).args(args).output().unwrap();
-    let gen_json = d.join("gen.json");
-    let mut gen = Proc(
-        Command::new(GEN_BIN)
-            .args(["run", "--config", gen_config(&d).to_str().unwrap(), "--count", &COUNT.to_string()])
-            .args(["--drain", "3s", "--stats-json", gen_json.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(std::fs::File::create(d.join("gen.stderr")).unwrap()))
-            .spawn()
-            .unwrap(),
-    );
+    let (mut gen, gen_json) = incast(&d);
     // (PAUSE, RESUME) frames of priority 3 sent on Ethernet0 and Ethernet4.
     let frames = || {
-        let o = Command::new(BIN).args(["show", "--prefix", &prefix, "--json", "pfc", "counters"]).output().unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        let v = show_json(&prefix, &["pfc", "counters"]);
         let n = |p: &str, k: &str| v[p][k].as_u64().unwrap_or(0);
         (n("Ethernet0", "tx_pause3"), n("Ethernet4", "tx_pause3"))
     };
@@ -460,8 +445,7 @@ fn pfc_enable_changes_live_under_a_lossless_incast() {
     let (a1, b1) = frames();
     assert_eq!(a1, a0, "PAUSE on Ethernet0 after PFC was taken off it");
     assert!(b1 > b0, "Ethernet4 stopped pausing: {b0} -> {b1}");
-    let o = Command::new(BIN).args(["show", "--prefix", &prefix, "--json", "pfc", "counters"]).output().unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    let v = show_json(&prefix, &["pfc", "counters"]);
     let resumes = v["Ethernet0"]["tx_resume3"].as_u64().unwrap_or(0);
 
     let o = config(&["pfc", "Ethernet0", "--enable", "3"]);

@@ -221,6 +221,20 @@ impl Worker {
         self.txs.push(tx);
     }
 
+    /// The receive-side PFC of the ports this lcore owns: a live change of a port's PFC
+    /// priorities (`config pfc`) taken, pauses that expired closed (RxWait counters).
+    fn settle_pfc_rx(&mut self, shared: &Shared, now: u64) {
+        for (port, rx) in self.pfc_rx.iter_mut().enumerate() {
+            let Some(rx) = rx.as_mut() else { continue };
+            let live = &shared.ports[port].pfc;
+            if live.generation() != self.pfc_gen[port] {
+                self.pfc_gen[port] = live.generation();
+                rx.set_enable(live.pfc_mask(), now);
+            }
+            rx.poll(now);
+        }
+    }
+
     /// The loop: until the switch stops, receive and process a burst per RX queue
     /// (sending waiting PFC frames right after each), serve the ports this lcore
     /// transmits, refresh its own PAUSEs; then give back everything it holds.
@@ -292,16 +306,7 @@ impl Worker {
             }
             if t1 >= next_settle {
                 next_settle = t1.wrapping_add(settle_every);
-                for (port, rx) in self.pfc_rx.iter_mut().enumerate() {
-                    let Some(rx) = rx.as_mut() else { continue };
-                    // A live change of the port's PFC priorities (`config pfc`).
-                    let live = &shared.ports[port].pfc;
-                    if live.generation() != self.pfc_gen[port] {
-                        self.pfc_gen[port] = live.generation();
-                        rx.set_enable(live.pfc_mask(), t1);
-                    }
-                    rx.poll(t1);
-                }
+                self.settle_pfc_rx(&shared, t1);
             }
             // The longest iteration: what an RX ring must absorb while this lcore is away.
             let took = t1.wrapping_sub(t0);
