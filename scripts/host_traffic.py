@@ -66,10 +66,10 @@ def checksum(hdr):
     return ~s & 0xFFFF
 
 
-def ipv4_frame(dst, src, dscp, length, seq):
+def ipv4_frame(dst, src, dscp, length, seq, src_ip="198.18.0.250", dst_ip="198.18.0.251"):
     ip_len = length - 14
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, dscp << 2, ip_len, seq & 0xFFFF, 0, 64, 17, 0,
-                     bytes([198, 18, 0, 250]), bytes([198, 18, 0, 251]))
+                     socket.inet_aton(src_ip), socket.inet_aton(dst_ip))
     ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
     udp = struct.pack("!HHHH", 4791, 4791, ip_len - 20, 0) + struct.pack("!I", seq)
     frame = dst + src + b"\x08\x00" + ip + udp
@@ -77,8 +77,11 @@ def ipv4_frame(dst, src, dscp, length, seq):
 
 
 def flood(iface, dst, dscp, length, seconds):
-    src = iface_mac(iface)
-    frame = ipv4_frame(mac_bytes(dst), src, int(dscp), int(length), 0)
+    send_for(iface, ipv4_frame(mac_bytes(dst), iface_mac(iface), int(dscp), int(length), 0), seconds)
+
+
+def send_for(iface, frame, seconds):
+    """Send `frame` on `iface` as fast as the socket takes it for SECONDS; prints {"sent": n}."""
     sent = 0
     with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as s:
         s.bind((iface, 0))
@@ -94,23 +97,7 @@ def flood(iface, dst, dscp, length, seconds):
 
 
 def flood_ip(iface, dst, src_ip, dst_ip, seconds):
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 50, 0, 0, 64, 17, 0,
-                     socket.inet_aton(src_ip), socket.inet_aton(dst_ip))
-    ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
-    udp = struct.pack("!HHHH", 9, 9, 30, 0)
-    frame = (mac_bytes(dst) + iface_mac(iface) + b"\x08\x00" + ip + udp).ljust(64, b"\0")
-    sent = 0
-    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as s:
-        s.bind((iface, 0))
-        end = time.monotonic() + float(seconds)
-        while time.monotonic() < end:
-            for _ in range(64):
-                try:
-                    s.send(frame)
-                    sent += 1
-                except OSError:
-                    time.sleep(0.0001)
-    print(json.dumps({"sent": sent}))
+    send_for(iface, ipv4_frame(mac_bytes(dst), iface_mac(iface), 0, 64, 0, src_ip, dst_ip), seconds)
 
 
 def udp_burst(dst, port, count, tos, length):
