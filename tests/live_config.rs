@@ -29,12 +29,6 @@ fn switch_config(d: &TestDir) -> std::path::PathBuf {
             .set("trust", "\"pcp\"")
             .pfc_enable(&[3])
     };
-    let mut pg = String::new();
-    let mut queue = String::new();
-    for p in ["Ethernet0", "Ethernet4", "Ethernet8"] {
-        pg += &format!("\"{p}|3\" = \"pg_lossless_profile\"\n\"{p}|0\" = \"ingress_lossy_profile\"\n");
-        queue += &format!("\"{p}|0-2\" = \"queue_lossy_profile\"\n\"{p}|4-7\" = \"queue_lossy_profile\"\n");
-    }
     // Headroom computed (no xoff): sw_response 80 ms at 100 Mb/s gives ~1 MB per PG, room
     // for what a switch descheduled on a loaded machine finds in its RX and memif rings.
     SwitchConfig::new(&d.prefix(), "0@0,1@1")
@@ -43,16 +37,7 @@ fn switch_config(d: &TestDir) -> std::path::PathBuf {
         .port(port("Ethernet0", memif(0, "a0.sock")))
         .port(port("Ethernet4", memif(1, "a1.sock")))
         .port(port("Ethernet8", memif(2, "b.sock")).set("shaper_rate", "\"30M\""))
-        .toml(&format!(
-            "[buffer]\ntotal_size = \"8MiB\"\n\
-             [buffer.pool.ingress_lossless_pool]\nsize = \"6MiB\"\ntype = \"ingress\"\n\
-             [buffer.pool.egress_lossy_pool]\nsize = \"2MiB\"\ntype = \"egress\"\n\
-             [buffer.profile.pg_lossless_profile]\npool = \"ingress_lossless_pool\"\nsize = 4096\nxon = 4096\n\
-             xon_offset = 12288\ndynamic_th = -3\n\
-             [buffer.profile.ingress_lossy_profile]\npool = \"ingress_lossless_pool\"\ndynamic_th = 3\n\
-             [buffer.profile.queue_lossy_profile]\npool = \"egress_lossy_pool\"\ndynamic_th = -2\n\
-             [buffer.pg]\n{pg}[buffer.queue]\n{queue}"
-        ))
+        .toml(&computed_headroom_buffer(&["Ethernet0", "Ethernet4", "Ethernet8"]))
         .lcores_set("worker_idle", "\"adaptive\"")
         .one_worker()
         .write(&d.join("sw.toml"))

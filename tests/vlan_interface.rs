@@ -154,11 +154,6 @@ fn t0_lossless_incast_from_the_uplinks_into_the_vlan() {
     let names = ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"];
     let sock = |i: usize| d.join(&format!("m{i}.sock")).display().to_string();
     let sw_mac = |i: usize| format!("02:00:00:00:01:{:02x}", 4 * i);
-    let (mut pg, mut queue) = (String::new(), String::new());
-    for p in names {
-        pg += &format!("\"{p}|3\" = \"pg_lossless_profile\"\n\"{p}|0\" = \"ingress_lossy_profile\"\n");
-        queue += &format!("\"{p}|0-2\" = \"queue_lossy_profile\"\n\"{p}|4-7\" = \"queue_lossy_profile\"\n");
-    }
     let mut cfg = SwitchConfig::new(&d.prefix(), "0@0,1@1")
         .memory_mb(1024)
         .toml("[switch]\nrx_ring_size = 256\ntx_ring_size = 512\nmbuf_count = 16383\nsw_response = \"80ms\"");
@@ -188,31 +183,10 @@ Ethernet12 = ["10.0.12.1/24"]
 "Vlan1000|Ethernet4" = {{ tagging_mode = "untagged" }}
 [vlan_interface]
 Vlan1000 = ["192.168.0.1/21"]
-[buffer]
-total_size = "8MiB"
-[buffer.pool.ingress_lossless_pool]
-size = "6MiB"
-type = "ingress"
-[buffer.pool.egress_lossy_pool]
-size = "2MiB"
-type = "egress"
-[buffer.profile.pg_lossless_profile]
-pool = "ingress_lossless_pool"
-size = 4096
-xon = 4096
-xon_offset = 12288
-dynamic_th = -3
-[buffer.profile.ingress_lossy_profile]
-pool = "ingress_lossless_pool"
-dynamic_th = 3
-[buffer.profile.queue_lossy_profile]
-pool = "egress_lossy_pool"
-dynamic_th = -2
-[buffer.pg]
-{pg}[buffer.queue]
-{queue}"#,
+"#,
             ns.0
         ))
+        .toml(&computed_headroom_buffer(&names))
         .lcores_set("worker_idle", "\"adaptive\"")
         .one_worker()
         .write(&d.join("sw.toml"));

@@ -726,6 +726,32 @@ dynamic_th = 0
     s
 }
 
+/// An 8 MiB buffer whose lossless headroom the calculator sizes (no `xoff`: from each
+/// port's speed, cable and the switch's `sw_response`): PG 3 of every port in `ports` on
+/// `pg_lossless_profile` (private 4096, xon 4096, xon_offset 12288, α = 1/8) in a 6 MiB
+/// pool, PG 0 on `ingress_lossy_profile`, queues 0-2 and 4-7 on `queue_lossy_profile`
+/// (2 MiB egress pool). The buffer of the live-change and T0 incast tests.
+pub fn computed_headroom_buffer(ports: &[&str]) -> String {
+    let mut s = String::from(
+        "[buffer]\ntotal_size = \"8MiB\"\n\
+         [buffer.pool.ingress_lossless_pool]\nsize = \"6MiB\"\ntype = \"ingress\"\n\
+         [buffer.pool.egress_lossy_pool]\nsize = \"2MiB\"\ntype = \"egress\"\n\
+         [buffer.profile.pg_lossless_profile]\npool = \"ingress_lossless_pool\"\nsize = 4096\nxon = 4096\n\
+         xon_offset = 12288\ndynamic_th = -3\n\
+         [buffer.profile.ingress_lossy_profile]\npool = \"ingress_lossless_pool\"\ndynamic_th = 3\n\
+         [buffer.profile.queue_lossy_profile]\npool = \"egress_lossy_pool\"\ndynamic_th = -2\n\
+         [buffer.pg]\n",
+    );
+    for p in ports {
+        s += &format!("\"{p}|3\" = \"pg_lossless_profile\"\n\"{p}|0\" = \"ingress_lossy_profile\"\n");
+    }
+    s += "[buffer.queue]\n";
+    for p in ports {
+        s += &format!("\"{p}|0-2\" = \"queue_lossy_profile\"\n\"{p}|4-7\" = \"queue_lossy_profile\"\n");
+    }
+    s
+}
+
 /// [`pcap_pair`]'s buffer: 200000 bytes with `p.pool` = 120000 ([`EXACT_PROFILE`]); PGs
 /// 3-4 of both ports share one lossless profile in `ingress_lossless_pool`, every other
 /// queue is lossy (80000-byte pool).
