@@ -88,6 +88,8 @@ fn main() {
         .allowlist_var("RTE_QSBR_THRID_INVALID")
         .allowlist_function("rte_eal_init")
         .allowlist_function("rte_eal_cleanup")
+        .allowlist_function("rte_eal_get_runtime_dir")
+        .allowlist_function("rte_eal_process_type")
         .allowlist_function("rte_eal_remote_launch")
         .allowlist_function("rte_eal_wait_lcore")
         .allowlist_function("rte_lcore_id")

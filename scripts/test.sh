@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 [ -d "$HOME/.cargo/bin" ] && export PATH="$HOME/.cargo/bin:$PATH"
+# One clean build: incremental state would only double target/ (5 GB here).
+export CARGO_INCREMENTAL=0
 
 echo "== lint: rustfmt, clippy and rustdoc (warnings are errors), module circles, pyflakes, shellcheck =="
 cargo fmt --check

@@ -69,10 +69,22 @@ impl Eal {
 
 impl Drop for Eal {
     fn drop(&mut self) {
+        // EAL 22.11 leaves its runtime directory (`/var/run/dpdk/<prefix>`, ~10 MB of
+        // fbarray files) behind, and the default prefix is per process: without this every
+        // run would leave one more in /run. Only the primary owns it; read the path before
+        // cleanup releases EAL's configuration.
+        // SAFETY: plain getters after init; the returned string is EAL's static buffer.
+        let runtime = unsafe {
+            (sys::rte_eal_process_type() == sys::rte_proc_type_t_RTE_PROC_PRIMARY)
+                .then(|| std::ffi::CStr::from_ptr(sys::rte_eal_get_runtime_dir()).to_string_lossy().into_owned())
+        };
         // SAFETY: every DPDK object owned by Rust must already be dropped (callers drop the
         // Eal last).
         unsafe {
             sys::rte_eal_cleanup();
+        }
+        if let Some(dir) = runtime.filter(|d| !d.is_empty()) {
+            let _ = std::fs::remove_dir_all(dir);
         }
     }
 }

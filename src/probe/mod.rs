@@ -198,6 +198,7 @@ struct PgProbe<'a> {
 struct Switch {
     child: Child,
     client: telemetry::Client,
+    runtime: PathBuf,
 }
 
 impl Drop for Switch {
@@ -206,6 +207,9 @@ impl Drop for Switch {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+        // A killed switch cannot remove its EAL runtime directory itself; a probe starts
+        // dozens, each with its own prefix.
+        let _ = std::fs::remove_dir_all(&self.runtime);
     }
 }
 
@@ -295,6 +299,7 @@ impl PgProbe<'_> {
             }
             if let Some(Ok(Some(s))) = child.as_mut().map(Child::try_wait) {
                 let log = std::fs::read_to_string(self.dir.join("switch.log")).unwrap_or_default();
+                let _ = std::fs::remove_dir_all(telemetry::runtime_dir(self.prefix));
                 return Err(err(format!("the switch exited with {s} at start: {}", log.trim())));
             }
             if Instant::now() >= until {
@@ -302,7 +307,8 @@ impl PgProbe<'_> {
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        let mut sw = Switch { child: child.take().expect("child"), client };
+        let runtime = telemetry::runtime_dir(self.prefix);
+        let mut sw = Switch { child: child.take().expect("child"), client, runtime };
         // The socket is EAL's; the switch registers its commands once it has set up.
         let registered = sw.wait_for(Duration::from_secs(60), |s| {
             Ok(s.client.query("/pfcswitch/ports").is_ok_and(|v| v.get("ports").is_some()))
