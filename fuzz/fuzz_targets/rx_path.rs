@@ -134,7 +134,7 @@ fuzz_target!(|data: &[u8]| {
                 Verdict::Drop { .. } => None,
             }
         } else {
-            mmu.admit_prefix(ip, class.pg, op, q, &[len], lossless)
+            mmu.admit_prefix(ip, class.pg, op, q, &[mmu.charged(len)], lossless)
                 .map(|(seg, n)| {
                     assert_eq!(n, 1);
                     mmu.bulk_charge(ip, class.pg, op, q, len, seg)

@@ -10,14 +10,14 @@ use std::sync::Arc;
 use crate::classify::Class;
 use crate::dpdk::fib::RouteLookup;
 use crate::dpdk::{Mbuf, MbufBurst, QsbrReader, BURST_CAP};
-use crate::route::{self, Decision, NextHopTables, PuntLimiter, RouterPort};
-use crate::wire::{IpPair, L3Header, MacAddr};
+use crate::route::{self, Decision, Ingress, NextHopTables, PuntLimiter, RouterPort};
+use crate::wire::{IpPair, L3Header, MacAddr, Parsed};
 
 /// No VLAN interface on this VID.
 pub const NO_RIF: u16 = u16::MAX;
 
 /// What a held packet was classified as in pass 1.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Held {
     pub l3_offset: u16,
     pub class: Class,
@@ -46,13 +46,15 @@ pub struct Router {
     /// Per port: the VID whose VLAN interface's representor it is (0: none).
     pub vlan_of: Vec<u16>,
     pub limiter: PuntLimiter,
+    // Pass 1's scratch, fixed arrays indexed by the held count: a header is parsed once
+    // into its slot (no copy between the passes), and nothing checks a capacity.
     held: MbufBurst,
-    l3: Vec<L3Header>,
-    meta: Vec<Held>,
-    dst4: Vec<u32>,
-    at4: Vec<u16>,
-    dst6: Vec<[u8; 16]>,
-    at6: Vec<u16>,
+    l3: Box<[L3Header; BURST_CAP]>,
+    meta: Box<[Held; BURST_CAP]>,
+    dst4: Box<[u32; BURST_CAP]>,
+    at4: Box<[u16; BURST_CAP]>,
+    dst6: Box<[[u8; 16]; BURST_CAP]>,
+    at6: Box<[u16; BURST_CAP]>,
     out: Box<[u32; BURST_CAP]>,
     vals: Box<[u32; BURST_CAP]>,
 }
@@ -89,12 +91,12 @@ impl Router {
             vlan_of: vlan_of.to_vec(),
             limiter,
             held: MbufBurst::new(),
-            l3: Vec::with_capacity(BURST_CAP),
-            meta: Vec::with_capacity(BURST_CAP),
-            dst4: Vec::with_capacity(BURST_CAP),
-            at4: Vec::with_capacity(BURST_CAP),
-            dst6: Vec::with_capacity(BURST_CAP),
-            at6: Vec::with_capacity(BURST_CAP),
+            l3: Box::new([L3Header::EMPTY; BURST_CAP]),
+            meta: Box::new([Held::default(); BURST_CAP]),
+            dst4: Box::new([0; BURST_CAP]),
+            at4: Box::new([0; BURST_CAP]),
+            dst6: Box::new([[0; 16]; BURST_CAP]),
+            at6: Box::new([0; BURST_CAP]),
             out: Box::new([0; BURST_CAP]),
             vals: Box::new([0; BURST_CAP]),
         }
@@ -128,12 +130,22 @@ impl Router {
         self.ports.get(usize::from(port)).map_or(MacAddr([0; 6]), |p| p.mac)
     }
 
-    /// Pass 1: keep a packet for the lookup (a burst holds at most `BURST_CAP`).
+    /// Pass 1, step 1 ([`route::ingress`]) of a frame that parsed as `p` on router
+    /// interface `rif`: its L3 header is parsed into the next held packet's slot, kept
+    /// only if the packet is then [`Router::hold`]-ed.
+    #[inline(always)]
+    pub fn ingress(&mut self, rif: usize, p: &Parsed, frame: &[u8]) -> Ingress {
+        let slot = &mut self.l3[self.held.len().min(BURST_CAP - 1)];
+        route::ingress(p, frame, &self.ports[rif], slot)
+    }
+
+    /// Pass 1: keep a packet, whose header [`Router::ingress`] parsed, for the lookup. A
+    /// burst holds at most `BURST_CAP`, as many as one receive burst brings.
     #[inline]
-    pub fn hold(&mut self, m: Mbuf, l3: L3Header, h: Held) {
+    pub fn hold(&mut self, m: Mbuf, h: Held) {
+        let k = self.held.len();
         if self.held.push(m).is_ok() {
-            self.l3.push(l3);
-            self.meta.push(h);
+            self.meta[k] = h;
         }
     }
 
@@ -143,38 +155,41 @@ impl Router {
         self.held.len()
     }
 
-    /// Look every held destination up, a family at a time, in bulk.
+    /// Look every held destination up, a family at a time, in bulk (straight into the
+    /// per-packet values when the burst is of one family, as it mostly is).
     #[inline]
     pub fn lookup_held(&mut self) {
-        self.dst4.clear();
-        self.at4.clear();
-        self.dst6.clear();
-        self.at6.clear();
-        for (i, l3) in self.l3.iter().enumerate() {
+        let n = self.held.len();
+        let (mut n4, mut n6) = (0, 0);
+        for (i, l3) in self.l3[..n].iter().enumerate() {
             match &l3.addrs {
                 IpPair::V4 { dst, .. } => {
-                    self.dst4.push(u32::from_be_bytes(*dst));
-                    self.at4.push(i as u16);
+                    self.dst4[n4] = u32::from_be_bytes(*dst);
+                    self.at4[n4] = i as u16;
+                    n4 += 1;
                 }
                 IpPair::V6 { dst, .. } => {
-                    self.dst6.push(*dst);
-                    self.at6.push(i as u16);
+                    self.dst6[n6] = *dst;
+                    self.at6[n6] = i as u16;
+                    n6 += 1;
                 }
             }
         }
-        if !self.dst4.is_empty() {
-            let n = self.dst4.len();
-            self.lookup.lookup4_bulk(&self.dst4, &mut self.out[..n]);
-            for (k, &i) in self.at4.iter().enumerate() {
-                self.vals[usize::from(i)] = self.out[k];
-            }
+        if n4 == n {
+            self.lookup.lookup4_bulk(&self.dst4[..n], &mut self.vals[..n]);
+            return;
         }
-        if !self.dst6.is_empty() {
-            let n = self.dst6.len();
-            self.lookup.lookup6_bulk(&self.dst6, &mut self.out[..n]);
-            for (k, &i) in self.at6.iter().enumerate() {
-                self.vals[usize::from(i)] = self.out[k];
-            }
+        if n6 == n {
+            self.lookup.lookup6_bulk(&self.dst6[..n], &mut self.vals[..n]);
+            return;
+        }
+        self.lookup.lookup4_bulk(&self.dst4[..n4], &mut self.out[..n4]);
+        for (k, &i) in self.at4[..n4].iter().enumerate() {
+            self.vals[usize::from(i)] = self.out[k];
+        }
+        self.lookup.lookup6_bulk(&self.dst6[..n6], &mut self.out[..n6]);
+        for (k, &i) in self.at6[..n6].iter().enumerate() {
+            self.vals[usize::from(i)] = self.out[k];
         }
     }
 
@@ -190,7 +205,5 @@ impl Router {
     #[inline]
     pub fn clear_held(&mut self) {
         self.held.clear();
-        self.l3.clear();
-        self.meta.clear();
     }
 }

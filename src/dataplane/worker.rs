@@ -16,7 +16,7 @@ use crate::dpdk::{rdtsc, Mbuf, MbufBurst, RxQueue, BURST_CAP};
 use crate::mmu::{self, Verdict};
 use crate::pfc::PfcRx;
 use crate::pfcwd::PfcwdRxStamps;
-use crate::route::{self, Decision, Ingress, PuntReason, RouteDrop};
+use crate::route::{Decision, Ingress, PuntReason, RouteDrop};
 use crate::wire::{self, MacAddr, MacControl, Parsed, MIN_FRAME_LEN};
 
 use super::egress::{Queued, RunKey};
@@ -59,6 +59,9 @@ pub struct Worker {
     run: Batch,
     run_mbufs: MbufBurst,
     run_lens: Box<[u32; BURST_CAP]>,
+    /// Per packet of the run, its MMU charge (`Mmu::charged`): computed once, when it
+    /// joins the run, for both the admission and the queue's slot.
+    run_charges: Box<[u32; BURST_CAP]>,
     /// PAUSEs this lcore sent whose note the control lcore has not taken yet.
     notes: WorkerNotes,
     /// `worker_idle = "adaptive"`: nap when idle.
@@ -132,6 +135,7 @@ impl Worker {
             run: Batch::default(),
             run_mbufs: MbufBurst::new(),
             run_lens: Box::new([0; BURST_CAP]),
+            run_charges: Box::new([0; BURST_CAP]),
             notes: WorkerNotes::new(nports),
             adaptive: spec.worker_idle == crate::config::WorkerIdle::Adaptive,
             flood_lossless: spec.flood_lossless,
@@ -622,6 +626,7 @@ impl Worker {
         }
         let k = self.run_mbufs.len();
         self.run_lens[k] = len;
+        self.run_charges[k] = shared.mmu.charged(len);
         let _ = self.run_mbufs.push(m);
     }
 
@@ -642,7 +647,7 @@ impl Worker {
         now: u64,
         c: &LcoreCounters,
     ) -> Option<Mbuf> {
-        let ing = route::ingress(parsed, m.data(), &r.ports[rif]);
+        let ing = r.ingress(rif, parsed, m.data());
         if ing == Ingress::Done(Decision::Bridge) {
             return Some(m);
         }
@@ -675,9 +680,7 @@ impl Worker {
             return None;
         }
         match ing {
-            Ingress::Lookup(l3) => {
-                r.hold(m, l3, Held { l3_offset, class, lossless, len, rif: rif as u16 });
-            }
+            Ingress::Lookup => r.hold(m, Held { l3_offset, class, lossless, len, rif: rif as u16 }),
             Ingress::Done(Decision::Punt(why)) => self.punt(shared, r, in_port, rif, why, class, m, len, now, c),
             Ingress::Done(Decision::Drop(why)) => count_forwarding_drop(c, in_port, class.tc, route_drop(why)),
             // `ingress` decides no route itself; bridging was handled above.
@@ -930,16 +933,17 @@ impl Worker {
             let prefix = if wd_drop {
                 None
             } else {
-                shared.mmu.admit_prefix(in_port, class.pg, out, queue, &self.run_lens[i..k], lossless)
+                shared.mmu.admit_prefix(in_port, class.pg, out, queue, &self.run_charges[i..k], lossless)
             };
             match prefix {
                 Some((seg, cnt)) => {
-                    let (mmu, lens, mbufs) = (&shared.mmu, &self.run_lens, &mut self.run_mbufs);
+                    let (mmu, lens, charges, mbufs) =
+                        (&shared.mmu, &self.run_lens, &self.run_charges, &mut self.run_mbufs);
                     // One key for the run; per packet its mbuf, length and charge.
                     let key =
                         RunKey { charge: mmu.bulk_charge(in_port, class.pg, out, queue, 0, seg), rx_tsc: now, tc };
                     let packets = (i..i + cnt)
-                        .filter_map(|j| mbufs.take(j).map(|p| Slot { p, len: lens[j], charged: mmu.charged(lens[j]) }));
+                        .filter_map(|j| mbufs.take(j).map(|p| Slot { p, len: lens[j], charged: charges[j] }));
                     match self.local_tx[out_u] {
                         // Our own port with room for all: straight onto its TC queue.
                         Some(ix) if self.txs[ix].room(queue) >= cnt => self.txs[ix].enqueue_run(key, packets),

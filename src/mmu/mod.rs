@@ -398,7 +398,8 @@ impl Mmu {
         }
     }
 
-    /// Admits, at once, the longest prefix of a run of packets (lengths `lens`, all from
+    /// Admits, at once, the longest prefix of a run of packets (their charges `charges`,
+    /// each [`Mmu::charged`] of its length, computed once by the caller; all from
     /// (in_port, pg) to (out_port, queue)) that one-by-one admission would put in the same
     /// segment without crossing a threshold and without an edge: one update per counter
     /// for the whole prefix. Returns the segment and the prefix length (≥ 1; each packet's
@@ -412,7 +413,7 @@ impl Mmu {
         pg: u8,
         out_port: u16,
         queue: u8,
-        lens: &[u32],
+        charges: &[u32],
         lossless: bool,
     ) -> Option<(Segment, usize)> {
         let pi = self.idx(in_port, pg)?;
@@ -431,7 +432,7 @@ impl Mmu {
             let pool = &*self.lossless;
             let room = lim.private.saturating_sub(st.private.load(Relaxed));
             // Private: the packets that fit, in order (each fits after the ones before).
-            let (k, sum) = self.prefix(lens, None, |x| x <= room);
+            let (k, sum) = self.prefix(charges, None, |x| x <= room);
             if k > 0 {
                 if !try_add_upto(&st.private, sum, lim.private) {
                     return None;
@@ -447,7 +448,7 @@ impl Mmu {
             // packet sees.
             let (s0, w0) = (st.shared.load(Relaxed), pool.shared.load(Relaxed));
             let sp0 = if self.dsh { ps.shared.load(Relaxed) } else { 0 };
-            let (k, sum) = self.prefix(lens, Some(room), |x| {
+            let (k, sum) = self.prefix(charges, Some(room), |x| {
                 let free = l.bs_lossless.saturating_sub(w0 + x);
                 w0 + x <= l.bs_lossless
                     && s0 + x < self.pg_point(lim, free)
@@ -469,7 +470,7 @@ impl Mmu {
             let ql = l.q_limits.get(qi)?;
             let pool = &*self.lossy;
             let room = ql.size.saturating_sub(q.private.load(Relaxed));
-            let (k, sum) = self.prefix(lens, None, |x| x <= room);
+            let (k, sum) = self.prefix(charges, None, |x| x <= room);
             let seg = if k > 0 {
                 if !try_add_upto(&q.private, sum, ql.size) {
                     return None;
@@ -480,7 +481,7 @@ impl Mmu {
                 // One by one, a packet is taken while the queue is below the T it sees;
                 // conservatively, the prefix must end at or below T after it.
                 let (s0, w0) = (q.shared.load(Relaxed), pool.shared.load(Relaxed));
-                let (k2, sum2) = self.prefix(lens, Some(room), |x| {
+                let (k2, sum2) = self.prefix(charges, Some(room), |x| {
                     w0 + x <= l.bs_lossy && s0 + x <= ql.threshold.limit(l.bs_lossy - (w0 + x))
                 });
                 if k2 == 0 || !try_add_upto(&pool.shared, sum2, l.bs_lossy) {
@@ -498,37 +499,37 @@ impl Mmu {
         }
     }
 
-    /// The longest prefix of `lens` whose packets each charge more than `above` (if set)
+    /// The longest prefix of `charges` whose packets each charge more than `above` (if set)
     /// and after each of which `ok(Σ charges so far)` holds: (count, Σ charges). `ok` must
     /// be monotone (true up to some cumulative size, false beyond: every caller's test is
     /// "the counters plus x stay below a limit that only shrinks as x grows"), so when the
     /// whole run passes, every prefix of it does: one pass and one test, not one per packet.
     #[inline]
-    fn prefix(&self, lens: &[u32], above: Option<u64>, ok: impl Fn(u64) -> bool) -> (usize, u64) {
+    fn prefix(&self, charges: &[u32], above: Option<u64>, ok: impl Fn(u64) -> bool) -> (usize, u64) {
         let each = |b: u64| above.is_none_or(|r| b > r);
         // The first packet alone: a run that does not fit at all costs one test.
-        match lens.first().map(|&l| self.charge_bytes(l)) {
+        match charges.first().map(|&c| u64::from(c)) {
             Some(b) if each(b) && ok(b) => {}
             _ => return (0, 0),
         }
         let (mut total, mut all) = (0u64, true);
-        for &l in lens {
-            let b = self.charge_bytes(l);
+        for &c in charges {
+            let b = u64::from(c);
             all &= each(b);
             total += b;
         }
         if all && ok(total) {
-            return (lens.len(), total);
+            return (charges.len(), total);
         }
         let mut sum = 0u64;
-        for (i, &l) in lens.iter().enumerate() {
-            let b = self.charge_bytes(l);
+        for (i, &c) in charges.iter().enumerate() {
+            let b = u64::from(c);
             if !each(b) || !ok(sum + b) {
                 return (i, sum);
             }
             sum += b;
         }
-        (lens.len(), sum)
+        (charges.len(), sum)
     }
 
     /// The charge of one packet of `len` bytes of a prefix admitted by [`Mmu::admit_prefix`].

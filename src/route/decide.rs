@@ -117,8 +117,8 @@ pub struct RouterPort {
 pub enum Ingress {
     /// Decided without a lookup.
     Done(Decision),
-    /// Look up the destination of this header, then call [`forward`].
-    Lookup(L3Header),
+    /// Look up the destination of the header [`ingress`] wrote, then call [`forward`].
+    Lookup,
 }
 
 fn link_scope_multicast(a: &IpPair) -> bool {
@@ -142,8 +142,10 @@ fn kernel_only(a: &IpPair) -> bool {
 /// On a router interface: ARP to the router MAC or broadcast and IPv6 ND are punted;
 /// link-scope IP multicast is punted (`to_us`); IP to the router MAC is looked up (or
 /// punted `to_us` for the kernel-only destinations); everything else is bridged as today.
+/// The L3 header is parsed into `l3` (the router's slot for the burst's lookup, so that
+/// it is written once, not copied between the passes); it is meaningful on `Lookup`.
 #[inline]
-pub fn ingress(p: &Parsed, frame: &[u8], port: &RouterPort) -> Ingress {
+pub fn ingress(p: &Parsed, frame: &[u8], port: &RouterPort, l3: &mut L3Header) -> Ingress {
     if !port.routed {
         return Ingress::Done(Decision::Bridge);
     }
@@ -155,7 +157,7 @@ pub fn ingress(p: &Parsed, frame: &[u8], port: &RouterPort) -> Ingress {
     if !p.is_ip() || !(to_router || p.dst.is_multicast()) {
         return Ingress::Done(Decision::Bridge);
     }
-    let l3 = match parse_l3(frame, p) {
+    *l3 = match parse_l3(frame, p) {
         Ok(h) => h,
         Err(_) if to_router => return Ingress::Done(Decision::Drop(RouteDrop::Malformed)),
         Err(_) => return Ingress::Done(Decision::Bridge),
@@ -170,7 +172,7 @@ pub fn ingress(p: &Parsed, frame: &[u8], port: &RouterPort) -> Ingress {
     if kernel_only(&l3.addrs) {
         return Ingress::Done(Decision::Punt(PuntReason::ToUs));
     }
-    Ingress::Lookup(l3)
+    Ingress::Lookup
 }
 
 /// Step 2: `value` is what the LPM lookup of `l3`'s destination returned
@@ -212,8 +214,9 @@ pub fn decide(
     seed: u32,
     mtu: &[u16],
 ) -> Decision {
-    match ingress(p, frame, port) {
+    let mut l3 = L3Header::EMPTY;
+    match ingress(p, frame, port, &mut l3) {
         Ingress::Done(d) => d,
-        Ingress::Lookup(l3) => forward(&l3, lookup(&l3), tables, seed, mtu),
+        Ingress::Lookup => forward(&l3, lookup(&l3), tables, seed, mtu),
     }
 }

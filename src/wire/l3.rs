@@ -52,6 +52,17 @@ pub struct L3Header {
 }
 
 impl L3Header {
+    /// A placeholder (IPv4, all zero): the router's per-burst slots start as this.
+    pub const EMPTY: L3Header = L3Header {
+        addrs: IpPair::V4 { src: [0; 4], dst: [0; 4] },
+        proto: 0,
+        ttl: 0,
+        len: 0,
+        l4_a: 0,
+        l4_b: 0,
+        fragment: false,
+    };
+
     /// True for IPv6.
     #[inline]
     pub fn is_v6(&self) -> bool {
