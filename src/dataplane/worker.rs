@@ -79,24 +79,40 @@ pub struct Worker {
     router: Option<Box<Router>>,
 }
 
+/// A (VID, MAC) as one word, for the burst's last-learned/last-looked-up memory.
+#[inline(always)]
+fn fdb_key(vid: u16, mac: [u8; 6]) -> u64 {
+    let [a, b, c, d, e, f] = mac;
+    u64::from_le_bytes([a, b, c, d, e, f, vid as u8, (vid >> 8) as u8])
+}
+
+/// No (VID, MAC) packs to this: a VID has 12 bits.
+const NO_KEY: u64 = u64::MAX;
+
 /// Empty loop iterations before an adaptive worker naps, and its nap lengths (µs).
 const IDLE_SPINS: u32 = 1024;
 const NAP_MIN_US: u64 = 20;
 const NAP_MAX_US: u64 = 1000;
 
 /// The key of the batch of packets being formed (a run on the egress TC queue once admitted):
-/// same egress port, class and losslessness.
-#[derive(Clone, Copy, Default)]
+/// same egress port, class and losslessness; `key` packs the three in one word (NO_KEY
+/// while the batch is empty), so that a packet joins it after one compare.
+#[derive(Clone, Copy)]
 struct Batch {
     out: u16,
     class: Class,
     lossless: bool,
+    key: u64,
 }
 
 impl Batch {
-    #[inline]
-    fn same(&self, out: u16, class: Class, lossless: bool) -> bool {
-        self.out == out && self.class == class && self.lossless == lossless
+    const EMPTY: Batch =
+        Batch { out: 0, class: Class { tc: 0, pg: 0, queue: 0, priority: 0 }, lossless: false, key: NO_KEY };
+
+    #[inline(always)]
+    fn key(out: u16, class: Class, lossless: bool) -> u64 {
+        let c = u32::from_le_bytes([class.tc, class.pg, class.queue, class.priority]);
+        u64::from(out) | u64::from(c) << 16 | u64::from(lossless) << 48
     }
 }
 
@@ -132,7 +148,7 @@ impl Worker {
             burst: MbufBurst::new(),
             burst_size: spec.burst_size.clamp(1, BURST_CAP),
             tsc_hz,
-            run: Batch::default(),
+            run: Batch::EMPTY,
             run_mbufs: MbufBurst::new(),
             run_lens: Box::new([0; BURST_CAP]),
             run_charges: Box::new([0; BURST_CAP]),
@@ -420,8 +436,9 @@ impl Worker {
         let mut rx_bytes = 0u64;
         // Within one burst `now` is fixed: a source learned once needs no refresh, and a
         // destination's lookup holds until the next learn changes the table.
-        let mut learned: Option<(u16, [u8; 6])> = None;
-        let mut looked_up: Option<(u16, [u8; 6], Option<u16>)> = None;
+        // Keys are (VID, MAC) packed in a u64 (`fdb_key`; NO_KEY never is one): one compare.
+        let mut learned = NO_KEY;
+        let mut looked_up: (u64, Option<u16>) = (NO_KEY, None);
         let vlans = &shared.vlans;
         let vlan_aware = vlans.enabled();
         // Priorities the watchdog has stormed on this port (drop/forward), and the PFC
@@ -497,10 +514,11 @@ impl Worker {
                     }
                 }
             }
-            if learned != Some((vid, parsed.src.0)) {
+            let src_key = fdb_key(vid, parsed.src.0);
+            if learned != src_key {
                 shared.fdb.learn(vid, parsed.src.0, in_port as u16, now);
-                learned = Some((vid, parsed.src.0));
-                looked_up = None;
+                learned = src_key;
+                looked_up.0 = NO_KEY;
             }
             let class = plan.qos.classify(&parsed);
             let lossless = pfc_mask & (1 << class.priority) != 0;
@@ -510,14 +528,11 @@ impl Worker {
             let out = if parsed.dst.is_multicast() {
                 None
             } else {
-                match looked_up {
-                    Some((v, d, o)) if v == vid && d == parsed.dst.0 => o,
-                    _ => {
-                        let o = shared.fdb.lookup(vid, parsed.dst.0, now);
-                        looked_up = Some((vid, parsed.dst.0, o));
-                        o
-                    }
+                let dst_key = fdb_key(vid, parsed.dst.0);
+                if looked_up.0 != dst_key {
+                    looked_up = (dst_key, shared.fdb.lookup(vid, parsed.dst.0, now));
                 }
+                looked_up.1
             };
             let ip = in_port as u16;
             let nports = self.nswitch;
@@ -620,9 +635,10 @@ impl Worker {
         now: u64,
         c: &LcoreCounters,
     ) {
-        if self.run_mbufs.is_empty() || !self.run.same(out, class, lossless) {
+        let key = Batch::key(out, class, lossless);
+        if self.run.key != key {
             self.flush_run(shared, in_port, now, c);
-            self.run = Batch { out, class, lossless };
+            self.run = Batch { out, class, lossless, key };
         }
         let k = self.run_mbufs.len();
         self.run_lens[k] = len;
@@ -917,7 +933,9 @@ impl Worker {
         if k == 0 {
             return;
         }
-        let Batch { out, class, lossless } = self.run;
+        let Batch { out, class, lossless, .. } = self.run;
+        // Whatever happens below, the batch is empty after it.
+        self.run.key = NO_KEY;
         let (tc, queue) = (class.tc & 7, class.queue & 7);
         c.ports[in_port as usize].tc_rx[tc as usize].add(k as u64);
         let out_u = out as usize;
