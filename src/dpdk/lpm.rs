@@ -212,16 +212,22 @@ impl Fib4 {
     #[inline]
     pub fn lookup_bulk(&self, addrs: &[u32], out: &mut [u32]) {
         let n = addrs.len().min(out.len());
-        let mut ips = [0u32; BULK_MAX];
-        let mut nh = [0u64; BULK_MAX];
+        // Per burst: neither zeroed nor copied (the router's hot path).
+        let mut nh = std::mem::MaybeUninit::<[u64; BULK_MAX]>::uninit();
         let mut i = 0;
         while i < n {
             let k = (n - i).min(BULK_MAX);
-            ips[..k].copy_from_slice(&addrs[i..i + k]);
-            // SAFETY: `k` entries in and out, on the stack; the lookup only reads `ips`.
-            unsafe { sys::rte_fib_lookup_bulk(self.raw.as_ptr(), ips.as_mut_ptr(), nh.as_mut_ptr(), k as i32) };
-            for (o, v) in out[i..i + k].iter_mut().zip(&nh[..k]) {
-                *o = *v as u32;
+            // SAFETY: `k` addresses in (the API takes `uint32_t *` but only reads them:
+            // dir24_8's lookup) and `k` slots out, which a successful lookup has written
+            // before we read them.
+            let got = unsafe {
+                let nhp = nh.as_mut_ptr().cast::<u64>();
+                let ret = sys::rte_fib_lookup_bulk(self.raw.as_ptr(), addrs.as_ptr().add(i).cast_mut(), nhp, k as i32);
+                (ret == 0).then(|| std::slice::from_raw_parts(nhp, k))
+            };
+            match got {
+                Some(got) => out[i..i + k].iter_mut().zip(got).for_each(|(o, v)| *o = *v as u32),
+                None => out[i..i + k].fill(0),
             }
             i += k;
         }
