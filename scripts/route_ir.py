@@ -18,11 +18,14 @@ Each run: `valgrind --tool=callgrind --separate-threads=yes`; once the data port
 callgrind's counters zeroed (`callgrind_control -z`), so start-up and the punts before the
 neighbours exist are not in the figure; SECONDS later the counters are read again and
 instrumentation switched off (`callgrind_control -i off`) before the switch is stopped, so
-the stop is not in it either. Ir/packet = the worker thread's Ir / packets sent by the data
-ports in that window. Prints ONE JSON line:
+the stop is not in it either. Ir/packet = the worker thread's Ir / the packets of that window,
+counted by callgrind itself (full bursts of 32 from net_pcap's replay × calls of
+process_burst; the telemetry counters read around the window are printed beside it, but
+valgrind takes seconds to act on -z and -i off while the worker forwards). Prints ONE JSON line:
 {"l2_ir_per_packet": .., "routed_ir_per_packet": .., "ratio": .., ...}.
 """
 import glob
+import re
 import signal
 import json
 import os
@@ -34,6 +37,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SW = os.path.join(ROOT, "target/release/pfcswitch")
+BURST = 32
 NS = "pfcbench%d" % (os.getpid() % 100000)
 MAC = {"r0": "02:00:00:00:00:10", "r1": "02:00:00:00:00:14", "h0": "02:00:00:00:01:01", "h1": "02:00:00:00:01:02"}
 IP = {"h0": "10.0.0.2", "h1": "10.0.1.2"}
@@ -88,7 +92,7 @@ Ethernet4 = ["10.0.1.1/24"]
 args = ["--no-huge", "-m", "1024", "--no-pci", "--lcores=0@0,1@1", "--file-prefix={prefix}"]
 [switch]
 fdb_aging_time = 300
-burst_size = 32
+burst_size = {BURST}
 {''.join(ports)}{routing}
 [lcores]
 control = 0
@@ -141,6 +145,20 @@ def total_ir(f):
     return found.get("totals:", found.get("summary:", 0))
 
 
+def calls_to(f, needle):
+    """Calls, in a callgrind file, to the functions whose name contains `needle`."""
+    names, callee, total = {}, None, 0
+    for line in open(f):
+        m = re.match(r"(c?fn)=\((\d+)\)(?: (.*))?", line)
+        if m:
+            if m.group(3):
+                names[m.group(2)] = m.group(3).strip()
+            callee = names.get(m.group(2), "") if m.group(1) == "cfn" else None
+        elif line.startswith("calls=") and callee and needle in callee:
+            total += int(line.split()[0][len("calls="):])
+    return total
+
+
 def one_run(work, routed, seconds):
     tag = "routed" if routed else "l2"
     prefix = f"route-ir-{tag}-{os.getpid()}"
@@ -186,8 +204,13 @@ def one_run(work, routed, seconds):
     routed_n = sum(q.get("routed_packets", 0) for q in j["ports"] if q["name"] in base)
     worker = max(glob.glob(cg + "-*"), key=total_ir)
     ir = total_ir(worker)
-    return {"ir": ir, "packets": sent, "ir_per_packet": ir / sent if sent else None, "routed_total": routed_n,
-            "file": worker}
+    # The packets of the instrumented window, from callgrind itself: net_pcap's infinite
+    # replay hands out full bursts of BURST, one process_burst call each. The telemetry
+    # counters around the window are skewed by how long valgrind takes to act on -z and
+    # -i off (seconds, while the worker forwards), which made the figure swing 2x.
+    packets = BURST * calls_to(worker, "Worker::process_burst")
+    return {"ir": ir, "packets": packets, "ir_per_packet": ir / packets if packets else None,
+            "window_counter_packets": sent, "routed_total": routed_n, "file": worker}
 
 
 def main():
@@ -211,6 +234,8 @@ def main():
                       "routed_ir_per_packet": routed["ir_per_packet"] and round(routed["ir_per_packet"], 1),
                       "ratio": ratio and round(ratio, 3),
                       "l2_packets": l2["packets"], "routed_packets": routed["packets"],
+                      "l2_window_counter_packets": l2["window_counter_packets"],
+                      "routed_window_counter_packets": routed["window_counter_packets"],
                       "l2_file": l2["file"], "routed_file": routed["file"]}))
 
 

@@ -261,7 +261,8 @@ impl Worker {
     ///
     /// Long (~130 lines) on purpose for now: the per-iteration order (RX, control frames,
     /// TX, settle, QSBR quiescent point, nap with its doorbell) reads top to bottom in one
-    /// place; splitting it is part of the performance issue's rework of this loop.
+    /// place; splitting it belongs with a vector rework of the RX side (docs/benchmarks.md,
+    /// "Issue 33": measured, not yet done).
     pub fn run(mut self) {
         // A second handle, so the loop can lend `&Shared` while `self` is borrowed mutably.
         let shared = self.shared.clone();
@@ -416,9 +417,10 @@ impl Worker {
     /// the VLAN, routing's first pass, learning, the forwarding decision and the batch into
     /// runs; then routing's second pass and the counters. Long (~200 lines) with a reason:
     /// the packet's whole way through a worker in one loop body, in data-flow order, with
-    /// no per-packet call boundary the optimiser might not inline; the performance issue
-    /// (a vector parse over the burst, VPP-style stages) replaces this loop and splits it
-    /// by stage.
+    /// no per-packet call boundary the optimiser might not inline. A vector rework
+    /// (packets left in the RX burst, VPP-style stages over it) would replace this loop
+    /// and split it by stage; docs/benchmarks.md ("Issue 33") says what it would save and
+    /// why it is an ownership rewrite, not a local change.
     fn process_burst(&mut self, shared: &Shared, in_port: usize, now: u64, c: &LcoreCounters) {
         if let Some(out) = self.kernel_out[in_port] {
             return self.kernel_burst(shared, in_port, out, now, c);
