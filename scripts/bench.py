@@ -7,7 +7,11 @@ prints the table and ends with ONE JSON line (keys documented in docs/benchmarks
 """
 import json, os, re, signal, statistics, subprocess, sys, time, glob, shutil
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from benchlib import Proc, med, steady, testpmd_blocks  # noqa: E402
+import atexit  # noqa: E402
+from benchlib import Proc, med, remove_runtime_dirs, steady, testpmd_blocks  # noqa: E402
+
+# Whatever the exit, this run's EAL runtime directories go (their prefixes carry our pid).
+atexit.register(remove_runtime_dirs, os.getpid())
 
 ROOT = os.environ["BENCH_ROOT"]
 WORK = os.environ["BENCH_WORK"]

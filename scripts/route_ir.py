@@ -26,6 +26,7 @@ valgrind takes seconds to act on -z and -i off while the worker forwards). Print
 """
 import glob
 import re
+import shutil
 import signal
 import json
 import os
@@ -198,6 +199,8 @@ def one_run(work, routed, seconds):
             p.kill()
             p.wait()
         log.close()
+        # A switch that did not stop cleanly leaves its EAL runtime directory (~10 MB).
+        shutil.rmtree(os.path.join("/var/run/dpdk", prefix), ignore_errors=True)
     with open(js) as f:
         j = json.load(f)
     sent = sum(end[n]["tx_packets"] - base[n]["tx_packets"] for n in base)

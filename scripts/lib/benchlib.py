@@ -1,5 +1,6 @@
 """Helpers of the benchmark scripts (scripts/bench.py, scripts/bench_scale.py): medians,
 testpmd's periodic statistics, and a child process whose output is collected."""
+import os
 import re
 import shutil
 import signal
@@ -8,6 +9,18 @@ import subprocess
 import time
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def remove_runtime_dirs(pid):
+    """Remove the EAL runtime directories (/var/run/dpdk/<prefix>, ~10 MB of fbarray files
+    each) whose prefix names `pid`: testpmd, OVS and a killed switch leave theirs behind,
+    and every prefix of a bench run carries the run's pid."""
+    base = "/var/run/dpdk"
+    if not os.path.isdir(base):
+        return
+    for name in os.listdir(base):
+        if str(pid) in name.split("-"):
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
 
 
 def med(v):

@@ -41,8 +41,16 @@ impl Drop for TestDir {
         if std::env::var_os("PFCSW_KEEP_TEST_DIRS").is_none() {
             let _ = std::fs::remove_dir_all(&self.path);
         }
-        // EAL leaves its runtime directory (per file prefix) behind.
-        let _ = std::fs::remove_dir_all(std::path::Path::new("/var/run/dpdk").join(self.prefix()));
+        // A killed EAL process leaves its runtime directory (per file prefix) behind: the
+        // test's own prefix and those derived from it (`<prefix>-gen`, `<prefix>-up`...).
+        let prefix = self.prefix();
+        let base = std::path::Path::new("/var/run/dpdk");
+        for e in std::fs::read_dir(base).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name == prefix || name.starts_with(&format!("{prefix}-")) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
     }
 }
 
