@@ -112,13 +112,23 @@ fn first_pause_reaction(tag: &str, cross: bool) -> Option<f64> {
 #[test]
 fn a_napping_tx_owner_does_not_delay_another_workers_pause() {
     let Some(same) = first_pause_reaction("same", false) else { return };
-    let Some(cross) = first_pause_reaction("cross", true) else { return };
+    // Three runs, the median: the woken worker shares CPU 0 with the control lcore, and
+    // once in a few runs the scheduler lets it wait 1.6–5 ms whatever woke it (seen on a
+    // quiet machine). Without the doorbell two of three runs wait for the nap (926,
+    // 1856, 270 µs when it was added), so the median still catches that.
+    let mut cross: Vec<f64> = Vec::new();
+    for tag in ["cross", "cross2", "cross23"] {
+        let Some(r) = first_pause_reaction(tag, true) else { return };
+        cross.push(r);
+    }
+    cross.sort_by(f64::total_cmp);
+    let median = cross[1];
     eprintln!(
-        "first PAUSE reaction, adaptive workers: same worker {same:.1} µs, another (napping) worker {cross:.1} µs"
+        "first PAUSE reaction, adaptive workers: same worker {same:.1} µs, another (napping) worker {cross:.1?} µs"
     );
     // A nap is up to 1 ms; a doorbell's wake-up is a scheduler wake-up.
     assert!(
-        cross < 400.0,
-        "the PAUSE waited for the transmitting worker's nap: {cross:.1} µs (same worker: {same:.1} µs)"
+        median < 400.0,
+        "the PAUSE waited for the transmitting worker's nap: median {median:.1} µs of {cross:.1?} (same worker: {same:.1} µs)"
     );
 }
