@@ -79,14 +79,8 @@ pub struct Worker {
     router: Option<Box<Router>>,
 }
 
-/// A (VID, MAC) as one word, for the burst's last-learned/last-looked-up memory.
-#[inline(always)]
-fn fdb_key(vid: u16, mac: [u8; 6]) -> u64 {
-    let [a, b, c, d, e, f] = mac;
-    u64::from_le_bytes([a, b, c, d, e, f, vid as u8, (vid >> 8) as u8])
-}
-
-/// No (VID, MAC) packs to this: a VID has 12 bits.
+/// No FDB key ([`crate::fdb::vkey`]) and no [`Batch::key`] is this: both leave the top
+/// bits 0.
 const NO_KEY: u64 = u64::MAX;
 
 /// Empty loop iterations before an adaptive worker naps, and its nap lengths (µs).
@@ -262,7 +256,7 @@ impl Worker {
     /// Long (~130 lines) on purpose for now: the per-iteration order (RX, control frames,
     /// TX, settle, QSBR quiescent point, nap with its doorbell) reads top to bottom in one
     /// place; splitting it belongs with a vector rework of the RX side (docs/benchmarks.md,
-    /// "Issue 33": measured, not yet done).
+    /// "The L2 and routed paths: what was tried": measured, not yet done).
     pub fn run(mut self) {
         // A second handle, so the loop can lend `&Shared` while `self` is borrowed mutably.
         let shared = self.shared.clone();
@@ -419,8 +413,8 @@ impl Worker {
     /// the packet's whole way through a worker in one loop body, in data-flow order, with
     /// no per-packet call boundary the optimiser might not inline. A vector rework
     /// (packets left in the RX burst, VPP-style stages over it) would replace this loop
-    /// and split it by stage; docs/benchmarks.md ("Issue 33") says what it would save and
-    /// why it is an ownership rewrite, not a local change.
+    /// and split it by stage; docs/benchmarks.md ("The L2 and routed paths: what was
+    /// tried") says what it would save and why it is an ownership rewrite.
     fn process_burst(&mut self, shared: &Shared, in_port: usize, now: u64, c: &LcoreCounters) {
         if let Some(out) = self.kernel_out[in_port] {
             return self.kernel_burst(shared, in_port, out, now, c);
@@ -438,7 +432,7 @@ impl Worker {
         let mut rx_bytes = 0u64;
         // Within one burst `now` is fixed: a source learned once needs no refresh, and a
         // destination's lookup holds until the next learn changes the table.
-        // Keys are (VID, MAC) packed in a u64 (`fdb_key`; NO_KEY never is one): one compare.
+        // Keys are the FDB's own (VID, MAC) words (`fdb::vkey`): one compare.
         let mut learned = NO_KEY;
         let mut looked_up: (u64, Option<u16>) = (NO_KEY, None);
         let vlans = &shared.vlans;
@@ -516,7 +510,7 @@ impl Worker {
                     }
                 }
             }
-            let src_key = fdb_key(vid, parsed.src.0);
+            let src_key = crate::fdb::vkey(vid, parsed.src.0);
             if learned != src_key {
                 shared.fdb.learn(vid, parsed.src.0, in_port as u16, now);
                 learned = src_key;
@@ -530,7 +524,7 @@ impl Worker {
             let out = if parsed.dst.is_multicast() {
                 None
             } else {
-                let dst_key = fdb_key(vid, parsed.dst.0);
+                let dst_key = crate::fdb::vkey(vid, parsed.dst.0);
                 if looked_up.0 != dst_key {
                     looked_up = (dst_key, shared.fdb.lookup(vid, parsed.dst.0, now));
                 }

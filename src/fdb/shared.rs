@@ -43,9 +43,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 
 use super::{is_group, mac_to_u64};
 
-/// The table key of `mac` in VLAN `vid`.
+/// The table key of `mac` in VLAN `vid` (bits 60..64 always 0).
 #[inline(always)]
-fn vkey(vid: u16, mac: [u8; 6]) -> u64 {
+pub fn vkey(vid: u16, mac: [u8; 6]) -> u64 {
     u64::from(vid & 0xfff) << 48 | mac_to_u64(mac)
 }
 
