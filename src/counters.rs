@@ -108,6 +108,17 @@ drop_reasons! {
     RouteBlackhole = "route_blackhole" @ Ingress;
     /// Sent to the router MAC with IP length fields that overrun the frame.
     RouteMalformed = "route_malformed" @ Ingress;
+    /// On a routed port: unicast to a MAC that is not the router's (never bridged).
+    NotRouterMac = "not_router_mac" @ Ingress;
+    /// On a routed port: a broadcast/multicast the kernel does not take, or a non-IP frame
+    /// to the router MAC (never flooded or relayed).
+    NotRouted = "not_routed" @ Ingress;
+    /// IPv4 header checksum wrong (RFC 1812 5.2.2).
+    RouteBadChecksum = "route_bad_checksum" @ Ingress;
+    /// A source no router forwards (RFC 1812 5.3.7, RFC 4291).
+    RouteMartianSource = "route_martian_source" @ Ingress;
+    /// A destination no router forwards (0/8, 127/8, ::, ::1).
+    RouteMartianDestination = "route_martian_destination" @ Ingress;
 }
 
 impl DropReason {
@@ -116,6 +127,14 @@ impl DropReason {
     /// per-PG counters tell (see [`PortTotals::lossless_drops`]).
     pub fn is_lossless_loss(self) -> bool {
         matches!(self, DropReason::LosslessHeadroomFull)
+    }
+
+    /// A lossless-class packet dropped for this reason is lost by a decision, not by the
+    /// buffer: its egress link was down, or it was for the kernel over the punt rate limit.
+    /// Counted per PG in `pg_lossless_discards`, beside (not in) `lossless_drops`.
+    #[inline(always)]
+    pub const fn discards_lossless(self) -> bool {
+        matches!(self, DropReason::LinkDown | DropReason::PuntRateLimited)
     }
 }
 
@@ -278,6 +297,11 @@ counter_set! {
         /// the MMU found the PG full up to its headroom, or (counted by the lcore that
         /// drops it) the egress queue of a lossless TC was full.
         pg_lossless_drops[8],
+        /// Per PG (this port as ingress): packets of a lossless class dropped by a decision
+        /// rather than the buffer ([`DropReason::discards_lossless`]: link down, punt rate
+        /// limit). Beside `pg_lossless_drops`, so that "0 lossless drops" still means the
+        /// buffer never lost one, and this says what else the class lost.
+        pg_lossless_discards[8],
         /// Per [`crate::route::PuntReason`] (this port as ingress): sent up its kernel
         /// representor, and dropped over the punt rate limit.
         punted[crate::route::PuntReason::ALL.len()],
@@ -374,8 +398,10 @@ pub const TC_COUNTERS: [ArrayCounter; 4] = [
 ];
 
 /// Per ingress PG (telemetry prefix "PG").
-pub const PG_COUNTERS: [ArrayCounter; 1] =
-    [ArrayCounter { key: "pg_lossless_drops", telemetry: "lossless_drops", get: |t| &t.pg_lossless_drops }];
+pub const PG_COUNTERS: [ArrayCounter; 2] = [
+    ArrayCounter { key: "pg_lossless_drops", telemetry: "lossless_drops", get: |t| &t.pg_lossless_drops },
+    ArrayCounter { key: "pg_lossless_discards", telemetry: "lossless_discards", get: |t| &t.pg_lossless_discards },
+];
 
 /// The last `N` samples of a quantity (e.g. PFC reaction time in TSC ticks), single
 /// writer, readable at any time; percentiles are taken on read.
@@ -443,8 +469,12 @@ impl LcoreCounters {
         if let Some((out, queue)) = site.out {
             self.ports[out].queue_drops[queue as usize & 7].add(n);
         }
-        if let (Some(pg), true) = (site.lossless_pg, why.loses_lossless()) {
-            self.ports[site.in_port].pg_lossless_drops[pg as usize & 7].add(n);
+        if let Some(pg) = site.lossless_pg {
+            if why.loses_lossless() {
+                self.ports[site.in_port].pg_lossless_drops[pg as usize & 7].add(n);
+            } else if why.discards_lossless() {
+                self.ports[site.in_port].pg_lossless_discards[pg as usize & 7].add(n);
+            }
         }
     }
 
@@ -467,6 +497,11 @@ impl PortTotals {
     /// lossless queue overflowed, and the larger one is the loss.
     pub fn lossless_drops(&self) -> u64 {
         self.drop_count(DropReason::LosslessHeadroomFull).max(self.pg_lossless_drops.iter().sum())
+    }
+    /// Lossless-class packets dropped by a decision on this ingress port (link down, punt
+    /// rate limit): beside [`PortTotals::lossless_drops`], not in it.
+    pub fn lossless_discards(&self) -> u64 {
+        self.pg_lossless_discards.iter().sum()
     }
     pub fn drop_count(&self, r: DropReason) -> u64 {
         self.drops[r as usize]
@@ -516,6 +551,21 @@ mod tests {
         assert_eq!(t.ports[1].drop_count(DropReason::Runt), 1);
         assert_eq!(t.entered(), 7);
         assert_eq!(t.left(), 8);
+    }
+
+    #[test]
+    fn lossless_discards_beside_lossless_drops() {
+        let a = LcoreCounters::new(2);
+        let lossless = DropSite::forwarded(0, 3, 1, 3, Some(3));
+        a.count_drop(lossless, DropReason::LinkDown, 2);
+        a.count_drop(DropSite { lossless_pg: Some(3), ..DropSite::classified(0, 3) }, DropReason::PuntRateLimited, 1);
+        // A lossy packet's link_down drop is no lossless discard.
+        a.count_drop(DropSite::forwarded(0, 1, 1, 1, None), DropReason::LinkDown, 5);
+        let t = Totals::collect([&*a], 1);
+        assert_eq!(t.ports[0].pg_lossless_discards[3], 3);
+        assert_eq!(t.ports[0].lossless_discards(), 3);
+        assert_eq!(t.ports[0].lossless_drops(), 0, "a decision is not buffer loss");
+        assert_eq!(t.ports[0].drop_count(DropReason::LinkDown), 7);
     }
 
     #[test]

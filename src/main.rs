@@ -230,7 +230,7 @@ struct HeadroomArgs {
     /// Cable length, e.g. 300m
     #[arg(long)]
     cable: String,
-    /// MTU in bytes (the largest frame)
+    /// The port's MTU in bytes (IP MTU, as in `[[port]] mtu`; the frame adds 22 B)
     #[arg(long)]
     mtu: u32,
     /// This switch's reaction delay in ns (default: the documented measured figure)
@@ -387,7 +387,7 @@ fn headroom(args: HeadroomArgs) -> Outcome {
     let inputs = pfcswitch::headroom::HeadroomInputs {
         speed_bps: pfcswitch::units::parse_speed(&speed).map_err(flag("--speed"))?,
         cable_m: pfcswitch::units::parse_length_m(&cable).map_err(flag("--cable"))?,
-        mtu,
+        frame: pfcswitch::headroom::max_frame(mtu),
         sw_response_ns: sw_response_ns.unwrap_or(pfcswitch::headroom::DEFAULT_SW_RESPONSE_NS),
         tx_inflight_bytes: tx_inflight_bytes.unwrap_or(0),
     };

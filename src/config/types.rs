@@ -495,21 +495,15 @@ fn ser_slice<S: serde::Serializer>(v: &[u8; 64], s: S) -> Result<S::Ok, S::Error
 }
 
 impl Default for QosConfig {
-    /// SONiC defaults: DSCP 3→3, 4→4, 8→0, 46→5, 48→6, every other DSCP → 1;
-    /// dot1p identity; TC 3→PG 3, 4→PG 4, others → PG 0; TC→queue identity;
+    /// SONiC defaults (`AZURE`, one home: [`crate::classify`]): DSCP 3→3, 4→4, 5→2, 8→0,
+    /// 46→5, 48→6, every other DSCP → 1; dot1p identity; TC 3→PG 3, 4→PG 4, 7→PG 7,
+    /// others → PG 0; TC→queue identity;
     /// scheduler: TC 7 strict, TCs 3 and 4 DWRR weight 15, others DWRR weight 14
     /// (SONiC `scheduler.1`/`scheduler.0`).
     fn default() -> QosConfig {
-        let mut dscp_to_tc = [1u8; 64];
-        dscp_to_tc[3] = 3;
-        dscp_to_tc[4] = 4;
-        dscp_to_tc[8] = 0;
-        dscp_to_tc[46] = 5;
-        dscp_to_tc[48] = 6;
-        let identity = [0, 1, 2, 3, 4, 5, 6, 7];
-        let mut tc_to_pg = [0u8; NUM_TC];
-        tc_to_pg[3] = 3;
-        tc_to_pg[4] = 4;
+        let dscp_to_tc = crate::classify::SONIC_DSCP_TO_TC;
+        let identity = crate::classify::IDENTITY_8;
+        let tc_to_pg = crate::classify::SONIC_TC_TO_PG;
         let mut scheduler = [Scheduler::Dwrr(14); NUM_TC];
         scheduler[3] = Scheduler::Dwrr(15);
         scheduler[4] = Scheduler::Dwrr(15);
@@ -649,6 +643,9 @@ pub struct RouterInterface {
     /// `[[port]]` index.
     pub port: usize,
     pub addrs: Vec<crate::route::IfAddr>,
+    /// Listed in `[control_plane] accept_martian_sources`: IPv4 packets from martian
+    /// sources (0/8, 127/8, 224/4, 240/4) received here are routed, not dropped.
+    pub accept_martian_sources: bool,
 }
 
 impl RoutingConfig {
@@ -660,6 +657,11 @@ impl RoutingConfig {
     /// Is port `index` a router interface?
     pub fn is_routed(&self, index: usize) -> bool {
         self.interfaces.iter().any(|i| i.port == index)
+    }
+
+    /// Does router interface `index` route IPv4 martian sources?
+    pub fn accepts_martian_sources(&self, index: usize) -> bool {
+        self.interfaces.iter().any(|i| i.port == index && i.accept_martian_sources)
     }
 }
 

@@ -278,6 +278,10 @@ impl RunReport {
                     // that carries a lossless class (lossless_nic_loss: imissed + rx_nombuf).
                     "lossless_drops": p.lossless_loss().total(),
                     "pg_lossless_drops": (PG_COUNTERS[0].get)(&p.totals),
+                    // Lossless-class packets dropped by a decision (link down, punt rate
+                    // limit), beside lossless_drops: docs/failure-behaviour.md.
+                    "lossless_discards": p.totals.lossless_discards(),
+                    "pg_lossless_discards": (PG_COUNTERS[1].get)(&p.totals),
                     "pmd": p.pmd,
                     "lossless_nic_loss": p.lossless_nic_loss(),
                     "pfc_enable": (0..8).filter(|i| p.pfc_enable & (1 << i) != 0).collect::<Vec<u8>>(),

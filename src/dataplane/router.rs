@@ -197,8 +197,10 @@ impl Router {
     #[inline]
     pub fn decide_held(&mut self, k: usize) -> Option<(Mbuf, Held, Decision)> {
         let m = self.held.take(k)?;
-        let d = route::forward(&self.l3[k], self.vals[k], &self.tables, self.seed, &self.ip_mtu);
-        Some((m, self.meta[k], d))
+        let h = self.meta[k];
+        let v4_sources = !self.ports.get(usize::from(h.rif)).is_some_and(|p| p.accept_martian_v4);
+        let d = route::forward(&self.l3[k], self.vals[k], &self.tables, self.seed, &self.ip_mtu, v4_sources);
+        Some((m, h, d))
     }
 
     /// End of pass 2.

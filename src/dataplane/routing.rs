@@ -98,9 +98,12 @@ impl Routing {
             thread: Some(thread),
             ports: (0..spec.ports.len())
                 .map(|i| match vlan_of[i] {
-                    0 => RouterPort { routed: i < nswitch && cfg.is_routed(i), mac: macs[i] },
+                    0 if i < nswitch && cfg.is_routed(i) => {
+                        RouterPort { accept_martian_v4: cfg.accepts_martian_sources(i), ..RouterPort::port(macs[i]) }
+                    }
+                    0 => RouterPort::NONE,
                     // A VLAN interface routes what its members receive to the router MAC.
-                    _ => RouterPort { routed: true, mac: macs[0] },
+                    _ => RouterPort::vlan(macs[0]),
                 })
                 .collect(),
             ip_mtu: spec.ports.iter().map(|p| p.mtu.min(u32::from(u16::MAX)) as u16).collect(),

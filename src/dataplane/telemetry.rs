@@ -343,6 +343,7 @@ impl Views {
         o.insert("rx_nombuf".into(), pmd.rx_nombuf.into());
         o.insert("lossless_drops".into(), (pt.lossless_drops() + nic_loss).into());
         o.insert("lossless_nic_loss".into(), nic_loss.into());
+        o.insert("lossless_discards".into(), pt.lossless_discards().into());
         for r in DropReason::ALL {
             o.insert(format!("drop_{}", r.as_str()), pt.drop_count(r).into());
         }

@@ -77,6 +77,11 @@ pub struct Worker {
     vlan_kernel: Vec<u16>,
     /// Routing (None: no router interface, the L2 switch as it always was).
     router: Option<Box<Router>>,
+    /// The bridge ports (bit p: port p): every port but the routed ones, which have no L2
+    /// domain (docs/routing.md, "A router's contract"); floods never reach a routed port.
+    l2_ports: u64,
+    /// No port is routed: every port bridges (also those past 64 without VLANs).
+    all_l2: bool,
 }
 
 /// No FDB key ([`crate::fdb::vkey`]) and no [`Batch::key`] is this: both leave the top
@@ -153,6 +158,10 @@ impl Worker {
             kernel_out: spec.ports.iter().map(|p| p.representor_of.map(|i| i as u16)).collect(),
             vlan_kernel: spec.ports.iter().map(|p| p.vlan_interface_of.unwrap_or(0)).collect(),
             router: None,
+            l2_ports: (0..spec.switch_ports().min(64))
+                .filter(|&p| !spec.config.routing.is_routed(p))
+                .fold(0, |a, p| a | 1u64 << p),
+            all_l2: spec.config.routing.interfaces.is_empty(),
         }
     }
 
@@ -450,8 +459,6 @@ impl Worker {
             if !self.arrival_ok(&mut m, in_port, self.pad_short[in_port], c) {
                 continue;
             }
-            // The length as received (a VLAN tag edited on egress changes it per copy).
-            let len = m.len() as u32;
             let parsed = match wire::parse(m.data()) {
                 Ok(p) => p,
                 Err(_) => {
@@ -504,7 +511,7 @@ impl Worker {
             };
             if let Some(rif) = rif {
                 if let Some(r) = router.as_deref_mut() {
-                    match self.route_ingress(shared, r, in_port, rif, &parsed, m, len, now, c) {
+                    match self.route_ingress(shared, r, in_port, rif, &parsed, m, now, c) {
                         Some(back) => m = back,
                         None => continue,
                     }
@@ -532,11 +539,12 @@ impl Worker {
             };
             let ip = in_port as u16;
             let nports = self.nswitch;
-            // The flood domain: every port, or the frame's VLAN's members.
-            let domain = if vlan_aware { vlans.flood_mask(vid) } else { u64::MAX };
+            // The flood domain: every bridge port, or the frame's VLAN's members.
+            let domain = if vlan_aware { vlans.flood_mask(vid) & self.l2_ports } else { self.l2_ports };
+            let everywhere = !vlan_aware && self.all_l2;
             // (With VLANs the config allows at most 64 ports; a shift past 63 is never a member.)
             let bit = |p: usize| 1u64.checked_shl(p as u32).unwrap_or(0);
-            let in_domain = |p: usize| !vlan_aware || domain & bit(p) != 0;
+            let in_domain = |p: usize| everywhere || domain & bit(p) != 0;
             let tagged_in = parsed.vlan.is_some();
             // Where the packet goes: one port (unicast, or a flood with a single other
             // port), or a flood with copies.
@@ -550,8 +558,8 @@ impl Worker {
                     continue;
                 }
                 Some(p) => Some(p),
-                None if !vlan_aware && nports == 2 => Some(1 - ip),
-                None if vlan_aware && (domain & !bit(in_port)).count_ones() == 1 => {
+                None if everywhere && nports == 2 => Some(1 - ip),
+                None if !everywhere && (domain & !bit(in_port)).count_ones() == 1 => {
                     Some((domain & !bit(in_port)).trailing_zeros() as u16)
                 }
                 None => None,
@@ -655,7 +663,6 @@ impl Worker {
         rif: usize,
         parsed: &Parsed,
         mut m: Mbuf,
-        len: u32,
         now: u64,
         c: &LcoreCounters,
     ) -> Option<Mbuf> {
@@ -665,24 +672,23 @@ impl Worker {
         }
         let mut l3_offset = parsed.l3_offset as u16;
         let tagged = parsed.vlan.is_some();
-        if rif != in_port {
-            // On a VLAN interface: a broadcast or multicast the kernel wants (ARP, ND) is
-            // bridged in the VLAN too, and a copy goes up the VLAN's representor; whatever
-            // reaches the kernel or is routed leaves untagged (the tag is the VLAN's).
-            if parsed.dst.is_multicast() {
-                if let Ingress::Done(Decision::Punt(why)) = ing {
-                    self.punt_copy(shared, r, in_port, rif, why, parsed, &m, now, c);
-                }
-                return Some(m);
+        // On a VLAN interface: a broadcast or multicast the kernel wants (ARP, ND) is
+        // bridged in the VLAN too, and a copy goes up the VLAN's representor.
+        if rif != in_port && parsed.dst.is_multicast() {
+            if let Ingress::Done(Decision::Punt(why)) = ing {
+                self.punt_copy(shared, r, in_port, rif, why, parsed, &m, now, c);
             }
-            if tagged {
-                if !vlan_edit(&mut m, Egress::Untag, true) {
-                    let class = shared.ports[in_port].plan.qos.classify(parsed);
-                    count_forwarding_drop(c, in_port, class.tc, DropReason::Malformed);
-                    return None;
-                }
-                l3_offset -= wire::VLAN_TAG_LEN as u16;
+            return Some(m);
+        }
+        // Whatever reaches the kernel or is routed leaves untagged: the tag was the VLAN's,
+        // or (on a routed port) a priority tag, VID 0 (docs/routing.md).
+        if tagged && matches!(ing, Ingress::Lookup | Ingress::Done(Decision::Punt(_))) {
+            if !vlan_edit(&mut m, Egress::Untag, true) {
+                let class = shared.ports[in_port].plan.qos.classify(parsed);
+                count_forwarding_drop(c, in_port, class.tc, DropReason::Malformed);
+                return None;
             }
+            l3_offset -= wire::VLAN_TAG_LEN as u16;
         }
         let plan = &shared.ports[in_port].plan;
         let class = plan.qos.classify(parsed);
@@ -691,9 +697,12 @@ impl Worker {
         if wd_rx & (1 << class.priority) != 0 && watchdog_rx_drops(shared, in_port, class, c) {
             return None;
         }
+        let len = m.len() as u32;
         match ing {
             Ingress::Lookup => r.hold(m, Held { l3_offset, class, lossless, len, rif: rif as u16 }),
-            Ingress::Done(Decision::Punt(why)) => self.punt(shared, r, in_port, rif, why, class, m, len, now, c),
+            Ingress::Done(Decision::Punt(why)) => {
+                self.punt(shared, r, in_port, rif, why, class, lossless, m, len, now, c)
+            }
             Ingress::Done(Decision::Drop(why)) => count_forwarding_drop(c, in_port, class.tc, route_drop(why)),
             // `ingress` decides no route itself; bridging was handled above.
             Ingress::Done(Decision::Route(_) | Decision::Bridge) => {
@@ -723,7 +732,8 @@ impl Worker {
                     }
                 }
                 Decision::Punt(why) => {
-                    self.punt(shared, r, in_port, usize::from(h.rif), why, h.class, m, h.len, now, c)
+                    let len = m.len() as u32;
+                    self.punt(shared, r, in_port, usize::from(h.rif), why, h.class, h.lossless, m, len, now, c)
                 }
                 Decision::Drop(why) => count_forwarding_drop(c, in_port, h.class.tc, route_drop(why)),
                 Decision::Bridge => count_forwarding_drop(c, in_port, h.class.tc, DropReason::Malformed),
@@ -747,6 +757,7 @@ impl Worker {
         rif: usize,
         why: PuntReason,
         class: Class,
+        lossless: bool,
         m: Mbuf,
         len: u32,
         now: u64,
@@ -760,7 +771,11 @@ impl Worker {
             }
             _ => {
                 pc.punt_dropped[why.index()].inc();
-                count_forwarding_drop(c, in_port, class.tc, DropReason::PuntRateLimited);
+                // A lossless-class packet lost here is a lossless discard (counters.rs).
+                pc.tc_rx[class.tc as usize & 7].inc();
+                let site =
+                    DropSite { lossless_pg: lossless.then_some(class.pg), ..DropSite::classified(in_port, class.tc) };
+                c.count_drop(site, DropReason::PuntRateLimited, 1);
             }
         }
     }
@@ -937,7 +952,8 @@ impl Worker {
         let out_u = out as usize;
         if !shared.ports[out_u].link_up.load(Ordering::Relaxed) {
             // A dead egress admits nothing: its buffer must not hold an ingress PG OFF.
-            c.count_drop(DropSite::forwarded(in_port as usize, tc, out_u, queue, None), DropReason::LinkDown, k as u64);
+            let site = DropSite::forwarded(in_port as usize, tc, out_u, queue, lossless.then_some(class.pg));
+            c.count_drop(site, DropReason::LinkDown, k as u64);
             self.run_mbufs.clear();
             return;
         }
@@ -997,7 +1013,8 @@ impl Worker {
         let len = m.len() as u32;
         let (tc, queue) = (class.tc & 7, class.queue & 7);
         if !shared.ports[out].link_up.load(Ordering::Relaxed) {
-            c.count_drop(DropSite::forwarded(in_port as usize, tc, out, queue, None), DropReason::LinkDown, 1);
+            let site = DropSite::forwarded(in_port as usize, tc, out, queue, lossless.then_some(class.pg));
+            c.count_drop(site, DropReason::LinkDown, 1);
             return;
         }
         // PFC watchdog, action drop: a stormed priority's arrivals are dropped before admission.
@@ -1134,6 +1151,12 @@ fn route_drop(why: RouteDrop) -> DropReason {
     match why {
         RouteDrop::Blackhole => DropReason::RouteBlackhole,
         RouteDrop::Malformed => DropReason::RouteMalformed,
+        RouteDrop::NotRouterMac => DropReason::NotRouterMac,
+        RouteDrop::NotRouted => DropReason::NotRouted,
+        RouteDrop::Tagged => DropReason::VlanNotMember,
+        RouteDrop::BadChecksum => DropReason::RouteBadChecksum,
+        RouteDrop::MartianSource => DropReason::RouteMartianSource,
+        RouteDrop::MartianDestination => DropReason::RouteMartianDestination,
     }
 }
 

@@ -16,7 +16,11 @@ impl PuntReason {
         match self {
             PuntReason::Arp | PuntReason::Nd => 0,
             PuntReason::ToUs => 1,
-            PuntReason::TtlExpired | PuntReason::NoRoute | PuntReason::NeighbourMiss | PuntReason::MtuExceeded => 2,
+            PuntReason::TtlExpired
+            | PuntReason::NoRoute
+            | PuntReason::NeighbourMiss
+            | PuntReason::MtuExceeded
+            | PuntReason::IpOptions => 2,
         }
     }
 }

@@ -84,10 +84,17 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
                 ));
             }
             let addrs = addr_list(val, &path, &mut seen)?;
-            interfaces.push(RouterInterface { port, addrs });
+            interfaces.push(RouterInterface { port, addrs, accept_martian_sources: false });
         }
     }
     interfaces.sort_by_key(|i| i.port);
+    for (k, name) in cp.accept_martian_sources.iter().flatten().enumerate() {
+        let path = format!("control_plane.accept_martian_sources[{k}]");
+        match interfaces.iter_mut().find(|i| ports[i.port].name == *name) {
+            Some(i) => i.accept_martian_sources = true,
+            None => return Err(FieldError::new(&path, format!("'{name}' is not a router interface ([interface])"))),
+        }
+    }
     // (A VLAN interface also uses it: those are resolved with the VLANs.)
     if cp.netns.is_some() && interfaces.is_empty() && !top.contains_key("vlan_interface") {
         return Err(FieldError::new(

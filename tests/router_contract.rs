@@ -1,0 +1,232 @@
+//! A router's contract (docs/routing.md), tried from outside as a network would: kernel
+//! hosts on af_packet veths send a routed pfcswitch what a router must never relay
+//! (`scripts/router_probe.py`), and a capture at the other hosts shows what crossed.
+//!
+//! * routed ports never bridge: broadcast, multicast, a non-IP frame to the router MAC,
+//!   unicast to the far host's MAC (TTL 1 too) never reach another router interface;
+//! * RFC 1812 / RFC 4291 on the routed path: a wrong IPv4 header checksum, martian sources
+//!   (IPv4 and IPv6), a VLAN tag other than VID 0 are dropped and counted by reason; IPv4
+//!   options go to the kernel, which forwards them; a priority tag (VID 0) is routed;
+//! * two switches joined by three parallel routed links: one broadcast from a host never
+//!   circulates (the inter-switch TX counters stay flat).
+//!
+//! Needs root; skipped otherwise.
+
+mod common;
+use common::*;
+
+use std::time::Duration;
+
+use pfcswitch::dpdk::telemetry::{socket_path, Client};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The three-host routed switch of tests/routed_hosts.rs.
+fn routed_switch(d: &TestDir, p: &str) -> std::path::PathBuf {
+    SwitchConfig::new(&d.prefix(), "0@0,1@1")
+        .memory_mb(1024)
+        .port(Port::new("Ethernet0", &format!("net_af_packet0,iface={p}v1a")).speed("10G"))
+        .port(Port::new("Ethernet4", &format!("net_af_packet1,iface={p}v2a")).speed("10G"))
+        .port(Port::new("Ethernet8", &format!("net_af_packet2,iface={p}v3a")).speed("10G"))
+        .toml(&format!(
+            r#"[control_plane]
+netns = "{p}sw"
+[interface]
+Ethernet0 = ["198.18.1.1/24", "fd00:1::1/64"]
+Ethernet4 = ["198.18.2.1/24", "fd00:2::1/64"]
+Ethernet8 = ["198.18.3.1/24", "fd00:3::1/64"]
+"#
+        ))
+        .one_worker()
+        .write(&d.join("t.toml"))
+}
+
+fn iface_mac(ns: &str, iface: &str) -> String {
+    String::from_utf8_lossy(&sh(&format!("ip netns exec {ns} cat /sys/class/net/{iface}/address")).stdout)
+        .trim()
+        .to_string()
+}
+
+/// How many frames of case `name` a capture file holds (the marker is in the payload,
+/// which pcap and pcapng both store verbatim).
+fn seen(capture: &[u8], name: &str) -> usize {
+    let needle = format!("PFCSW-RC:{name}\0").into_bytes();
+    capture.windows(needle.len()).filter(|w| *w == needle.as_slice()).count()
+}
+
+#[test]
+fn routed_ports_never_bridge_and_rfc1812_drops_are_counted() {
+    if !is_root() {
+        eprintln!("SKIP: needs root (namespaces, veth)");
+        return;
+    }
+    let d = TestDir::new("rcontract");
+    let p = format!("rc{}", std::process::id() % 100_000);
+    let hosts = Hosts::up_routed(&p, 3);
+    let cfg = routed_switch(&d, &p);
+    let json = d.join("stats.json");
+    let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);
+    sw.wait_forwarding(Duration::from_secs(60));
+    // Neighbours resolved both ways (the good cases must be routed, not punted).
+    for (h, to) in [(1, "198.18.2.2"), (1, "198.18.3.2")] {
+        let out = text(&hosts.exec(h, &format!("ping -c 3 -i 0.2 -W 2 {to}")));
+        assert!(out.contains("ttl=63"), "h{h} -> {to}: {out}");
+    }
+    let out = text(&hosts.exec(1, "ping -6 -c 3 -i 0.2 -W 2 fd00:2::2"));
+    assert!(out.contains("ttl=63"), "h1 -> h2 IPv6: {out}");
+
+    let mut tel = Client::connect(&socket_path(&d.prefix())).expect("telemetry socket");
+    let before = counters(&mut tel, "Ethernet0");
+    let (cap2, cap3) = (d.join("h2.pcapng"), d.join("h3.pcapng"));
+    let dump2 = hosts.capture(2, &format!("{p}v2b"), &cap2);
+    let dump3 = hosts.capture(3, &format!("{p}v3b"), &cap3);
+    let router_mac = iface_mac(&format!("{p}sw"), &format!("{p}v1a"));
+    let h2_mac = iface_mac(&format!("{p}h2"), &format!("{p}v2b"));
+    const COUNT: u64 = 3;
+    let o = hosts.exec(
+        1,
+        &format!(
+            "python3 {ROOT}/scripts/router_probe.py send {p}v1b {router_mac} {h2_mac} 198.18.1.2 198.18.2.2 fd00:1::2 fd00:2::2 {COUNT}"
+        ),
+    );
+    assert!(o.status.success(), "router_probe.py: {}", text(&o));
+    // Wait for the good cases to arrive (the kernel-forwarded one is the slowest).
+    let crossed = until(Duration::from_secs(10), || {
+        let c = std::fs::read(&cap2).unwrap_or_default();
+        ["good", "good6", "priority_tagged", "record_route"].iter().all(|n| seen(&c, n) >= COUNT as usize)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    stop_capture(dump2);
+    stop_capture(dump3);
+    let (c2, c3) = (std::fs::read(&cap2).unwrap(), std::fs::read(&cap3).unwrap());
+    let after = counters(&mut tel, "Ethernet0");
+    let log = sw.stop();
+    drop(hosts);
+
+    let never = [
+        "bcast_udp",
+        "bcast_88b5",
+        "mcast_239",
+        "foreign_ttl1",
+        "foreign",
+        "nonip_router",
+        "bad_checksum",
+        "martian_127.0.0.1",
+        "martian_0.0.0.0",
+        "martian_224.1.1.1",
+        "martian_240.0.0.1",
+        "martian_255.255.255.255",
+        "martian6_::",
+        "martian6_::1",
+        "martian6_ff02::1",
+        "martian6_fe80::2",
+        "tagged_100",
+    ];
+    let leaked: Vec<String> = never
+        .iter()
+        .flat_map(|n| [("h2", &c2), ("h3", &c3)].map(|(h, c)| (h, n, seen(c, n))))
+        .filter(|(_, _, k)| *k > 0)
+        .map(|(h, n, k)| format!("{n} x{k} at {h}"))
+        .collect();
+    assert!(leaked.is_empty(), "crossed the router: {leaked:?}\n{log}");
+    assert!(
+        crossed.is_some(),
+        "routed cases missing at h2: good {} good6 {} priority_tagged {} record_route {}",
+        seen(&c2, "good"),
+        seen(&c2, "good6"),
+        seen(&c2, "priority_tagged"),
+        seen(&c2, "record_route")
+    );
+    let delta = |k: &str| n(&after, k) - n(&before, k);
+    for (k, at_least) in [
+        ("drop_not_router_mac", 2 * COUNT),
+        ("drop_not_routed", 3 * COUNT),
+        ("drop_route_bad_checksum", COUNT),
+        ("drop_route_martian_source", 9 * COUNT),
+        ("drop_vlan_not_member", COUNT),
+        ("punted_ip_options", COUNT),
+        ("punted_to_us", COUNT),
+    ] {
+        assert!(delta(k) >= at_least, "{k}: {} (expected >= {at_least})", delta(k));
+    }
+    let j = read_json(&json);
+    assert_conserved(&j);
+}
+
+/// Two switches, three parallel routed /31 links between them, a host on the first: one
+/// broadcast from the host must not circulate. Before routed ports stopped bridging, it
+/// grew to hundreds of thousands of copies within seconds.
+#[test]
+fn a_broadcast_never_loops_between_routed_links() {
+    if !is_root() {
+        eprintln!("SKIP: needs root (namespaces, veth)");
+        return;
+    }
+    let d = TestDir::new("rloop");
+    let p = format!("rl{}", std::process::id() % 100_000);
+    let hosts = Hosts::up_routed(&p, 1);
+    let (ns_a, ns_b) = (format!("{p}sw"), format!("{p}sb"));
+    let _nsb = Netns::add(&ns_b);
+    // Links A:Ethernet{4,8,12} <-> B:Ethernet{4,8,12} (veths {p}l<k>a in A, {p}l<k>b in B).
+    for k in 1..=3 {
+        let o = sh(&format!(
+            "ip link add {p}l{k}a netns {ns_a} type veth peer name {p}l{k}b netns {ns_b} && \
+             ip -n {ns_a} link set {p}l{k}a promisc on up && ip -n {ns_b} link set {p}l{k}b promisc on up"
+        ));
+        assert!(o.status.success(), "veth {k}: {}", text(&o));
+    }
+    let sw_a = SwitchConfig::new(&format!("{}a", d.prefix()), "0@0,1@1")
+        .memory_mb(1024)
+        .port(Port::new("Ethernet0", &format!("net_af_packet0,iface={p}v1a")).speed("10G"))
+        .port(Port::new("Ethernet4", &format!("net_af_packet1,iface={p}l1a")).speed("10G"))
+        .port(Port::new("Ethernet8", &format!("net_af_packet2,iface={p}l2a")).speed("10G"))
+        .port(Port::new("Ethernet12", &format!("net_af_packet3,iface={p}l3a")).speed("10G"))
+        .toml(&format!(
+            "[control_plane]\nnetns = \"{ns_a}\"\n[interface]\nEthernet0 = [\"198.18.1.1/24\"]\n\
+             Ethernet4 = [\"10.0.0.0/31\"]\nEthernet8 = [\"10.0.0.2/31\"]\nEthernet12 = [\"10.0.0.4/31\"]\n"
+        ))
+        .one_worker()
+        .write(&d.join("a.toml"));
+    let sw_b = SwitchConfig::new(&format!("{}b", d.prefix()), "0@0,1@1")
+        .memory_mb(1024)
+        .port(Port::new("Ethernet4", &format!("net_af_packet0,iface={p}l1b")).speed("10G"))
+        .port(Port::new("Ethernet8", &format!("net_af_packet1,iface={p}l2b")).speed("10G"))
+        .port(Port::new("Ethernet12", &format!("net_af_packet2,iface={p}l3b")).speed("10G"))
+        .toml(&format!(
+            "[control_plane]\nnetns = \"{ns_b}\"\n[interface]\nEthernet4 = [\"10.0.0.1/31\"]\n\
+             Ethernet8 = [\"10.0.0.3/31\"]\nEthernet12 = [\"10.0.0.5/31\"]\n"
+        ))
+        .one_worker()
+        .write(&d.join("b.toml"));
+    let (json_a, json_b) = (d.join("a.json"), d.join("b.json"));
+    let mut a = RunningSwitch::spawn(&sw_a, &json_a, &[]);
+    a.wait_forwarding(Duration::from_secs(60));
+    let mut b = RunningSwitch::spawn(&sw_b, &json_b, &[]);
+    b.wait_forwarding(Duration::from_secs(60));
+    let mut tel = Client::connect(&socket_path(&format!("{}a", d.prefix()))).expect("telemetry socket");
+    let tx = |tel: &mut Client| -> u64 {
+        ["Ethernet4", "Ethernet8", "Ethernet12"].iter().map(|port| n(&counters(tel, port), "tx_packets")).sum()
+    };
+    // Quiet first: what the kernels themselves send (ND/IGMP at link up) settles.
+    std::thread::sleep(Duration::from_secs(2));
+    let t0 = tx(&mut tel);
+    let script = format!("{ROOT}/scripts/router_probe.py");
+    for ethertype in ["88b5", "0800"] {
+        let o = hosts.exec(1, &format!("python3 {script} broadcast {p}v1b {ethertype}"));
+        assert!(o.status.success(), "broadcast: {}", text(&o));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let t1 = tx(&mut tel);
+    std::thread::sleep(Duration::from_secs(1));
+    let t2 = tx(&mut tel);
+    let e0 = counters(&mut tel, "Ethernet0");
+    let log_b = b.stop();
+    let log_a = a.stop();
+    drop(hosts);
+    eprintln!("inter-switch tx: before {t0}, +100 ms {t1}, +1.1 s {t2}");
+    // Kernel chatter (an ND or IGMP report) may add a few frames; a loop adds thousands.
+    assert!(t2 - t0 <= 8, "broadcast circulated: inter-switch TX {t0} -> {t1} -> {t2}\n{log_a}\n{log_b}");
+    assert!(n(&e0, "drop_not_routed") >= 1, "the broadcast was not dropped as not_routed: {e0}");
+    assert_conserved(&read_json(&json_a));
+    assert_conserved(&read_json(&json_b));
+}
