@@ -104,6 +104,9 @@ drop_reasons! {
     Wred = "wred" @ Egress;
     /// A packet for the kernel over its class's punt rate limit (`[control_plane.copp]`).
     PuntRateLimited = "punt_rate_limited" @ Ingress;
+    /// Refused by a kernel representor's driver (larger than what the tap takes): dropped,
+    /// never retried at the head of its TX queue.
+    PuntUndelivered = "punt_undelivered" @ Egress;
     /// Routed into a kernel blackhole route.
     RouteBlackhole = "route_blackhole" @ Ingress;
     /// Sent to the router MAC with IP length fields that overrun the frame.

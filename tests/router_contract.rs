@@ -230,3 +230,54 @@ fn a_broadcast_never_loops_between_routed_links() {
     assert_conserved(&read_json(&json_a));
     assert_conserved(&read_json(&json_b));
 }
+
+/// A punt larger than the kernel representor takes (net_tap's driver refuses frames over
+/// 1500 + 22 B whatever the netdev's MTU) is dropped and counted `punt_undelivered`, and
+/// the port's path to the kernel keeps working: before, the refused frame was retried at the
+/// head of the representor's queue forever and every later ARP, ND, ping or BGP packet of
+/// that port waited behind it.
+#[test]
+fn a_punt_the_representor_refuses_never_wedges_the_port() {
+    if !is_root() {
+        eprintln!("SKIP: needs root (namespaces, veth)");
+        return;
+    }
+    let d = TestDir::new("rwedge");
+    let p = format!("rw{}", std::process::id() % 100_000);
+    let hosts = Hosts::up_routed(&p, 2);
+    for (ns, iface) in [(format!("{p}sw"), format!("{p}v1a")), (format!("{p}h1"), format!("{p}v1b"))] {
+        let o = sh(&format!("ip -n {ns} link set {iface} mtu 2000"));
+        assert!(o.status.success(), "mtu: {}", text(&o));
+    }
+    let cfg = SwitchConfig::new(&d.prefix(), "0@0,1@1")
+        .memory_mb(1024)
+        .port(Port::new("Ethernet0", &format!("net_af_packet0,iface={p}v1a")).speed("10G").mtu(2000))
+        .port(Port::new("Ethernet4", &format!("net_af_packet1,iface={p}v2a")).speed("10G"))
+        .toml(&format!(
+            "[control_plane]\nnetns = \"{p}sw\"\n[interface]\nEthernet0 = [\"198.18.1.1/24\"]\nEthernet4 = [\"198.18.2.1/24\"]\n"
+        ))
+        .one_worker()
+        .write(&d.join("t.toml"));
+    let json = d.join("stats.json");
+    let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);
+    sw.wait_forwarding(Duration::from_secs(60));
+    let out = text(&hosts.exec(1, "ping -c 2 -i 0.2 -W 2 198.18.1.1"));
+    assert!(out.contains("bytes from 198.18.1.1"), "ping the switch before: {out}");
+    // A 1600-byte ping to the switch: refused by the representor (at most 1 reply, if the
+    // driver ever takes it), then ordinary pings and ARP must still reach the kernel.
+    let _ = hosts.exec(1, "ping -c 2 -i 0.2 -W 1 -s 1600 198.18.1.1");
+    let _ = hosts.exec(1, &format!("ip neigh flush dev {p}v1b"));
+    let out = text(&hosts.exec(1, "ping -c 3 -i 0.2 -W 2 198.18.1.1"));
+    let ok = out.contains("bytes from 198.18.1.1");
+    let routed = text(&hosts.exec(1, "ping -c 2 -i 0.2 -W 2 198.18.2.2"));
+    let log = sw.stop();
+    drop(hosts);
+    assert!(ok, "the port's path to the kernel is wedged after a jumbo punt: {out}\n{log}");
+    assert!(routed.contains("ttl=63"), "routing after the jumbo punt: {routed}");
+    let j = read_json(&json);
+    assert_conserved(&j);
+    let rep = port(&j, "cpu/Ethernet0");
+    let undelivered = rep["drops"]["punt_undelivered"].as_u64().unwrap_or(0);
+    assert!(undelivered >= 1, "no punt_undelivered on cpu/Ethernet0: {}", rep["drops"]);
+    assert!(log.contains("PUNT UNDELIVERED on cpu/Ethernet0"), "the stop report does not say so: {log}");
+}

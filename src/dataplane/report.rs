@@ -175,6 +175,15 @@ impl RunReport {
                 ll.nic
             ));
         }
+        for p in &self.ports {
+            let n = p.totals.drop_count(DropReason::PuntUndelivered);
+            if n > 0 {
+                lines.push(format!(
+                    "PUNT UNDELIVERED on {}: {n} packets for the kernel were refused by its representor (over the representor's MTU?)",
+                    p.name
+                ));
+            }
+        }
         if self.mbufs_in_use_after_stop != 0 {
             lines.push(format!(
                 "MBUF LEAK: {} of {} mbufs not returned to the pool",

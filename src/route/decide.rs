@@ -154,7 +154,7 @@ impl RouterPort {
 
     /// A VLAN interface with router MAC `mac`.
     pub const fn vlan(mac: MacAddr) -> RouterPort {
-        RouterPort { routed: true, mac, bridges: false, accept_martian_v4: false }
+        RouterPort { routed: true, mac, bridges: true, accept_martian_v4: false }
     }
 }
 
