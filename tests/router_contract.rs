@@ -18,6 +18,7 @@ use common::*;
 use std::time::Duration;
 
 use pfcswitch::dpdk::telemetry::{socket_path, Client};
+use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -280,4 +281,113 @@ fn a_punt_the_representor_refuses_never_wedges_the_port() {
     let undelivered = rep["drops"]["punt_undelivered"].as_u64().unwrap_or(0);
     assert!(undelivered >= 1, "no punt_undelivered on cpu/Ethernet0: {}", rep["drops"]);
     assert!(log.contains("PUNT UNDELIVERED on cpu/Ethernet0"), "the stop report does not say so: {log}");
+}
+
+/// A port whose link dies: the router moves its ECMP flows to the live member at once (the
+/// dataplane skips dead members before the kernel's withdrawals arrive), the port's kernel
+/// representor goes down with it (the kernel drops its connected route and neighbours) and
+/// comes back with the link. Before, the representor stayed up and traffic kept going to
+/// the dead member until BGP or BFD noticed.
+#[test]
+fn a_dead_link_leaves_ecmp_at_once_and_takes_its_representor_down() {
+    if !is_root() {
+        eprintln!("SKIP: needs root (namespaces, veth)");
+        return;
+    }
+    let d = TestDir::new("rlink");
+    let p = format!("rk{}", std::process::id() % 100_000);
+    let hosts = Hosts::up_routed(&p, 3);
+    let cfg = routed_switch(&d, &p);
+    let json = d.join("stats.json");
+    let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);
+    sw.wait_forwarding(Duration::from_secs(60));
+    let sw_ns = format!("{p}sw");
+    for to in ["198.18.2.2", "198.18.3.2"] {
+        let out = text(&hosts.exec(1, &format!("ping -c 3 -i 0.2 -W 2 {to}")));
+        assert!(out.contains("ttl=63"), "h1 -> {to}: {out}");
+    }
+    for h in [2, 3] {
+        assert!(hosts.exec(h, "ip addr add 10.60.0.1/32 dev lo").status.success());
+    }
+    let o = sh(&format!(
+        "ip -n {sw_ns} route add 10.60.0.0/16 nexthop via 198.18.2.2 dev Ethernet4 nexthop via 198.18.3.2 dev Ethernet8"
+    ));
+    assert!(o.status.success(), "ip route add: {}", text(&o));
+    let mut tel = Client::connect(&socket_path(&d.prefix())).expect("telemetry socket");
+    let installed = until(Duration::from_secs(5), || {
+        let v = tel.query("/pfcswitch/routes,v4,0").expect("routes");
+        let rows: Vec<String> = v["rows"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|r| r.as_str().map(String::from)).collect())
+            .unwrap_or_default();
+        rows.iter()
+            .filter(|r| r.starts_with("10.60.0.0/16|K|") && r.split('|').nth(5).is_some_and(|m| !m.is_empty()))
+            .count()
+            == 2
+    });
+    assert!(installed.is_some(), "the multipath route is not in the dataplane with both members resolved");
+    let script = format!("{ROOT}/scripts/host_traffic.py");
+    let rx: Vec<_> = [2, 3].iter().map(|&h| hosts.spawn(h, &format!("python3 {script} udp-sports 5000 7"))).collect();
+    for h in [2, 3] {
+        hosts.wait_udp_bound(h, 5000);
+    }
+    // 16 flows, a datagram each per ~1 ms round for ~4 s; host 2's link is pulled after 1.5 s.
+    let tx = hosts.spawn(1, &format!("python3 {script} udp-flows 10.60.0.1 5000 16 4000"));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(hosts.exec(2, &format!("ip link set {p}v2b down")).status.success());
+    let rep_down = until(Duration::from_secs(2), || {
+        text(&sh(&format!("ip -n {sw_ns} -o link show Ethernet4"))).contains("state DOWN")
+    });
+    let route_gone = until(Duration::from_secs(2), || {
+        !text(&sh(&format!("ip -n {sw_ns} route show 198.18.2.0/24"))).contains("198.18.2.0/24")
+    });
+    let sent = tx.wait_with_output().unwrap();
+    assert!(sent.status.success(), "udp-flows: {}", text(&sent));
+    let got: Vec<Value> = rx
+        .into_iter()
+        .map(|c| {
+            let o = c.wait_with_output().unwrap();
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("udp-sports: {e}: {}", text(&o)))
+        })
+        .collect();
+    // The link back: the representor follows, and h2 is reachable again.
+    // (Host 2's own default route went with its link.)
+    assert!(hosts
+        .exec(2, &format!("ip link set {p}v2b up && ip route replace default via 198.18.2.1"))
+        .status
+        .success());
+    let rep_up = until(Duration::from_secs(3), || {
+        !text(&sh(&format!("ip -n {sw_ns} -o link show Ethernet4"))).contains("state DOWN")
+    });
+    let back = until(Duration::from_secs(10), || text(&hosts.exec(1, "ping -c 1 -W 1 198.18.2.2")).contains("ttl=63"));
+    let log = sw.stop();
+    drop(hosts);
+    assert!(rep_down.is_some(), "representor Ethernet4 not down after its link went down\n{log}");
+    assert!(route_gone.is_some(), "the kernel kept 198.18.2.0/24 on a dead link\n{log}");
+    assert!(rep_up.is_some(), "representor Ethernet4 not up again with its link\n{log}");
+    assert!(back.is_some(), "h2 unreachable after its link came back\n{log}");
+    // Flows that were on h2 moved to h3: the gap between a flow's last datagram at h2 and
+    // its first at h3 (one CLOCK_MONOTONIC for both hosts) is the failover time.
+    let times = |v: &Value| -> std::collections::BTreeMap<String, (f64, f64)> {
+        v["times"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, t)| (k.clone(), (t[0].as_f64().unwrap(), t[1].as_f64().unwrap())))
+            .collect()
+    };
+    let (h2, h3) = (times(&got[0]), times(&got[1]));
+    let gaps: Vec<f64> = h2.iter().filter_map(|(k, (_, last2))| h3.get(k).map(|(first3, _)| first3 - last2)).collect();
+    assert!(!gaps.is_empty(), "no flow moved from h2 to h3: h2 {h2:?} h3 {h3:?}");
+    let mut sorted = gaps.clone();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    let median_ms = sorted[sorted.len() / 2] * 1e3;
+    eprintln!(
+        "failover: {} flows moved, gap median {median_ms:.1} ms, max {:.1} ms",
+        gaps.len(),
+        sorted[sorted.len() - 1] * 1e3
+    );
+    // The link is read every ~16 ms (kernel operstate); a loaded machine adds scheduling.
+    assert!(median_ms <= 100.0, "flows moved after {median_ms:.1} ms (median): {gaps:?}");
+    assert_conserved(&read_json(&json));
 }

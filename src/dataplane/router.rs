@@ -193,13 +193,14 @@ impl Router {
         }
     }
 
-    /// Pass 2: the `k`-th held packet, what pass 1 knew of it, and its decision.
+    /// Pass 2: the `k`-th held packet, what pass 1 knew of it, and its decision (`down`:
+    /// the ports whose link is down, bit p).
     #[inline]
-    pub fn decide_held(&mut self, k: usize) -> Option<(Mbuf, Held, Decision)> {
+    pub fn decide_held(&mut self, k: usize, down: u64) -> Option<(Mbuf, Held, Decision)> {
         let m = self.held.take(k)?;
         let h = self.meta[k];
         let v4_sources = !self.ports.get(usize::from(h.rif)).is_some_and(|p| p.accept_martian_v4);
-        let d = route::forward(&self.l3[k], self.vals[k], &self.tables, self.seed, &self.ip_mtu, v4_sources);
+        let d = route::forward(&self.l3[k], self.vals[k], &self.tables, self.seed, &self.ip_mtu, v4_sources, down);
         Some((m, h, d))
     }
 

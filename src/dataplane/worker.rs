@@ -716,10 +716,11 @@ impl Worker {
     /// a run to the egress port, in the class pass 1 found), punt or drop each.
     fn route_held(&mut self, shared: &Shared, r: &mut Router, in_port: usize, now: u64, c: &LcoreCounters) {
         r.lookup_held();
+        let down = shared.link_down_mask.load(Ordering::Relaxed);
         let pc = &c.ports[in_port];
         let (mut routed, mut bytes) = (0u64, 0u64);
         for k in 0..r.held() {
-            let Some((mut m, h, d)) = r.decide_held(k) else { continue };
+            let Some((mut m, h, d)) = r.decide_held(k, down) else { continue };
             match d {
                 Decision::Route(to) => {
                     wire::route_rewrite(m.data_mut(), usize::from(h.l3_offset), to.dst_mac, r.mac(to.port));

@@ -275,7 +275,8 @@ pub fn ingress(p: &Parsed, frame: &[u8], port: &RouterPort, l3: &mut L3Header) -
 /// Step 2: `value` is what the LPM lookup of `l3`'s destination returned
 /// ([`super::NO_ROUTE`] for none); `seed` the switch's ECMP seed; `mtu[p]` port `p`'s IP
 /// MTU; `v4_sources`: check IPv4 martian sources (the ingress interface does not accept
-/// them). The order is the kernel's: own address, then the source, TTL, options, the route.
+/// them); `down`: ports whose link is down (bit p), skipped among ECMP members. The order
+/// is the kernel's: own address, then the source, TTL, options, the route.
 #[inline]
 pub fn forward(
     l3: &L3Header,
@@ -284,6 +285,7 @@ pub fn forward(
     seed: u32,
     mtu: &[u16],
     v4_sources: bool,
+    down: u64,
 ) -> Decision {
     let target = Target::decode(value);
     if target == Some(Target::Local) {
@@ -300,7 +302,7 @@ pub fn forward(
     }
     let Some(t) = target else { return Decision::Punt(PuntReason::NoRoute) };
     let hash = if matches!(t, Target::Group(_)) { flow_hash(l3, seed) } else { 0 };
-    match tables.resolve(t, hash) {
+    match tables.resolve_live(t, hash, down) {
         Resolved::Forward { port, mac } => match mtu.get(usize::from(port)) {
             Some(&m) if l3.len <= m => Decision::Route(RouteTo { port, dst_mac: mac }),
             Some(_) => Decision::Punt(PuntReason::MtuExceeded),
@@ -328,6 +330,6 @@ pub fn decide(
     let mut l3 = L3Header::EMPTY;
     match ingress(p, frame, port, &mut l3) {
         Ingress::Done(d) => d,
-        Ingress::Lookup => forward(&l3, lookup(&l3), tables, seed, mtu, !port.accept_martian_v4),
+        Ingress::Lookup => forward(&l3, lookup(&l3), tables, seed, mtu, !port.accept_martian_v4, 0),
     }
 }

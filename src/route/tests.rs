@@ -509,3 +509,36 @@ fn routed_port_contract() {
     assert!(matches!(d(&tag(0)), Decision::Route(_)));
     assert_eq!(d(&tag(100)), Decision::Drop(RouteDrop::Tagged));
 }
+
+/// A dead port's ECMP members are skipped at once: every flow leaves by the live member,
+/// and flows come back to both when the link does.
+#[test]
+fn dead_ecmp_members_are_skipped() {
+    let (mut r, t, _) = rib();
+    r.apply([
+        route("10.100.0.0/16", &[(E0, Some("10.0.0.1")), (E4, Some("10.0.0.3"))]),
+        neigh(E0, "10.0.0.1", Some(1)),
+        neigh(E4, "10.0.0.3", Some(3)),
+    ]);
+    let on = |down: u64| {
+        let mut per_port = [0u32; 2];
+        for sport in 0..64u16 {
+            let f = v4_frame(RMAC, "10.100.0.9".parse().unwrap(), 64, 50000 + sport, 100);
+            let p = wire::parse(&f).unwrap();
+            let mut l3 = wire::L3Header::EMPTY;
+            assert_eq!(decide::ingress(&p, &f, &RouterPort::port(RMAC), &mut l3), Ingress::Lookup);
+            let value = match l3.addrs {
+                wire::IpPair::V4 { dst, .. } => r.lpm().lookup4(u32::from_be_bytes(dst)),
+                wire::IpPair::V6 { dst, .. } => r.lpm().lookup6(dst),
+            };
+            let Decision::Route(to) = forward(&l3, value, &t, 0x1234, &[1500, 1500], true, down) else { panic!() };
+            per_port[usize::from(to.port)] += 1;
+        }
+        per_port
+    };
+    let both = on(0);
+    assert!(both[0] > 0 && both[1] > 0, "{both:?}");
+    assert_eq!(on(1 << 0), [0, 64], "port 0 down");
+    assert_eq!(on(1 << 1), [64, 0], "port 1 down");
+    assert_eq!(on(0b11), both, "every member down: as if none were (dropped as link_down)");
+}
