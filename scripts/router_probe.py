@@ -10,7 +10,15 @@ which ones crossed (docs/routing.md, "A router's contract"; tests/router_contrac
         multicast. Prints {"sent": {name: n}}.
     router_probe.py broadcast IFACE ETHERTYPE
         One broadcast frame of ETHERTYPE (hex, e.g. 88b5), marker `loop`. Prints {"sent": 1}.
+    router_probe.py arp-flood IFACE SRC_IP SECONDS
+        Broadcast ARP requests from SRC_IP for every address of its /24 in turn, as fast as
+        the socket takes them, for SECONDS. Prints {"sent": n}.
+    router_probe.py arp-ask IFACE SRC_IP TARGET_IP COUNT INTERVAL_S
+        COUNT ARP requests for TARGET_IP, one every INTERVAL_S, each waiting up to
+        INTERVAL_S for its reply. Prints {"asked": n, "answered": m}.
 """
+import select
+import time
 import json
 import socket
 import struct
@@ -105,12 +113,63 @@ def broadcast(iface, ethertype):
     print(json.dumps({"sent": 1}))
 
 
+def arp_request(src_mac, src_ip, target_ip):
+    body = struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, src_mac, socket.inet_aton(src_ip),
+                       b"\0" * 6, socket.inet_aton(target_ip))
+    return eth(b"\xff" * 6, src_mac, 0x0806, body)
+
+
+def arp_flood(iface, src_ip, seconds):
+    mac = iface_mac(iface)
+    net = src_ip.rsplit(".", 1)[0]
+    frames = [arp_request(mac, src_ip, f"{net}.{i}") for i in range(2, 255)]
+    sent = 0
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as s:
+        s.bind((iface, 0))
+        end = time.monotonic() + float(seconds)
+        while time.monotonic() < end:
+            for f in frames:
+                try:
+                    s.send(f)
+                    sent += 1
+                except OSError:
+                    time.sleep(0.0001)
+    print(json.dumps({"sent": sent}))
+
+
+def arp_ask(iface, src_ip, target_ip, count, interval):
+    mac = iface_mac(iface)
+    req = arp_request(mac, src_ip, target_ip)
+    want = socket.inet_aton(target_ip)
+    answered = 0
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0806)) as s:
+        s.bind((iface, 0))
+        for _ in range(int(count)):
+            s.send(req)
+            end = time.monotonic() + float(interval)
+            got = False
+            while not got and time.monotonic() < end:
+                r, _, _ = select.select([s], [], [], max(0.0, end - time.monotonic()))
+                if not r:
+                    break
+                f = s.recv(2048)
+                # An ARP reply (op 2) from TARGET_IP to us.
+                got = len(f) >= 42 and f[20:22] == b"\0\x02" and f[28:32] == want and f[0:6] == mac
+            answered += got
+            time.sleep(max(0.0, end - time.monotonic()))
+    print(json.dumps({"asked": int(count), "answered": answered}))
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "send" and len(args) == 8:
         send(*args)
     elif cmd == "broadcast" and len(args) == 2:
         broadcast(*args)
+    elif cmd == "arp-flood" and len(args) == 3:
+        arp_flood(*args)
+    elif cmd == "arp-ask" and len(args) == 5:
+        arp_ask(*args)
     else:
         sys.exit(__doc__)
 

@@ -309,6 +309,10 @@ counter_set! {
         /// representor, and dropped over the punt rate limit.
         punted[crate::route::PuntReason::ALL.len()],
         punt_dropped[crate::route::PuntReason::ALL.len()],
+        /// Per [`crate::route::TrapGroup`] (this port as ingress): passed and dropped by
+        /// control-plane policing (`[control_plane.copp]`).
+        copp_passed[crate::route::TrapGroup::ALL.len()],
+        copp_dropped[crate::route::TrapGroup::ALL.len()],
     }
 }
 

@@ -391,3 +391,60 @@ fn a_dead_link_leaves_ecmp_at_once_and_takes_its_representor_down() {
     assert!(median_ms <= 100.0, "flows moved after {median_ms:.1} ms (median): {gaps:?}");
     assert_conserved(&read_json(&json));
 }
+
+/// Control-plane policing per port and trap group: an ARP flood and a flood to the switch's
+/// own address on one port leave another port's ARP and pings to the switch untouched (each
+/// port has its own buckets). Before, ARP/ND shared one 600 pps bucket and everything to the
+/// switch one 6000 pps bucket, switch-wide: a flood on one port starved every other port.
+#[test]
+fn one_ports_flood_never_starves_another_ports_control_plane() {
+    if !is_root() {
+        eprintln!("SKIP: needs root (namespaces, veth)");
+        return;
+    }
+    let d = TestDir::new("rcopp");
+    let p = format!("rp{}", std::process::id() % 100_000);
+    let hosts = Hosts::up_routed(&p, 3);
+    let cfg = routed_switch(&d, &p);
+    let json = d.join("stats.json");
+    let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);
+    sw.wait_forwarding(Duration::from_secs(60));
+    for h in [1, 2] {
+        let out = text(&hosts.exec(h, &format!("ping -c 2 -i 0.2 -W 2 198.18.{h}.1")));
+        assert!(out.contains(&format!("bytes from 198.18.{h}.1")), "h{h} -> switch: {out}");
+    }
+    let probe = format!("{ROOT}/scripts/router_probe.py");
+    let traffic = format!("{ROOT}/scripts/host_traffic.py");
+    let router_mac = iface_mac(&format!("{p}sw"), &format!("{p}v1a"));
+    // Host 1 floods ARP and the switch's own address for 8 s.
+    let floods = [
+        hosts.spawn(1, &format!("python3 {probe} arp-flood {p}v1b 198.18.1.2 8")),
+        hosts.spawn(1, &format!("python3 {traffic} flood-ip {p}v1b {router_mac} 198.18.1.2 198.18.1.1 8")),
+    ];
+    std::thread::sleep(Duration::from_secs(1));
+    // Meanwhile host 2 resolves the switch's address and pings it.
+    let ask = hosts.exec(2, &format!("python3 {probe} arp-ask {p}v2b 198.18.2.2 198.18.2.1 20 0.1"));
+    let ping = text(&hosts.exec(2, "ping -c 20 -i 0.1 -W 1 198.18.2.1"));
+    for f in floods {
+        let o = f.wait_with_output().unwrap();
+        assert!(o.status.success(), "flood: {}", text(&o));
+    }
+    let mut tel = Client::connect(&socket_path(&d.prefix())).expect("telemetry socket");
+    let (e0, e4) = (counters(&mut tel, "Ethernet0"), counters(&mut tel, "Ethernet4"));
+    let log = sw.stop();
+    drop(hosts);
+    let v: Value = serde_json::from_slice(&ask.stdout).unwrap_or_else(|e| panic!("arp-ask: {e}: {}", text(&ask)));
+    let answered = v["answered"].as_u64().unwrap();
+    let received =
+        ping.split(" received").next().and_then(|s| s.rsplit(' ').next()).and_then(|n| n.parse::<u64>().ok());
+    eprintln!(
+        "h2 during h1's floods: {answered}/20 ARP answered, {received:?}/20 pings; Ethernet0 copp dropped arp_nd {} ip2me {}",
+        n(&e0, "copp_arp_nd_dropped"),
+        n(&e0, "copp_ip2me_dropped")
+    );
+    assert!(n(&e0, "copp_arp_nd_dropped") > 0 && n(&e0, "copp_ip2me_dropped") > 0, "the floods were not policed: {e0}");
+    assert_eq!(n(&e4, "copp_arp_nd_dropped") + n(&e4, "copp_ip2me_dropped"), 0, "Ethernet4 was policed: {e4}");
+    assert!(answered >= 18, "h2's ARP starved by h1's flood: {answered}/20\n{log}");
+    assert!(received.is_some_and(|r| r >= 18), "h2's pings starved by h1's flood: {ping}");
+    assert_conserved(&read_json(&json));
+}

@@ -617,23 +617,38 @@ pub struct VlanInterface {
     pub addrs: Vec<crate::route::IfAddr>,
 }
 
-/// Punt rate limits (SONiC's COPP idea), packets per second per class for the whole switch
-/// (each worker lcore polices its share). 0 punts nothing of the class.
+/// Control-plane policing (SONiC's COPP): packets per second of each trap group per
+/// ingress port (each worker lcore polices its share). 0 punts nothing of the group.
+/// Defaults are SONiC's `copp_cfg.json` CIRs (docs/routing.md, "CoPP").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct CoppConfig {
-    /// ARP and IPv6 neighbour discovery.
+    /// ARP and IPv6 neighbour discovery (SONiC `queue4_group2`, 600).
     pub arp_nd: u32,
-    /// To the switch's own addresses (ping, BGP), link-scope multicast.
-    pub to_us: u32,
-    /// TTL expired, no route, unresolved neighbour, MTU exceeded.
-    pub exceptions: u32,
+    /// BGP and BFD to the switch (SONiC `queue4_group1`, 6000).
+    pub bgp_bfd: u32,
+    /// Anything else to the switch's addresses, link-scope multicast (SONiC `queue1_group1`
+    /// ip2me, 6000).
+    pub ip2me: u32,
+    /// TTL expired (SONiC `default`, 600).
+    pub ttl_error: u32,
+    /// Unresolved neighbour (600).
+    pub neigh_miss: u32,
+    /// Larger than the egress MTU (600).
+    pub mtu: u32,
+    /// No route, IPv4 options, the rest (SONiC `default`, 600).
+    pub default: u32,
+}
+
+impl CoppConfig {
+    /// The rates in [`crate::route::TrapGroup::ALL`] order.
+    pub fn rates(&self) -> [u32; 7] {
+        [self.arp_nd, self.bgp_bfd, self.ip2me, self.ttl_error, self.neigh_miss, self.mtu, self.default]
+    }
 }
 
 impl Default for CoppConfig {
-    /// SONiC's defaults in spirit: ARP/ND 600 pps, traffic to the switch 6000 pps,
-    /// exceptions 600 pps.
     fn default() -> CoppConfig {
-        CoppConfig { arp_nd: 600, to_us: 6000, exceptions: 600 }
+        CoppConfig { arp_nd: 600, bgp_bfd: 6000, ip2me: 6000, ttl_error: 600, neigh_miss: 600, mtu: 600, default: 600 }
     }
 }
 

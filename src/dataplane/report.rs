@@ -322,6 +322,14 @@ impl RunReport {
                 };
                 o["punted"] = by_reason(&p.totals.punted);
                 o["punt_dropped"] = by_reason(&p.totals.punt_dropped);
+                // Control-plane policing per trap group: {"arp_nd": {"passed": n, "dropped": n}, ...}.
+                o["copp"] = crate::route::TrapGroup::ALL
+                    .iter()
+                    .map(|g| {
+                        let (i, t) = (g.index(), &p.totals);
+                        (g.name().to_string(), json!({"passed": t.copp_passed[i], "dropped": t.copp_dropped[i]}))
+                    })
+                    .collect();
                 if let Some(Some(of)) = self.representor_of.get(i) {
                     o["representor_of"] = self.ports[*of].name.clone().into();
                 }

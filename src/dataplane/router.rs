@@ -139,6 +139,18 @@ impl Router {
         route::ingress(p, frame, &self.ports[rif], slot)
     }
 
+    /// The L3 header [`Router::ingress`] parsed last (meaningful for IP frames).
+    #[inline(always)]
+    pub fn ingress_l3(&self) -> &L3Header {
+        &self.l3[self.held.len().min(BURST_CAP - 1)]
+    }
+
+    /// The L3 header of the `k`-th held packet.
+    #[inline(always)]
+    pub fn held_l3(&self, k: usize) -> &L3Header {
+        &self.l3[k.min(BURST_CAP - 1)]
+    }
+
     /// Pass 1: keep a packet, whose header [`Router::ingress`] parsed, for the lookup. A
     /// burst holds at most `BURST_CAP`, as many as one receive burst brings.
     #[inline]

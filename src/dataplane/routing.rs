@@ -37,7 +37,7 @@ pub struct Routing {
     vlan_of: Vec<u16>,
     /// Switch port names (`show ip route` names next hops' ports with them).
     pub names: Vec<String>,
-    rates: [u32; 3],
+    rates: [u32; 7],
     workers: u32,
 }
 
@@ -115,7 +115,7 @@ impl Routing {
                 .collect(),
             vlan_of,
             names,
-            rates: [cfg.copp.arp_nd, cfg.copp.to_us, cfg.copp.exceptions],
+            rates: cfg.copp.rates(),
             workers,
         };
         while !routing.status.synced.load(Ordering::Acquire) {
@@ -156,7 +156,7 @@ impl Routing {
             self.ip_mtu.clone(),
             self.rep_of.clone(),
             &self.vlan_of,
-            PuntLimiter::new(self.rates, self.workers, tsc_hz, now),
+            PuntLimiter::new(self.rates, self.workers, self.ports.len(), tsc_hz, now),
         ))
     }
 

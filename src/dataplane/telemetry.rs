@@ -351,6 +351,10 @@ impl Views {
             o.insert(format!("punted_{}", r.name()), pt.punted[r.index()].into());
             o.insert(format!("punt_dropped_{}", r.name()), pt.punt_dropped[r.index()].into());
         }
+        for g in crate::route::TrapGroup::ALL {
+            o.insert(format!("copp_{}_passed", g.name()), pt.copp_passed[g.index()].into());
+            o.insert(format!("copp_{}_dropped", g.name()), pt.copp_dropped[g.index()].into());
+        }
         o
     }
 

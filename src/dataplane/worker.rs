@@ -16,7 +16,7 @@ use crate::dpdk::{rdtsc, Mbuf, MbufBurst, RxQueue, BURST_CAP};
 use crate::mmu::{self, Verdict};
 use crate::pfc::PfcRx;
 use crate::pfcwd::PfcwdRxStamps;
-use crate::route::{Decision, Ingress, PuntReason, RouteDrop};
+use crate::route::{Decision, Ingress, PuntReason, RouteDrop, TrapGroup};
 use crate::wire::{self, MacAddr, MacControl, Parsed, MIN_FRAME_LEN};
 
 use super::egress::{Queued, RunKey};
@@ -701,7 +701,8 @@ impl Worker {
         match ing {
             Ingress::Lookup => r.hold(m, Held { l3_offset, class, lossless, len, rif: rif as u16 }),
             Ingress::Done(Decision::Punt(why)) => {
-                self.punt(shared, r, in_port, rif, why, class, lossless, m, len, now, c)
+                let group = TrapGroup::of(why, r.ingress_l3());
+                self.punt(shared, r, in_port, rif, (why, group), class, lossless, m, len, now, c)
             }
             Ingress::Done(Decision::Drop(why)) => count_forwarding_drop(c, in_port, class.tc, route_drop(why)),
             // `ingress` decides no route itself; bridging was handled above.
@@ -733,8 +734,9 @@ impl Worker {
                     }
                 }
                 Decision::Punt(why) => {
-                    let len = m.len() as u32;
-                    self.punt(shared, r, in_port, usize::from(h.rif), why, h.class, h.lossless, m, len, now, c)
+                    let (len, group) = (m.len() as u32, TrapGroup::of(why, r.held_l3(k)));
+                    let (rif, class) = (usize::from(h.rif), h.class);
+                    self.punt(shared, r, in_port, rif, (why, group), class, h.lossless, m, len, now, c)
                 }
                 Decision::Drop(why) => count_forwarding_drop(c, in_port, h.class.tc, route_drop(why)),
                 Decision::Bridge => count_forwarding_drop(c, in_port, h.class.tc, DropReason::Malformed),
@@ -756,7 +758,7 @@ impl Worker {
         r: &mut Router,
         in_port: usize,
         rif: usize,
-        why: PuntReason,
+        (why, group): (PuntReason, TrapGroup),
         class: Class,
         lossless: bool,
         m: Mbuf,
@@ -766,12 +768,14 @@ impl Worker {
     ) {
         let pc = &c.ports[in_port];
         match r.rep_of.get(rif).copied().flatten() {
-            Some(rep) if r.limiter.admit(why, now) => {
+            Some(rep) if r.limiter.admit(in_port, group, now) => {
                 pc.punted[why.index()].inc();
+                pc.copp_passed[group.index()].inc();
                 self.push_run(shared, in_port as u16, rep, class, false, m, len, now, c);
             }
             _ => {
                 pc.punt_dropped[why.index()].inc();
+                pc.copp_dropped[group.index()].inc();
                 // A lossless-class packet lost here is a lossless discard (counters.rs).
                 pc.tc_rx[class.tc as usize & 7].inc();
                 let site =
@@ -829,10 +833,13 @@ impl Worker {
         let pc = &c.ports[in_port];
         let class = shared.ports[in_port].plan.qos.classify(parsed);
         let Some(rep) = r.rep_of.get(rif).copied().flatten() else { return };
-        if !r.limiter.admit(why, now) {
+        let group = TrapGroup::of(why, r.ingress_l3());
+        if !r.limiter.admit(in_port, group, now) {
             pc.punt_dropped[why.index()].inc();
+            pc.copp_dropped[group.index()].inc();
             return;
         }
+        pc.copp_passed[group.index()].inc();
         pc.flood_copies.inc();
         pc.tc_copies[class.tc as usize & 7].inc();
         match copy_mbuf(shared, m) {
