@@ -122,6 +122,9 @@ drop_reasons! {
     RouteMartianSource = "route_martian_source" @ Ingress;
     /// A destination no router forwards (0/8, 127/8, ::, ::1).
     RouteMartianDestination = "route_martian_destination" @ Ingress;
+    /// Larger than the egress MTU and not to be fragmented (IPv4 DF, IPv6): answered with
+    /// ICMP fragmentation needed / packet too big from the dataplane (counted `generated`).
+    TooBig = "too_big" @ Ingress;
 }
 
 impl DropReason {
@@ -275,6 +278,9 @@ counter_set! {
         /// Routed (this port as ingress): forwarded to a next hop by the router.
         routed_packets,
         routed_bytes,
+        /// ICMP errors the router built itself (packet too big) in answer to packets
+        /// received here: they enter forwarding like flood copies.
+        generated,
     }
     arrays {
         drops[DropReason::COUNT],
@@ -531,9 +537,10 @@ impl Totals {
         t
     }
 
-    /// Packets that entered forwarding: received plus flood copies.
+    /// Packets that entered forwarding: received plus flood copies plus the router's own
+    /// ICMP errors.
     pub fn entered(&self) -> u64 {
-        self.ports.iter().map(|p| p.rx_packets + p.flood_copies).sum()
+        self.ports.iter().map(|p| p.rx_packets + p.flood_copies + p.generated).sum()
     }
     /// Packets that left forwarding: transmitted, consumed (MAC control, LLDP) or dropped.
     pub fn left(&self) -> u64 {

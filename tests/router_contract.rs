@@ -448,3 +448,59 @@ fn one_ports_flood_never_starves_another_ports_control_plane() {
     assert!(received.is_some_and(|r| r >= 18), "h2's pings starved by h1's flood: {ping}");
     assert_conserved(&read_json(&json));
 }
+
+/// A jumbo toward a smaller egress MTU: IPv4 with DF gets ICMP fragmentation needed with the
+/// next-hop MTU, IPv6 gets packet too big, both from the switch's address on the ingress
+/// interface (built by the dataplane: the kernel cannot receive a jumbo through its
+/// representor). Before, the punted jumbo was refused by the representor and no answer
+/// ever came (the host's path MTU discovery black-holed).
+#[test]
+fn a_jumbo_toward_a_smaller_mtu_gets_frag_needed_and_packet_too_big() {
+    if !is_root() {
+        eprintln!("SKIP: needs root (namespaces, veth)");
+        return;
+    }
+    let d = TestDir::new("rtoobig");
+    let p = format!("rb{}", std::process::id() % 100_000);
+    let hosts = Hosts::up_routed(&p, 2);
+    // (af_packet: frames of at most framesz - 32 B; its ring needs framesz to divide
+    // blocksz, and the mbufs, sized from the largest port MTU, must hold a frame.)
+    for (ns, iface) in [(format!("{p}sw"), format!("{p}v1a")), (format!("{p}h1"), format!("{p}v1b"))] {
+        let o = sh(&format!("ip -n {ns} link set {iface} mtu 4000"));
+        assert!(o.status.success(), "mtu: {}", text(&o));
+    }
+    let cfg = SwitchConfig::new(&d.prefix(), "0@0,1@1")
+        .memory_mb(1024)
+        .port(Port::new("Ethernet0", &format!("net_af_packet0,iface={p}v1a,framesz=4096,blocksz=4096")).speed("10G").mtu(4096))
+        .port(Port::new("Ethernet4", &format!("net_af_packet1,iface={p}v2a")).speed("10G").mtu(1500))
+        .toml(&format!(
+            "[control_plane]\nnetns = \"{p}sw\"\n[interface]\nEthernet0 = [\"198.18.1.1/24\", \"fd00:1::1/64\"]\nEthernet4 = [\"198.18.2.1/24\", \"fd00:2::1/64\"]\n"
+        ))
+        .one_worker()
+        .write(&d.join("t.toml"));
+    let json = d.join("stats.json");
+    let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);
+    sw.wait_forwarding(Duration::from_secs(60));
+    for to in ["198.18.2.2", "fd00:2::2"] {
+        let out = text(&hosts.exec(1, &format!("ping -c 3 -i 0.2 -W 2 {to}")));
+        if !out.contains("ttl=63") {
+            let log = sw.stop();
+            panic!("h1 -> {to}: {out}\n{log}");
+        }
+    }
+    let v4 = text(&hosts.exec(1, "ping -c 2 -i 0.3 -W 2 -M do -s 2000 198.18.2.2"));
+    let v6 = text(&hosts.exec(1, "ping -6 -c 2 -i 0.3 -W 2 -M do -s 2000 fd00:2::2"));
+    // Small packets still cross.
+    let small = text(&hosts.exec(1, "ping -c 2 -i 0.2 -W 2 198.18.2.2"));
+    let log = sw.stop();
+    drop(hosts);
+    eprintln!("{v4}\n{v6}");
+    assert!(v4.contains("From 198.18.1.1") && v4.contains("mtu = 1500"), "no fragmentation needed: {v4}\n{log}");
+    assert!(v6.contains("From fd00:1::1") && v6.contains("mtu=1500"), "no packet too big: {v6}\n{log}");
+    assert!(small.contains("ttl=63"), "h1 -> h2 after: {small}");
+    let j = read_json(&json);
+    assert_conserved(&j);
+    let e0 = port(&j, "Ethernet0");
+    assert!(e0["drops"]["too_big"].as_u64().unwrap() >= 2, "{}", e0["drops"]);
+    assert!(e0["generated"].as_u64().unwrap() >= 2, "generated: {}", e0["generated"]);
+}

@@ -154,7 +154,7 @@ impl RunReport {
         let mut ok = true;
         if !self.conservation_ok() {
             lines.push(format!(
-                "CONSERVATION MISMATCH: entered {} (rx + flood copies) vs left {} (tx + consumed + drops); MMU bytes still charged {}",
+                "CONSERVATION MISMATCH: entered {} (rx + flood copies + generated) vs left {} (tx + consumed + drops); MMU bytes still charged {}",
                 t.entered(),
                 t.left(),
                 self.mmu_bytes_after_stop

@@ -41,6 +41,21 @@ pub struct Routing {
     workers: u32,
 }
 
+/// `p` with the source addresses of its own ICMP errors: the first configured IPv4 and
+/// the first configured non-link-local IPv6 address of the interface.
+fn with_sources(mut p: RouterPort, addrs: &[crate::route::IfAddr]) -> RouterPort {
+    use std::net::IpAddr;
+    p.src4 = addrs.iter().find_map(|a| match a.addr {
+        IpAddr::V4(v) => Some(v.octets()),
+        IpAddr::V6(_) => None,
+    });
+    p.src6 = addrs.iter().find_map(|a| match a.addr {
+        IpAddr::V6(v) if v.segments()[0] & 0xffc0 != 0xfe80 => Some(v.octets()),
+        _ => None,
+    });
+    p
+}
+
 fn err(e: impl std::fmt::Display) -> DataplaneError {
     DataplaneError::Routing(e.to_string())
 }
@@ -99,11 +114,19 @@ impl Routing {
             ports: (0..spec.ports.len())
                 .map(|i| match vlan_of[i] {
                     0 if i < nswitch && cfg.is_routed(i) => {
-                        RouterPort { accept_martian_v4: cfg.accepts_martian_sources(i), ..RouterPort::port(macs[i]) }
+                        let addrs = cfg.interfaces.iter().find(|x| x.port == i).map(|x| x.addrs.as_slice());
+                        let p = RouterPort {
+                            accept_martian_v4: cfg.accepts_martian_sources(i),
+                            ..RouterPort::port(macs[i])
+                        };
+                        with_sources(p, addrs.unwrap_or(&[]))
                     }
                     0 => RouterPort::NONE,
                     // A VLAN interface routes what its members receive to the router MAC.
-                    _ => RouterPort::vlan(macs[0]),
+                    vid => {
+                        let addrs = cfg.vlan_interfaces.iter().find(|v| v.vid == vid).map(|v| v.addrs.as_slice());
+                        with_sources(RouterPort::vlan(macs[0]), addrs.unwrap_or(&[]))
+                    }
                 })
                 .collect(),
             ip_mtu: spec.ports.iter().map(|p| p.mtu.min(u32::from(u16::MAX)) as u16).collect(),

@@ -706,7 +706,7 @@ impl Worker {
             }
             Ingress::Done(Decision::Drop(why)) => count_forwarding_drop(c, in_port, class.tc, route_drop(why)),
             // `ingress` decides no route itself; bridging was handled above.
-            Ingress::Done(Decision::Route(_) | Decision::Bridge) => {
+            Ingress::Done(Decision::Route(_) | Decision::Bridge | Decision::TooBig(_)) => {
                 count_forwarding_drop(c, in_port, class.tc, DropReason::Malformed)
             }
         }
@@ -738,6 +738,7 @@ impl Worker {
                     let (rif, class) = (usize::from(h.rif), h.class);
                     self.punt(shared, r, in_port, rif, (why, group), class, h.lossless, m, len, now, c)
                 }
+                Decision::TooBig(mtu) => self.too_big(shared, r, in_port, h, m, mtu, now, c),
                 Decision::Drop(why) => count_forwarding_drop(c, in_port, h.class.tc, route_drop(why)),
                 Decision::Bridge => count_forwarding_drop(c, in_port, h.class.tc, DropReason::Malformed),
             }
@@ -745,6 +746,65 @@ impl Worker {
         r.clear_held();
         pc.routed_packets.add(routed);
         pc.routed_bytes.add(bytes);
+    }
+
+    /// A held packet larger than its egress MTU `mtu`: an IPv4 packet without DF goes to the
+    /// kernel to be fragmented (`mtu_exceeded`); otherwise the router answers ICMP
+    /// fragmentation needed / packet too big itself, from the ingress interface's address,
+    /// back to the previous hop (the kernel never receives a jumbo the representor refuses),
+    /// policed as CoPP group `mtu`; the packet is dropped as `too_big`.
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn too_big(
+        &mut self,
+        shared: &Shared,
+        r: &mut Router,
+        in_port: usize,
+        h: Held,
+        m: Mbuf,
+        mtu: u16,
+        now: u64,
+        c: &LcoreCounters,
+    ) {
+        let (rif, class) = (usize::from(h.rif), h.class);
+        let port = r.ports[rif];
+        let l3 = m.data().get(usize::from(h.l3_offset)..).unwrap_or(&[]);
+        let v4 = l3.first().is_some_and(|b| b >> 4 == 4);
+        let df = v4 && l3.get(6).is_some_and(|f| f & 0x40 != 0);
+        let can_answer = if v4 { df && port.src4.is_some() } else { port.src6.is_some() };
+        if !can_answer {
+            let len = m.len() as u32;
+            let why = (PuntReason::MtuExceeded, TrapGroup::Mtu);
+            return self.punt(shared, r, in_port, rif, why, class, h.lossless, m, len, now, c);
+        }
+        let pc = &c.ports[in_port];
+        pc.tc_rx[class.tc as usize & 7].inc();
+        let site = DropSite { lossless_pg: None, ..DropSite::classified(in_port, class.tc) };
+        if !r.limiter.admit(in_port, TrapGroup::Mtu, now) {
+            pc.copp_dropped[TrapGroup::Mtu.index()].inc();
+            return c.count_drop(site, DropReason::TooBig, 1);
+        }
+        pc.copp_passed[TrapGroup::Mtu.index()].inc();
+        c.count_drop(site, DropReason::TooBig, 1);
+        let Some(mut icmp) = shared.pool.alloc() else { return };
+        let prev_hop = MacAddr(m.data()[6..12].try_into().unwrap_or([0; 6]));
+        let Some(buf) = icmp.append(wire::ICMP_ERROR_MAX_FRAME as u16) else { return };
+        let n = match (port.src4, port.src6) {
+            (Some(src), _) if v4 => wire::frag_needed(buf, prev_hop, port.mac, src, l3, mtu),
+            (_, Some(src)) => wire::packet_too_big(buf, prev_hop, port.mac, src, l3, u32::from(mtu)),
+            _ => None,
+        };
+        let Some(n) = n else { return };
+        icmp.trim((wire::ICMP_ERROR_MAX_FRAME - n) as u16);
+        pc.generated.inc();
+        match r.vlan_of(rif as u16) {
+            // On a VLAN interface: back to the previous hop's member port.
+            Some(vid) => self.bridge_in_vlan(shared, in_port, vid, class, false, icmp, now, c),
+            None => {
+                let len = icmp.len() as u32;
+                self.push_run(shared, in_port as u16, in_port as u16, class, false, icmp, len, now, c)
+            }
+        }
     }
 
     /// Up the representor of router interface `rif` (`in_port`, or the VLAN interface it

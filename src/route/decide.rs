@@ -122,6 +122,10 @@ pub enum Decision {
     Route(RouteTo),
     /// Up the ingress port's kernel representor.
     Punt(PuntReason),
+    /// Larger than the egress port's IP MTU (this value): the router answers ICMP
+    /// fragmentation needed (IPv4 with DF) or packet too big (IPv6) itself, or punts
+    /// `mtu_exceeded` for the kernel to fragment (IPv4 without DF).
+    TooBig(u16),
     /// Dropped and counted.
     Drop(RouteDrop),
 }
@@ -140,21 +144,31 @@ pub struct RouterPort {
     /// `[interface] accept_martian_sources`: IPv4 martian sources are routed (RFC 1812
     /// 5.3.7 is a SHOULD NOT, checking on by default). IPv6's are MUSTs, always checked.
     pub accept_martian_v4: bool,
+    /// The interface's first configured IPv4 / IPv6 address: the source of the router's
+    /// own ICMP errors sent from the dataplane (packet too big). None: the kernel answers.
+    pub src4: Option<[u8; 4]>,
+    pub src6: Option<[u8; 16]>,
 }
 
 impl RouterPort {
     /// Not a router interface.
-    pub const NONE: RouterPort =
-        RouterPort { routed: false, mac: MacAddr([0; 6]), bridges: false, accept_martian_v4: false };
+    pub const NONE: RouterPort = RouterPort {
+        routed: false,
+        mac: MacAddr([0; 6]),
+        bridges: false,
+        accept_martian_v4: false,
+        src4: None,
+        src6: None,
+    };
 
     /// A routed port with router MAC `mac`.
     pub const fn port(mac: MacAddr) -> RouterPort {
-        RouterPort { routed: true, mac, bridges: false, accept_martian_v4: false }
+        RouterPort { routed: true, mac, bridges: false, ..RouterPort::NONE }
     }
 
     /// A VLAN interface with router MAC `mac`.
     pub const fn vlan(mac: MacAddr) -> RouterPort {
-        RouterPort { routed: true, mac, bridges: true, accept_martian_v4: false }
+        RouterPort { routed: true, mac, bridges: true, ..RouterPort::NONE }
     }
 }
 
@@ -305,7 +319,7 @@ pub fn forward(
     match tables.resolve_live(t, hash, down) {
         Resolved::Forward { port, mac } => match mtu.get(usize::from(port)) {
             Some(&m) if l3.len <= m => Decision::Route(RouteTo { port, dst_mac: mac }),
-            Some(_) => Decision::Punt(PuntReason::MtuExceeded),
+            Some(&m) => Decision::TooBig(m),
             None => Decision::Punt(PuntReason::NoRoute),
         },
         Resolved::Unresolved { .. } | Resolved::Special(Target::Glean) => Decision::Punt(PuntReason::NeighbourMiss),

@@ -312,7 +312,7 @@ fn decisions() {
     assert_eq!(d(&v4_frame(RMAC, a("8.8.8.8"), 64, 1, 100)), Decision::Punt(PuntReason::NoRoute));
     assert_eq!(d(&v4_frame(RMAC, a("10.0.0.1"), 64, 1, 100)), Decision::Punt(PuntReason::NeighbourMiss));
     assert_eq!(d(&v4_frame(RMAC, a("172.20.0.1"), 64, 1, 100)), Decision::Punt(PuntReason::NeighbourMiss));
-    assert_eq!(d(&v4_frame(RMAC, a("192.168.1.1"), 64, 1, 1600)), Decision::Punt(PuntReason::MtuExceeded));
+    assert_eq!(d(&v4_frame(RMAC, a("192.168.1.1"), 64, 1, 1600)), Decision::TooBig(1500));
     assert_eq!(d(&v4_frame(RMAC, a("198.51.100.9"), 64, 1, 100)), Decision::Drop(RouteDrop::Blackhole));
     assert_eq!(d(&v4_frame(RMAC, a("224.0.0.5"), 64, 1, 100)), Decision::Punt(PuntReason::ToUs));
     // Not to the router MAC: dropped on a routed port, bridged in a VLAN interface's VLAN;
