@@ -64,7 +64,7 @@ impl Db {
             file: one_line(name),
             line: e.line(),
             column: e.column(),
-            msg: one_line(&e.to_string().split(" at line ").next().unwrap_or_default().to_string()),
+            msg: one_line(e.to_string().split(" at line ").next().unwrap_or_default()),
         })?;
         let bad = |at: String, msg: &str| SonicError::Field { file: one_line(name), at, msg: msg.to_string() };
         let Value::Object(top) = top else {

@@ -61,7 +61,7 @@ pub fn import(db: &Db, map: Option<&PortMap>, origin: &str) -> Result<Import, So
 fn explain(db: &Db, prov: &[(String, At)], origin: &str, e: ConfigError) -> SonicError {
     if let Some(path) = e.field_path() {
         if let Some(at) = convert::origin_of(prov, path) {
-            return db.error(error::Bad::new(at.clone(), e.message()));
+            return db.error(error::Bad::new(at, e.message()));
         }
         // Sections from the port map (eal, lcores, ...) are the map's.
         return SonicError::Field { file: origin.to_string(), at: path.to_string(), msg: e.message().to_string() };

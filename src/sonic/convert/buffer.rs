@@ -36,6 +36,9 @@ pub(super) fn buffer(cx: &mut Cx) -> BResult<()> {
         t.insert("size".into(), Value::String(size.to_string()));
         cx.prov(join(&path, "size"), at("size"));
         let kind = db.get("BUFFER_POOL", name, "type").unwrap_or("");
+        if kind != "ingress" && kind != "egress" {
+            return Err(Bad::new(at("type"), format!("'{kind}' is not ingress or egress")));
+        }
         t.insert("type".into(), Value::String(kind.to_string()));
         cx.prov(join(&path, "type"), at("type"));
         if kind == "ingress" {
@@ -166,18 +169,17 @@ fn lossless_pgs(
             }
             let name = format!("pg_lossless_{speed}_{cable}_profile");
             if !profiles.contains_key(&name) {
-                let pool = ingress_pools
-                    .iter()
-                    .find(|p| *p == "ingress_lossless_pool")
-                    .or(ingress_pools.first())
-                    .ok_or_else(|| {
-                        Bad::new(
-                            At::table("BUFFER_POOL"),
-                            format!(
+                let pool =
+                    ingress_pools.iter().find(|p| *p == "ingress_lossless_pool").or(ingress_pools.first()).ok_or_else(
+                        || {
+                            Bad::new(
+                                At::table("BUFFER_POOL"),
+                                format!(
                                 "no ingress pool for the lossless PG {pg} of {port} (PORT_QOS_MAP|{port}|pfc_enable)"
                             ),
-                        )
-                    })?;
+                            )
+                        },
+                    )?;
                 let mut p = Table::new();
                 p.insert("pool".into(), Value::String(pool.clone()));
                 p.insert("size".into(), Value::Integer(defaults::LOSSLESS_PRIVATE as i64));

@@ -243,11 +243,22 @@ fn report_unused(cx: &mut Cx) {
 
 /// The CONFIG_DB place a configuration error's field path came from: the longest
 /// recorded path that is the error's path or a parent of it.
-pub(crate) fn origin_of<'p>(prov: &'p [(String, At)], path: &str) -> Option<&'p At> {
-    prov.iter()
+/// A key's place and a longer path (a field the file does not have, e.g. a missing one)
+/// name that field: TOML field names are CONFIG_DB's.
+pub(crate) fn origin_of(prov: &[(String, At)], path: &str) -> Option<At> {
+    let (p, at) = prov
+        .iter()
         .filter(|(p, _)| {
             path == p || (path.starts_with(p.as_str()) && matches!(path.as_bytes().get(p.len()), Some(b'.' | b'[')))
         })
-        .max_by_key(|(p, _)| p.len())
-        .map(|(_, at)| at)
+        .max_by_key(|(p, _)| p.len())?;
+    let mut at = at.clone();
+    if at.key.is_some() && at.field.is_none() {
+        let rest = path[p.len()..].trim_start_matches('.');
+        let field = rest.split(['.', '[']).next().unwrap_or("").trim_matches('"');
+        if !field.is_empty() {
+            at.field = Some(field.to_string());
+        }
+    }
+    Some(at)
 }
