@@ -4,7 +4,8 @@
 //! TOML: a top-level `Ethernet0 = "<devargs>"` per port, or `Ethernet0 = { devargs = "…",
 //! <any [[port]] field> }` to add pfcswitch's own port settings; the sections pfcswitch has
 //! and CONFIG_DB has not (`[eal]`, `[switch]`, `[lcores]`, `[control_plane]`, `[lldp]`)
-//! are copied into the generated configuration as written.
+//! are copied into the generated configuration as written. A map that names no port (only
+//! sections) leaves every port on `net_null<i>`; one that names some must name all.
 //!
 //! CSV (a file not ending in `.toml`): one `name,devargs` per line (the devargs may
 //! themselves contain commas), `#` comments and blank lines ignored.

@@ -44,7 +44,8 @@ pub(super) fn ports(cx: &mut Cx) -> BResult<()> {
         cx.prov(path.clone(), At::key("PORT", name));
         let mut t = Table::new();
         t.insert("name".into(), Value::String(name.to_string()));
-        match cx.map.map(|m| (m, m.ports.get(*name))) {
+        // A map naming no port (only sections) leaves every port on net_null.
+        match cx.map.filter(|m| !m.ports.is_empty()).map(|m| (m, m.ports.get(*name))) {
             Some((_, Some(fields))) => {
                 for (k, v) in fields {
                     t.insert(k.clone(), v.clone());
