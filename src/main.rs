@@ -512,6 +512,16 @@ fn run(args: RunArgs) -> Outcome {
             check_writable(p).map_err(|e| Fail::Input(format!("{flag}: cannot write {}: {e}", p.display())))?;
         }
     }
+    // The file converted from CONFIG_DB lives as long as the switch runs.
+    struct Generated(Option<PathBuf>);
+    impl Drop for Generated {
+        fn drop(&mut self) {
+            if let Some(p) = &self.0 {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+    let mut generated = Generated(None);
     let config = match config {
         Some(c) => c,
         None => {
@@ -521,6 +531,7 @@ fn run(args: RunArgs) -> Outcome {
             std::fs::write(&path, &imp.text)
                 .map_err(|e| Fail::Runtime(format!("pfcswitch: cannot write {}: {e}", path.display())))?;
             log::info!("running the configuration imported from CONFIG_DB, written to {}", path.display());
+            generated.0 = Some(path.clone());
             path
         }
     };

@@ -246,4 +246,8 @@ fn runs_on_net_null_from_a_real_file() {
     // net_null receives at line rate: the imported switch forwards.
     assert!(n(port(&j, "Ethernet124"), "rx_packets") > 0, "{}", port(&j, "Ethernet124"));
     assert_conserved(&j);
+    // The converted configuration lived as long as the switch.
+    let err = stderr(&o);
+    let written = err.split("written to ").nth(1).and_then(|r| r.lines().next()).expect("the converted file is logged");
+    assert!(!std::path::Path::new(written.trim()).exists(), "{written} left behind");
 }

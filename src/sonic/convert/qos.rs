@@ -293,8 +293,8 @@ fn wred_profiles(cx: &mut Cx) -> BResult<()> {
     Ok(())
 }
 
-/// PFC_WD|<port> (`action`, `detection_time`, `restoration_time`) and
-/// PFC_WD|GLOBAL|POLL_INTERVAL → `[pfcwd]`, one setting for the switch.
+/// `PFC_WD|<port>` (`action`, `detection_time`, `restoration_time`) and
+/// `PFC_WD|GLOBAL|POLL_INTERVAL` → `[pfcwd]`, one setting for the switch.
 pub(super) fn pfcwd(cx: &mut Cx) -> BResult<()> {
     let db = cx.db;
     let mut t = Table::new();
