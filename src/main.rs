@@ -123,6 +123,10 @@ enum ImportCmd {
         /// Write the TOML here (default: standard output)
         #[arg(long, short)]
         output: Option<PathBuf>,
+        /// Also write FRR's bgpd.conf and zebra.conf into this directory (BGP_NEIGHBOR,
+        /// DEVICE_METADATA bgp_asn, LOOPBACK_INTERFACE, VLAN_INTERFACE)
+        #[arg(long)]
+        frr: Option<PathBuf>,
     },
 }
 
@@ -343,7 +347,9 @@ fn main() -> ExitCode {
     let outcome = match Cli::parse().cmd {
         Cmd::Run(args) => run(args),
         Cmd::CheckConfig { file } => check_config(&file),
-        Cmd::Import { what: ImportCmd::Sonic { files, src, output } } => import_sonic(&files, &src, output.as_deref()),
+        Cmd::Import { what: ImportCmd::Sonic { files, src, output, frr } } => {
+            import_sonic(&files, &src, output.as_deref(), frr.as_deref())
+        }
         Cmd::Show { prefix, json, what } => show(prefix, json, &what, false),
         Cmd::Clear { prefix, what } => show(prefix, false, &what, true),
         Cmd::Exporter { prefix, listen } => exporter(prefix, &listen),
@@ -388,11 +394,35 @@ fn sonic(files: &[PathBuf], src: &SonicSource, note: impl Fn(&str)) -> Result<pf
     Ok(imp)
 }
 
-/// `import sonic`: the notes on stderr, the TOML to `output` or stdout.
-fn import_sonic(files: &[PathBuf], src: &SonicSource, output: Option<&Path>) -> Outcome {
+/// `import sonic`: the notes on stderr, the TOML to `output` or stdout, FRR's files into
+/// `frr`.
+fn import_sonic(files: &[PathBuf], src: &SonicSource, output: Option<&Path>, frr: Option<&Path>) -> Outcome {
     let imp = sonic(files, src, |l| eprintln!("{l}"))?;
     for w in &imp.config.warnings {
         eprintln!("warning: {w}");
+    }
+    if let Some(dir) = frr {
+        let db = pfcswitch::sonic::Db::load(files).map_err(|e| Fail::Input(e.to_string()))?;
+        let f = pfcswitch::sonic::frr::frr(&db).map_err(|e| Fail::Input(e.to_string()))?;
+        for n in &f.notes {
+            eprintln!("unsupported: {n}");
+        }
+        if src.strict && !f.notes.is_empty() {
+            return Err(Fail::Input(format!(
+                "{}: --strict: FRR: {} unsupported key(s), listed above",
+                dir.display(),
+                f.notes.len()
+            )));
+        }
+        let write = |name: &str, text: &str| {
+            let p = dir.join(name);
+            std::fs::write(&p, text).map_err(|e| Fail::Runtime(format!("pfcswitch: cannot write {}: {e}", p.display())))
+        };
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Fail::Runtime(format!("pfcswitch: cannot create {}: {e}", dir.display())))?;
+        write("bgpd.conf", &f.bgpd)?;
+        write("zebra.conf", &f.zebra)?;
+        eprintln!("{}: bgpd.conf, zebra.conf", dir.display());
     }
     match output {
         Some(p) => {

@@ -251,3 +251,62 @@ fn runs_on_net_null_from_a_real_file() {
     let written = err.split("written to ").nth(1).and_then(|r| r.lines().next()).expect("the converted file is logged");
     assert!(!std::path::Path::new(written.trim()).exists(), "{written} left behind");
 }
+
+/// `bgpd`/`zebra --dryrun` on a file: the lines FRR refused (empty when FRR takes it all).
+fn frr_refuses(daemon: &str, conf: &std::path::Path, dir: &TestDir) -> Vec<String> {
+    let out = std::process::Command::new(format!("/usr/lib/frr/{daemon}"))
+        .arg("--dryrun")
+        .arg("-f")
+        .arg(conf)
+        .arg("-i")
+        .arg(dir.join(&format!("{daemon}.pid")))
+        .arg("-z")
+        .arg(dir.join("zserv.api"))
+        .arg("--vty_socket")
+        .arg(&dir.path)
+        .output()
+        .expect("run FRR");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    text.lines().filter(|l| l.contains("Config Failed") || l.contains("Unknown command")).map(str::to_string).collect()
+}
+
+#[test]
+fn frr_config_from_a_real_file() {
+    let dir = TestDir::new("sonic-frr");
+    let f = data("t1-smartswitch-config_db.json");
+    let frr = dir.join("frr");
+    let o = run_switch(&[
+        "import",
+        "sonic",
+        f.to_str().unwrap(),
+        "-o",
+        dir.join("t1.toml").to_str().unwrap(),
+        "--frr",
+        frr.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", show(&o));
+    let bgpd = std::fs::read_to_string(frr.join("bgpd.conf")).unwrap();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    let peers = v["BGP_NEIGHBOR"].as_object().unwrap();
+    for (ip, p) in peers {
+        let line = format!("  neighbor {ip} remote-as {}", p["asn"].as_str().unwrap());
+        assert!(bgpd.lines().any(|l| l == line), "no '{line}'");
+        assert!(bgpd.lines().any(|l| l == format!("    neighbor {ip} activate")), "{ip} not activated");
+    }
+    assert!(bgpd.contains("router bgp 65100\n") && bgpd.contains("  bgp router-id 10.1.0.1\n"), "{bgpd}");
+    assert!(bgpd.contains("    network 10.1.0.1/32\n"), "{bgpd}");
+    if !std::path::Path::new("/usr/lib/frr/bgpd").exists() {
+        eprintln!("FRR not installed (scripts/setup.sh installs it): the dry run is skipped");
+        return;
+    }
+    assert_eq!(frr_refuses("bgpd", &frr.join("bgpd.conf"), &dir), Vec::<String>::new());
+    assert_eq!(frr_refuses("zebra", &frr.join("zebra.conf"), &dir), Vec::<String>::new());
+    // The dry run does catch a bad line.
+    let bad = dir.join("bad-bgpd.conf");
+    std::fs::write(&bad, bgpd.replacen(" remote-as ", " remote-az ", 1)).unwrap();
+    let refused = frr_refuses("bgpd", &bad, &dir);
+    assert!(
+        refused.first().is_some_and(|l| l.contains("remote-az")),
+        "a misspelt neighbour line is refused: {refused:?}"
+    );
+}

@@ -6,12 +6,14 @@
 //! * [`load::Db`] reads and merges the files;
 //! * [`portmap::PortMap`] (`--ports`) maps SONiC port names to devargs (without one, port
 //!   i becomes `net_null<i>`);
+//! * [`frr::frr`] writes FRR's bgpd.conf and zebra.conf (`--frr`);
 //! * [`import`] converts ([`convert`]: one file per group of tables), renders the TOML
 //!   and validates it. An error is one line naming `TABLE|key|field` and its file;
 //!   whatever is not implemented or approximated is one [`Note`] per table or field.
 
 pub mod convert;
 pub mod error;
+pub mod frr;
 pub mod load;
 pub mod portmap;
 
