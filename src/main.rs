@@ -199,8 +199,15 @@ enum ConfigCmd {
         #[arg(long)]
         poll_interval: Option<String>,
     },
-    /// Write the running configuration (with every change made) to FILE as TOML
-    Save { file: PathBuf },
+    /// Write the running configuration (with every change made) to FILE as TOML, or with
+    /// `--format sonic` as a SONiC config_db.json (what CONFIG_DB cannot hold: one line
+    /// each on stderr; docs/sonic.md)
+    Save {
+        file: PathBuf,
+        /// toml | sonic
+        #[arg(long, default_value = "toml")]
+        format: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -860,7 +867,12 @@ fn live_config(prefix: Option<String>, what: ConfigCmd) -> Outcome {
             let list = if enable.trim().is_empty() { "none".to_string() } else { enable.replace(',', ":") };
             (Some(Change::new(Target::Port(port), &[("pfc_enable", &list)])), None)
         }
-        ConfigCmd::Save { file } => (None, Some(file)),
+        ConfigCmd::Save { file, format } => {
+            if format != "toml" && format != "sonic" {
+                return Err(Fail::Input(format!("--format: '{format}' is not toml or sonic")));
+            }
+            (None, Some((file, format)))
+        }
     };
     let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
     let mut c =
@@ -880,12 +892,21 @@ fn live_config(prefix: Option<String>, what: ConfigCmd) -> Outcome {
         let line = whole.unwrap_or_else(|| e.as_str().unwrap_or_default().to_string());
         return Err(Fail::Input(format!("pfcswitch: {line}")));
     }
-    if let Some(file) = save {
-        let text = strings("pieces")
+    if let Some((file, format)) = save {
+        let mut text = strings("pieces")
             .ok_or_else(|| Fail::Runtime("pfcswitch: no running configuration in the reply".into()))
             .and_then(|p| {
                 join_pieces(&p).map_err(|e| Fail::Runtime(format!("pfcswitch: running configuration: {e}")))
             })?;
+        if format == "sonic" {
+            let cfg = pfcswitch::config::from_str(&text, "running configuration")
+                .map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+            let (db, notes) = pfcswitch::sonic::export::config_db(&cfg);
+            for n in notes {
+                eprintln!("not saved: {n}");
+            }
+            text = serde_json::to_string_pretty(&db).expect("json") + "\n";
+        }
         std::fs::write(&file, text)
             .map_err(|e| Fail::Runtime(format!("pfcswitch: cannot write {}: {e}", file.display())))?;
         println!("running configuration written to {}", file.display());

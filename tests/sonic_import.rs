@@ -310,3 +310,70 @@ fn frr_config_from_a_real_file() {
         "a misspelt neighbour line is refused: {refused:?}"
     );
 }
+
+#[test]
+fn running_switch_saves_a_config_db_that_imports_back() {
+    let dir = TestDir::new("sonic-save");
+    let prefix = dir.prefix();
+    let eal = SwitchConfig::new(&prefix, "0@0,1@1").eal_section();
+    let map = dir.join("ports.toml");
+    std::fs::write(&map, format!("{eal}[switch]\nrx_ring_size = 256\ntx_ring_size = 256\nmbuf_count = 32768\n"))
+        .unwrap();
+    // The real SN2700 dump cut to its first four ports: a running configuration's reply
+    // over telemetry is capped at 16 KiB, more than 32 ports of it.
+    let keep = ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"];
+    let mut v: Value =
+        serde_json::from_str(&std::fs::read_to_string(data("msn2700-t1-redis-dump.json")).unwrap()).unwrap();
+    let o = v.as_object_mut().unwrap();
+    o.retain(|k, _| k.split('|').nth(1).is_none_or(|p| !p.starts_with("Ethernet") || keep.contains(&p)));
+    for (k, e) in o.iter_mut() {
+        if k.starts_with("CABLE_LENGTH|") {
+            e.as_object_mut().unwrap().retain(|p, _| keep.contains(&p.as_str()));
+        }
+    }
+    let f = dir.join("sn2700-4.json");
+    std::fs::write(&f, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let cfg = dir.join("sw.toml");
+    let o = run_switch(&[
+        "import",
+        "sonic",
+        f.to_str().unwrap(),
+        "--ports",
+        map.to_str().unwrap(),
+        "-o",
+        cfg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", show(&o));
+    let json = dir.join("stats.json");
+    let mut sw = RunningSwitch::spawn(&cfg, &json, &["--duration", "60"]);
+    sw.wait_forwarding(std::time::Duration::from_secs(30));
+    let config = |args: &[&str]| {
+        std::process::Command::new(BIN).args(["config", "--prefix", &prefix]).args(args).output().unwrap()
+    };
+    let o = config(&["buffer", "profile", "pg_lossless_10000_300m_profile", "--dynamic-th", "-2"]);
+    assert!(o.status.success(), "{}", show(&o));
+    let saved = dir.join("saved_config_db.json");
+    let o = config(&["save", "--format", "sonic", saved.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", show(&o));
+    sw.stop();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    // The live change is in it, in CONFIG_DB's words.
+    assert_eq!(v["BUFFER_PROFILE"]["pg_lossless_10000_300m_profile"]["dynamic_th"], "-2");
+    assert_eq!(v["BUFFER_PROFILE"]["pg_lossless_10000_300m_profile"]["xoff"], "36864");
+    assert_eq!(v["PORT"].as_object().unwrap().len(), 4);
+    // And it imports back to the same switch (with the change).
+    let again = dir.join("again.toml");
+    let o = run_switch(&["import", "sonic", saved.to_str().unwrap(), "-o", again.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", show(&o));
+    let a = pfcswitch::config::load(&cfg).unwrap();
+    let b = pfcswitch::config::load(&again).unwrap();
+    let ports = |c: &pfcswitch::config::Config| -> Vec<(String, u64, u16, bool, Vec<u8>)> {
+        c.ports.iter().map(|p| (p.name.clone(), p.speed_bps, p.mtu, p.admin_up, p.pfc_enable.clone())).collect()
+    };
+    assert_eq!(ports(&a), ports(&b));
+    let prof = |c: &pfcswitch::config::Config, n: &str| c.buffer.profiles[c.buffer.profile_index(n).unwrap()].clone();
+    let mut changed = prof(&a, "pg_lossless_10000_300m_profile");
+    changed.threshold = pfcswitch::config::Threshold::Dynamic(-2);
+    assert_eq!(prof(&b, "pg_lossless_10000_300m_profile"), changed);
+    assert_eq!(a.qos, b.qos);
+}

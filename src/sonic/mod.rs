@@ -7,12 +7,14 @@
 //! * [`portmap::PortMap`] (`--ports`) maps SONiC port names to devargs (without one, port
 //!   i becomes `net_null<i>`);
 //! * [`frr::frr`] writes FRR's bgpd.conf and zebra.conf (`--frr`);
+//! * [`export::config_db`] writes a configuration back as CONFIG_DB (`config save --format sonic`);
 //! * [`import`] converts ([`convert`]: one file per group of tables), renders the TOML
 //!   and validates it. An error is one line naming `TABLE|key|field` and its file;
 //!   whatever is not implemented or approximated is one [`Note`] per table or field.
 
 pub mod convert;
 pub mod error;
+pub mod export;
 pub mod frr;
 pub mod load;
 pub mod portmap;

@@ -335,3 +335,187 @@ fn port_map_devargs_and_sections() {
     let e = import(&db, Some(&extra), "a").unwrap_err().to_string();
     assert!(e.contains("PORT|Ethernet12: port map m.csv names a port CONFIG_DB does not have"), "{e}");
 }
+
+/// What a CONFIG_DB round trip must keep: everything the tables say (not the origin, the
+/// cell size or whether the buffer layout was generated, which CONFIG_DB has no word for).
+fn semantic(c: &crate::config::Config) -> Value {
+    // Indices into pools and profiles → names (their order is the file's).
+    let b = &c.buffer;
+    // Front ports only: CONFIG_DB has no representors (their binding is pfcswitch's).
+    let fronts = c.ports.iter().filter(|p| p.representor_of.is_none() && p.vlan_interface_of.is_none()).count();
+    let named = |by: &[[Option<usize>; 8]]| -> Value {
+        by.iter()
+            .take(fronts)
+            .map(|a| a.iter().map(|p| p.map(|i| b.profiles[i].name.clone())).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
+            .into()
+    };
+    let mut pools: Vec<Value> = b.pools.iter().map(|p| serde_json::to_value(p).unwrap()).collect();
+    pools.sort_by_key(|p| p["name"].to_string());
+    let mut profiles: Vec<Value> = b
+        .profiles
+        .iter()
+        .map(|p| {
+            let mut v = serde_json::to_value(p).unwrap();
+            v["pool"] = json!(b.pools[p.pool].name);
+            v
+        })
+        .collect();
+    profiles.sort_by_key(|p| p["name"].to_string());
+    let b = json!({
+        "total_size": b.total_size, "headroom_policy": serde_json::to_value(b.headroom_policy).unwrap(),
+        "pools": pools, "profiles": profiles, "pg": named(&b.pg_profile), "queue": named(&b.queue_profile),
+    });
+    json!({
+        "ports": serde_json::to_value(&c.ports).unwrap(),
+        "qos": serde_json::to_value(&c.qos).unwrap(),
+        "buffer": b,
+        "pfcwd": format!("{:?}", c.pfcwd),
+        "vlans": serde_json::to_value(&c.vlans).unwrap(),
+        "interfaces": serde_json::to_value(&c.routing.interfaces).unwrap(),
+        "system_name": c.lldp.system_name,
+    })
+}
+
+/// Where two JSON values first differ, and how.
+fn first_difference(a: &Value, b: &Value, path: &str) -> String {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, v) in x {
+                match y.get(k) {
+                    Some(w) if w != v => return first_difference(v, w, &format!("{path}.{k}")),
+                    None => return format!("{path}.{k}: missing on the right"),
+                    _ => {}
+                }
+            }
+            format!("{path}: keys {:?} vs {:?}", x.keys().collect::<Vec<_>>(), y.keys().collect::<Vec<_>>())
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            let i = (0..x.len()).find(|&i| x[i] != y[i]).unwrap_or(0);
+            first_difference(&x[i], &y[i], &format!("{path}[{i}]"))
+        }
+        _ => format!("{path}: {a} vs {b}"),
+    }
+}
+
+/// import → save as CONFIG_DB → import: the same switch, and saving again gives the same
+/// file (a fixpoint).
+fn round_trip(files: &[(String, String)]) {
+    let db = Db::from_texts(files).unwrap();
+    let first = import(&db, None, "a").unwrap_or_else(|e| panic!("{e}"));
+    let (saved, _) = export::config_db(&first.config);
+    let again = run(std::slice::from_ref(&saved)).unwrap_or_else(|e| panic!("re-import: {e}\n{saved:#}"));
+    let (a, b) = (semantic(&first.config), semantic(&again.config));
+    assert!(
+        a == b,
+        "{:?}: differs at {}",
+        files.iter().map(|f| &f.0).collect::<Vec<_>>(),
+        first_difference(&a, &b, "")
+    );
+    let (saved2, _) = export::config_db(&again.config);
+    assert_eq!(saved, saved2);
+}
+
+#[test]
+fn import_then_save_round_trips() {
+    round_trip(&[("base.json".into(), base().to_string())]);
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/sonic");
+    for f in [
+        "s6000-t0-config_db.json",
+        "z9264f-t1-config_db.json",
+        "msn2700-t1-redis-dump.json",
+        "t1-smartswitch-config_db.json",
+    ] {
+        round_trip(&[(f.into(), std::fs::read_to_string(dir.join(f)).unwrap())]);
+    }
+}
+
+mod generated {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A CONFIG_DB over the tables the import reads, valid by construction.
+    fn config_db() -> impl Strategy<Value = Value> {
+        (
+            1usize..5,
+            proptest::collection::vec((0usize..4, 0u32..3, any::<bool>(), 0u8..4, any::<bool>()), 4),
+            proptest::collection::vec(0u8..8, 64),
+            proptest::collection::vec(0u8..8, 8),
+            proptest::collection::vec((any::<bool>(), 1u8..101), 8),
+            (-4i8..4, 0u64..3, any::<bool>(), any::<bool>()),
+            (any::<bool>(), 100u32..5000, any::<bool>()),
+        )
+            .prop_map(|(n, ports, dscp, tcq, sched, (th, xoff_k, shared, static_egress), (wd, det, wred))| {
+                let speeds = ["10000", "25000", "40000", "100000"];
+                let mut v = json!({"DEVICE_METADATA": {"localhost": {"hostname": "gen", "bgp_asn": "65000"}}});
+                let set = |v: &mut Value, t: &str, k: &str, f: Value| {
+                    v.as_object_mut().unwrap().entry(t).or_insert(json!({}))[k] = f;
+                };
+                set(&mut v, "BUFFER_POOL", "ingress_lossless_pool", json!({"size": "8388608", "type": "ingress", "mode": "dynamic"}));
+                if shared {
+                    v["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"] = json!("1048576");
+                }
+                set(&mut v, "BUFFER_POOL", "egress_pool", json!({"size": "4194304", "type": "egress",
+                    "mode": if static_egress { "static" } else { "dynamic" }}));
+                let mut lossless = json!({"pool": "ingress_lossless_pool", "size": "2048", "dynamic_th": th.to_string()});
+                if xoff_k > 0 {
+                    lossless["xoff"] = json!((xoff_k * 40000).to_string());
+                    lossless["xon"] = json!("4096");
+                }
+                set(&mut v, "BUFFER_PROFILE", "lossless", lossless);
+                set(&mut v, "BUFFER_PROFILE", "lossy", json!({"pool": "ingress_lossless_pool", "size": "0", "dynamic_th": "3"}));
+                let eg = if static_egress { json!({"pool": "egress_pool", "size": "0", "static_th": "4194304"}) }
+                         else { json!({"pool": "egress_pool", "size": "1518", "dynamic_th": "1"}) };
+                set(&mut v, "BUFFER_PROFILE", "egress", eg);
+                let dmap: serde_json::Map<String, Value> = dscp.iter().enumerate().map(|(k, t)| (k.to_string(), json!(t.to_string()))).collect();
+                set(&mut v, "DSCP_TO_TC_MAP", "AZURE", Value::Object(dmap));
+                let qmap: serde_json::Map<String, Value> = tcq.iter().enumerate().map(|(k, q)| (k.to_string(), json!(q.to_string()))).collect();
+                set(&mut v, "TC_TO_QUEUE_MAP", "AZURE", Value::Object(qmap));
+                for (q, (strict, w)) in sched.iter().enumerate() {
+                    let s = if *strict { json!({"type": "STRICT"}) } else { json!({"type": "DWRR", "weight": w.to_string()}) };
+                    set(&mut v, "SCHEDULER", &format!("s{q}"), s);
+                }
+                if wred {
+                    set(&mut v, "WRED_PROFILE", "W", json!({"ecn": "ecn_all", "wred_green_enable": "true",
+                        "green_min_threshold": "100000", "green_max_threshold": "200000", "green_drop_probability": "7"}));
+                }
+                for (i, (speed, cable, pfc, lossy_pgs, up)) in ports.iter().take(n).enumerate() {
+                    let name = format!("Ethernet{}", i * 4);
+                    set(&mut v, "PORT", &name, json!({"speed": speeds[*speed], "mtu": "9100",
+                        "admin_status": if *up { "up" } else { "down" }}));
+                    set(&mut v, "CABLE_LENGTH", "AZURE", json!({}));
+                    v["CABLE_LENGTH"]["AZURE"][&name] = json!(["5m", "40m", "300m"][*cable as usize]);
+                    let mut q = json!({"dscp_to_tc_map": "AZURE", "tc_to_queue_map": "AZURE"});
+                    if *pfc {
+                        q["pfc_enable"] = json!("3,4");
+                        set(&mut v, "BUFFER_PG", &format!("{name}|3-4"), json!({"profile": "lossless"}));
+                    }
+                    set(&mut v, "PORT_QOS_MAP", &name, q);
+                    if *lossy_pgs > 0 {
+                        set(&mut v, "BUFFER_PG", &format!("{name}|0-{}", lossy_pgs - 1), json!({"profile": "lossy"}));
+                    }
+                    set(&mut v, "BUFFER_QUEUE", &format!("{name}|0-2"), json!({"profile": "egress"}));
+                    for q in 0..8 {
+                        let mut f = json!({"scheduler": format!("s{q}")});
+                        if wred && q == 3 {
+                            f["wred_profile"] = json!("W");
+                        }
+                        set(&mut v, "QUEUE", &format!("{name}|{q}"), f);
+                    }
+                    if wd {
+                        set(&mut v, "PFC_WD", &name, json!({"action": "drop", "detection_time": det.to_string(),
+                            "restoration_time": "200"}));
+                    }
+                }
+                v
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+        #[test]
+        fn generated_configs_round_trip(v in config_db()) {
+            round_trip(&[("gen.json".into(), v.to_string())]);
+        }
+    }
+}
