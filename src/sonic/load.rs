@@ -5,7 +5,9 @@
 //! redis dump (`{"PORT|Ethernet0": {…}}`, also as `sonic-db-dump` writes it:
 //! `{"PORT|Ethernet0": {"type": "hash", "value": {…}}}`). Values are kept as CONFIG_DB
 //! keeps them, strings: numbers and booleans are written out, lists (`"members": [...]`,
-//! redis' `"members@": "a,b"`) become comma-separated. Several files merge like
+//! redis' `"members@": "a,b"`) become comma-separated. A port table keyed by a list of
+//! ports, as older templates write (`"Ethernet0,Ethernet4|3-4"`), becomes one key per port.
+//! Several files merge like
 //! `sonic-cfggen -j a.json -j b.json`: a later file's field replaces an earlier one's.
 
 use super::error::{one_line, At, Bad, SonicError};
@@ -101,6 +103,24 @@ impl Db {
         key: &str,
         fields: &serde_json::Map<String, Value>,
     ) -> Result<(), SonicError> {
+        // Older templates key a port table by a list of ports ("Ethernet0,Ethernet4|3-4"):
+        // one entry per port, as CONFIG_DB holds it today.
+        if PORT_LIST_TABLES.contains(&table) {
+            let (ports, rest) = match key.split_once('|') {
+                Some((p, r)) => (p, Some(r)),
+                None => (key, None),
+            };
+            if ports.contains(',') {
+                for p in ports.split(',').map(str::trim) {
+                    let k = match rest {
+                        Some(r) => format!("{p}|{r}"),
+                        None => p.to_string(),
+                    };
+                    self.merge_entry(file, name, table, &k, fields)?;
+                }
+                return Ok(());
+            }
+        }
         if table.is_empty() || key.is_empty() {
             return Err(SonicError::Field {
                 file: one_line(name),
@@ -188,6 +208,17 @@ impl Db {
     }
 }
 
+/// Tables whose key starts with a port name (a list of ports in older templates).
+const PORT_LIST_TABLES: &[&str] = &[
+    "PORT_QOS_MAP",
+    "QUEUE",
+    "BUFFER_PG",
+    "BUFFER_QUEUE",
+    "BUFFER_PORT_INGRESS_PROFILE_LIST",
+    "BUFFER_PORT_EGRESS_PROFILE_LIST",
+    "PFC_WD",
+];
+
 /// The fields of one key: an object, or a `sonic-db-dump` hash record's `value`.
 fn dump_value(v: &Value) -> Option<&serde_json::Map<String, Value>> {
     let o = v.as_object()?;
@@ -256,6 +287,16 @@ mod tests {
         assert_eq!(d.get("VLAN", "Vlan20", "members"), Some("Ethernet8"));
         let unused = d.unused(&["PORT"]);
         assert!(unused.is_empty(), "{unused:?}");
+    }
+
+    #[test]
+    fn port_lists_in_keys_become_one_entry_per_port() {
+        let d = db(&[r#"{"BUFFER_PG": {"Ethernet0,Ethernet4|3-4": {"profile": "p"}},
+                         "PORT_QOS_MAP": {"Ethernet0,Ethernet4": {"pfc_enable": "3,4"}},
+                         "PORT": {"Ethernet0,Ethernet4": {"speed": "1"}}}"#]);
+        assert_eq!(d.keys("BUFFER_PG"), ["Ethernet0|3-4", "Ethernet4|3-4"]);
+        assert_eq!(d.keys("PORT_QOS_MAP"), ["Ethernet0", "Ethernet4"]);
+        assert_eq!(d.keys("PORT"), ["Ethernet0,Ethernet4"], "PORT keys are names, not lists");
     }
 
     #[test]
