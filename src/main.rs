@@ -559,6 +559,10 @@ fn run(args: RunArgs) -> Outcome {
         }
     }
     let mut generated = Generated(None);
+    let shown = match &config {
+        Some(c) => c.display().to_string(),
+        None => config_db.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "),
+    };
     let config = match config {
         Some(c) => c,
         None => {
@@ -575,6 +579,15 @@ fn run(args: RunArgs) -> Outcome {
     let (cfg, plan) = load(&config)?;
     for w in cfg.warnings.iter().chain(&plan.warnings) {
         log::warn!("{w}");
+    }
+    // Representors are ports too; past the limit EAL would refuse them one by one.
+    if cfg.ports.len() > pfcswitch::dpdk::MAX_PORTS {
+        return Err(Fail::Input(format!(
+            "{}: port: {} ports (with representors), more than this DPDK build probes (RTE_MAX_ETHPORTS = {})",
+            shown,
+            cfg.ports.len(),
+            pfcswitch::dpdk::MAX_PORTS
+        )));
     }
     let spec = dataplane::SwitchSpec::from_config(&cfg, plan);
     let signal_err = |e: std::io::Error| Fail::Runtime(format!("pfcswitch: cannot install signal handler: {e}"));

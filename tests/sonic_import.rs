@@ -377,3 +377,18 @@ fn running_switch_saves_a_config_db_that_imports_back() {
     assert_eq!(prof(&b, "pg_lossless_10000_300m_profile"), changed);
     assert_eq!(a.qos, b.qos);
 }
+
+#[test]
+fn more_ports_than_dpdk_probes_is_refused_before_eal() {
+    // The Z9264f T1 has 66 ports; Debian's DPDK probes 32.
+    let f = data("z9264f-t1-config_db.json");
+    let o = run_switch(&["run", "--config-db", f.to_str().unwrap(), "--duration", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = stderr(&o);
+    let last = err.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with(&format!("{}: port: 66 ports", f.display())) && last.contains("RTE_MAX_ETHPORTS"),
+        "{last}"
+    );
+    assert!(!err.contains("EAL:"), "EAL started:\n{err}");
+}
