@@ -519,3 +519,72 @@ mod generated {
         }
     }
 }
+
+mod mutated {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Values that break things: empty, huge, negative, units, references, lists, text.
+    const ODD: &[&str] = &[
+        "",
+        "0",
+        "-1",
+        "7",
+        "8",
+        "65536",
+        "18446744073709551616",
+        "1.5",
+        "5m",
+        "100G",
+        "up",
+        "down",
+        "true",
+        "AZURE",
+        "[BUFFER_POOL|ingress_lossless_pool]",
+        "[BUFFER_PROFILE|ingress_lossy_profile]",
+        "NULL",
+        "3,4",
+        "3,3",
+        "0-7",
+        "Ethernet0",
+        "Vlan1000",
+        "DWRR",
+        "STRICT",
+        "ecn_all",
+        "drop",
+        "é|ü",
+        "a b",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+        /// Any field of the base set to an odd value, or removed: no panic, errors and
+        /// notes one line, and whatever imports saves and imports back.
+        #[test]
+        fn odd_values_never_panic(picks in proptest::collection::vec((any::<prop::sample::Index>(), 0usize..ODD.len() + 1), 1..4)) {
+            let mut v = base();
+            for (ti, oi) in picks {
+                // Every (table, key, field) of the base, in order.
+                let places: Vec<(String, String, String)> = v.as_object().unwrap().iter().flat_map(|(t, keys)| {
+                    keys.as_object().unwrap().iter().flat_map(move |(k, fields)| {
+                        let fs: Vec<String> = fields.as_object().unwrap().keys().cloned().collect();
+                        let fs = if fs.is_empty() { vec!["x".to_string()] } else { fs };
+                        fs.into_iter().map(move |f| (t.clone(), k.clone(), f))
+                    })
+                }).collect();
+                let (t, k, f) = &places[ti.index(places.len())];
+                let value = ODD.get(oi).map(|s| json!(s));
+                set(&mut v, &[t, k, f], value);
+            }
+            match run(&[v]) {
+                Ok(imp) => {
+                    prop_assert!(imp.notes.iter().all(|n| !n.line.contains('\n')));
+                    let (saved, _) = export::config_db(&imp.config);
+                    let again = run(&[saved]);
+                    prop_assert!(again.is_ok(), "saved does not import back: {}", again.unwrap_err());
+                }
+                Err(e) => prop_assert_eq!(e.to_string().lines().count(), 1, "{}", e),
+            }
+        }
+    }
+}
