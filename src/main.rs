@@ -569,7 +569,16 @@ fn run(args: RunArgs) -> Outcome {
             // The converted file is what the switch runs (and what live changes edit).
             let imp = sonic(&config_db, &SonicSource { ports, strict }, |l| log::warn!("{l}"))?;
             let path = std::env::temp_dir().join(format!("pfcswitch-sonic-{}.toml", std::process::id()));
-            std::fs::write(&path, &imp.text)
+            // A new file only the switch's user reads: the configuration is code (devargs),
+            // and the temporary directory is everyone's.
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .and_then(|mut f| f.write_all(imp.text.as_bytes()))
                 .map_err(|e| Fail::Runtime(format!("pfcswitch: cannot write {}: {e}", path.display())))?;
             log::info!("running the configuration imported from CONFIG_DB, written to {}", path.display());
             generated.0 = Some(path.clone());
