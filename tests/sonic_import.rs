@@ -95,6 +95,9 @@ fn strict_refuses_unsupported_and_broken_files_are_one_line() {
     let last = stderr(&o).lines().last().unwrap_or("").to_string();
     assert!(last.contains("--strict:") && last.contains("unsupported table(s) or field(s)"), "{last}");
     assert!(o.stdout.is_empty(), "nothing written under --strict");
+    let o = run_switch(&["run", "--config-db", f.to_str().unwrap(), "--strict", "--duration", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(!stderr(&o).contains("EAL:"), "refused before EAL: {}", show(&o));
 
     // Broken copies of a real file: one line naming TABLE|key|field, exit 2, also for run.
     let orig: Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
