@@ -30,3 +30,6 @@ pub use port::{
 };
 pub use qsbr::{Qsbr, QsbrReader};
 pub use tsc::{rdtsc, tsc_hz};
+
+/// The most ethdev ports this DPDK build probes (`RTE_MAX_ETHPORTS`; 32 as Debian builds it).
+pub const MAX_PORTS: usize = sys::RTE_MAX_ETHPORTS as usize;
