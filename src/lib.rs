@@ -17,6 +17,7 @@ pub mod headroom;
 pub mod kernel;
 pub mod lldp;
 pub mod mmu;
+pub mod nic;
 pub mod pending;
 pub mod pfc;
 pub mod pfcgen;

@@ -30,6 +30,16 @@ enum Cmd {
     Run(RunArgs),
     /// Validate a configuration: exit 0 if valid, else one line naming the field, exit 2.
     CheckConfig { file: PathBuf },
+    /// Is each port's NIC ready for software PFC? Start EAL and each port as `run` would,
+    /// ask the PMD (driver, link, queues, RSS, flow control off with MAC-control frames
+    /// forwarded, NUMA), check hugepages against the mempool, and print one verdict line per
+    /// port: ready / ready with warnings / not ready. Exit 1 if any is not ready. Stop a
+    /// switch using the same devices first. docs/nic.md
+    NicCheck {
+        /// Configuration file (TOML)
+        #[arg(long, short)]
+        config: PathBuf,
+    },
     /// Show live state of a running switch (SONiC-style tables, or --json), read over DPDK
     /// telemetry: pfc counters | queue counters | priority-group watermark shared|headroom |
     /// buffer pool | pfcwd stats | latency | counters | conservation | ip route | ipv6 route |
@@ -299,6 +309,7 @@ fn main() -> ExitCode {
     let outcome = match Cli::parse().cmd {
         Cmd::Run(args) => run(args),
         Cmd::CheckConfig { file } => check_config(&file),
+        Cmd::NicCheck { config } => nic_check(&config),
         Cmd::Show { prefix, json, what } => show(prefix, json, &what, false),
         Cmd::Clear { prefix, what } => show(prefix, false, &what, true),
         Cmd::Exporter { prefix, listen } => exporter(prefix, &listen),
@@ -329,6 +340,18 @@ fn check_config(file: &Path) -> Outcome {
     }
     println!("{}: ok", file.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `nic-check`: switch-wide lines, then one verdict line per port; 1 if any is not ready.
+fn nic_check(config: &Path) -> Outcome {
+    let (cfg, plan) = load(config)?;
+    let spec = dataplane::SwitchSpec::from_config(&cfg, plan);
+    let findings = dataplane::nic_check(&spec).map_err(|e| Fail::Runtime(format!("pfcswitch: nic-check: {e}")))?;
+    for (_, line) in &findings {
+        println!("{line}");
+    }
+    let not_ready = findings.iter().any(|(r, _)| *r == pfcswitch::nic::Readiness::NotReady);
+    Ok(if not_ready { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 /// `thresholds`: per lossless (port, PG), the PAUSE, Xon and first-drop packets.

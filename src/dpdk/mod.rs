@@ -25,6 +25,9 @@ pub use error::DpdkError;
 pub use lcore::{current_lcore, launch_on, main_lcore, set_timer_slack_ns, LcoreHandle};
 pub use mbuf::{Drain, HeldMbuf, Mbuf, MbufBurst, BURST_CAP};
 pub use mempool::Mempool;
-pub use port::{link_of, max_queues, stats_of, FlowCtrlOutcome, LinkStatus, Port, PortStats, RxQueue, TxQueue};
+pub use port::{
+    dev_info, lcore_socket, link_of, max_queues, stats_of, DevInfo, FlowCtrlOutcome, LinkStatus, Port, PortStats,
+    RxQueue, TxQueue,
+};
 pub use qsbr::{Qsbr, QsbrReader};
 pub use tsc::{rdtsc, tsc_hz};
