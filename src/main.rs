@@ -588,17 +588,29 @@ fn print_summary(r: &dataplane::RunReport) {
     }
 }
 
-/// The running instance's telemetry socket: by prefix, or the only pfcswitch one.
+/// Where the packaged service's EAL puts its runtime directories: its systemd
+/// `RuntimeDirectory` (docs/package.md), seen from a shell without `RUNTIME_DIRECTORY`.
+const SERVICE_RUNTIME: &str = "/run/pfcswitch/dpdk";
+
+/// The running instance's telemetry socket: by prefix, or the only pfcswitch one; looked
+/// for where EAL puts it for this process and where the packaged service's EAL does.
 fn find_socket(prefix: Option<String>) -> Result<PathBuf, String> {
     use pfcswitch::dpdk::telemetry::socket_path;
+    let service = Path::new(SERVICE_RUNTIME);
     if let Some(p) = prefix {
-        return Ok(socket_path(&p));
+        let own = socket_path(&p);
+        let packaged = service.join(&p).join("dpdk_telemetry.v2");
+        return Ok(if !own.exists() && packaged.exists() { packaged } else { own });
     }
     let base = socket_path("x");
     let dir = base.parent().and_then(|d| d.parent()).map(|d| d.to_path_buf()).unwrap_or_default();
+    let mut dirs = vec![dir.clone()];
+    if dir != service {
+        dirs.push(service.to_path_buf());
+    }
     let mut found = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(&dir) {
-        for e in rd.flatten() {
+    for d in &dirs {
+        for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             let sock = e.path().join("dpdk_telemetry.v2");
             if name.starts_with("pfcswitch") && sock.exists() {
