@@ -24,6 +24,7 @@ pub mod pfcgen;
 pub mod pfcwd;
 pub mod plan;
 pub mod reconfig;
+pub mod reload;
 pub mod route;
 pub mod sched;
 pub mod show;

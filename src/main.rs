@@ -172,6 +172,11 @@ enum ConfigCmd {
     },
     /// Write the running configuration (with every change made) to FILE as TOML
     Save { file: PathBuf },
+    /// Make the running switch match FILE where that can be done live (the service's
+    /// `systemctl reload`): one change per table that differs, each as `config ...` would
+    /// send it; refused in one line, exit 2, nothing applied, if FILE differs in anything
+    /// else (that needs a restart)
+    Reload { file: PathBuf },
 }
 
 #[derive(Subcommand)]
@@ -749,6 +754,7 @@ fn live_config(prefix: Option<String>, what: ConfigCmd) -> Outcome {
             (Some(Change::new(Target::Port(port), &[("pfc_enable", &list)])), None)
         }
         ConfigCmd::Save { file } => (None, Some(file)),
+        ConfigCmd::Reload { file } => return reload(prefix, &file),
     };
     let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
     let mut c =
@@ -778,6 +784,44 @@ fn live_config(prefix: Option<String>, what: ConfigCmd) -> Outcome {
             .map_err(|e| Fail::Runtime(format!("pfcswitch: cannot write {}: {e}", file.display())))?;
         println!("running configuration written to {}", file.display());
     } else {
+        match (v["applied"].as_str(), v["status"].as_str()) {
+            (Some(what), Some(status)) => println!("{what}: {status}"),
+            _ => return Err(Fail::Runtime(format!("pfcswitch: unexpected reply {v}"))),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `config reload FILE`: the live changes from the running configuration to FILE, sent one
+/// by one; nothing is sent when FILE differs in what cannot change live.
+fn reload(prefix: Option<String>, file: &Path) -> Outcome {
+    use pfcswitch::reconfig::{join_pieces, COMMAND};
+    let origin = file.display().to_string();
+    let text =
+        std::fs::read_to_string(file).map_err(|e| Fail::Input(format!("pfcswitch: {origin}: cannot read: {e}")))?;
+    let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    let mut c =
+        pfcswitch::dpdk::telemetry::Client::connect(&sock).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    c.set_timeout(Duration::from_secs(15));
+    let strings = |v: &serde_json::Value, k: &str| -> Option<Vec<String>> {
+        v.get(k)?.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+    };
+    let v = c.query("/pfcswitch/running_config").map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    let running = strings(&v, "pieces")
+        .and_then(|p| join_pieces(&p).ok())
+        .ok_or_else(|| Fail::Runtime("pfcswitch: no running configuration in the reply".into()))?;
+    let changes = pfcswitch::reload::reload_changes(&running, &text, &origin)
+        .map_err(|e| Fail::Input(format!("pfcswitch: {e}")))?;
+    if changes.is_empty() {
+        println!("{origin}: nothing to change");
+    }
+    for ch in changes {
+        let v =
+            c.query(&format!("{COMMAND},{}", ch.to_param())).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+        if let Some(e) = v.get("error") {
+            let whole = strings(&v, "error_pieces").and_then(|p| join_pieces(&p).ok());
+            return Err(Fail::Input(format!("pfcswitch: {}", whole.unwrap_or_else(|| e.to_string()))));
+        }
         match (v["applied"].as_str(), v["status"].as_str()) {
             (Some(what), Some(status)) => println!("{what}: {status}"),
             _ => return Err(Fail::Runtime(format!("pfcswitch: unexpected reply {v}"))),

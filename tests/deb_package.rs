@@ -226,11 +226,19 @@ fn exec_start_forwards_and_stops_cleanly_on_sigterm() {
     write_pcap(&d.join("in0.pcap"), &frames);
     write_pcap(&d.join("in1.pcap"), &[]);
     let dir = d.path.display();
-    let cfg = SwitchConfig::new(&d.prefix(), "0@0,1@1")
-        .port(Port::new("Ethernet0", &format!("net_pcap0,rx_pcap={dir}/in0.pcap,tx_pcap={dir}/out0.pcap")))
-        .port(Port::new("Ethernet4", &format!("net_pcap1,rx_pcap={dir}/in1.pcap,tx_pcap={dir}/out1.pcap")))
+    // A prefix starting with "pfcswitch", as the shipped file's: `config reload` finds the
+    // instance without --prefix, as ExecReload needs.
+    let prefix = format!("pfcswitch-{}", d.prefix());
+    let sw = |edit: &dyn Fn(SwitchConfig) -> SwitchConfig| {
+        edit(
+            SwitchConfig::new(&prefix, "0@0,1@1")
+                .port(Port::new("Ethernet0", &format!("net_pcap0,rx_pcap={dir}/in0.pcap,tx_pcap={dir}/out0.pcap")))
+                .port(Port::new("Ethernet4", &format!("net_pcap1,rx_pcap={dir}/in1.pcap,tx_pcap={dir}/out1.pcap"))),
+        )
         .one_worker()
-        .write(&d.join("vdev.toml"));
+        .write(&d.join("vdev.toml"))
+    };
+    let cfg = sw(&|c| c);
     let runtime = d.join("run-pfcswitch");
     std::fs::create_dir_all(&runtime).unwrap();
     let args: Vec<String> = exec[1..]
@@ -252,7 +260,7 @@ fn exec_start_forwards_and_stops_cleanly_on_sigterm() {
     };
 
     // The telemetry socket is under the unit's runtime directory (/run/pfcswitch).
-    let sock = runtime.join(format!("dpdk/{}/dpdk_telemetry.v2", d.prefix()));
+    let sock = runtime.join(format!("dpdk/{prefix}/dpdk_telemetry.v2"));
     let up = until(Duration::from_secs(60), || sock.exists());
     assert!(up.is_some(), "no telemetry socket at {}\n{}", sock.display(), output(&d));
     let fwd = until(Duration::from_secs(60), || output(&d).contains("forwarding:"));
@@ -262,11 +270,44 @@ fn exec_start_forwards_and_stops_cleanly_on_sigterm() {
     assert!(sent.is_some(), "Ethernet4 sent {} of 200", n(&counters(&mut tel, "Ethernet4"), "tx_packets"));
     drop(tel);
 
+    // systemctl reload: the unit's ExecReload, in the service's environment.
+    let reload: Vec<String> = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecReload="))
+        .expect("ExecReload")
+        .split_whitespace()
+        .map(|a| if a == "/etc/pfcswitch/pfcswitch.toml" { cfg.display().to_string() } else { a.to_string() })
+        .collect();
+    assert_eq!(reload[0], "/usr/bin/pfcswitch");
+    let reload_now = || {
+        run(Command::new(root.join(reload[0].trim_start_matches('/')))
+            .args(&reload[1..])
+            .env("RUNTIME_DIRECTORY", &runtime))
+    };
+    sw(&|c| c.edit_port("Ethernet4", |p| p.set("cable_length", "\"300m\"")));
+    let o = reload_now();
+    assert!(o.status.success(), "reload\n{}\n{}", show(&o), output(&d));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("port Ethernet4 cable_length = 300m: applied"), "{}", show(&o));
+    // The MTU cannot change live: refused in one line, exit 2, nothing sent.
+    sw(&|c| c.edit_port("Ethernet4", |p| p.set("cable_length", "\"1km\"")).edit_port("Ethernet0", |p| p.mtu(9000)));
+    let o = reload_now();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.trim().lines().count() == 1 && err.contains("port[0].mtu: differs from the running configuration"),
+        "{err}"
+    );
+    let running = pfcswitch::dpdk::telemetry::query(&sock, "/pfcswitch/running_config").expect("running_config");
+    let pieces: Vec<String> =
+        running["pieces"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect();
+    let text = pfcswitch::reconfig::join_pieces(&pieces).unwrap();
+    assert!(text.contains("cable_length = \"300m\"") && !text.contains("1km"), "{text}");
+
     let st = Command::new("kill").args(["-TERM", &child.0.id().to_string()]).status().unwrap();
     assert!(st.success());
     let status = child.0.wait().unwrap();
     assert!(status.success(), "not a clean stop on SIGTERM: {status:?}\n{}", output(&d));
     assert!(output(&d).contains("pfcswitch stopped after"), "no stop summary\n{}", output(&d));
     assert_eq!(read_pcap(&d.join("out1.pcap")).len(), 200, "frames written by Ethernet4");
-    assert!(!runtime.join(format!("dpdk/{}", d.prefix())).exists(), "EAL runtime directory left behind");
+    assert!(!runtime.join(format!("dpdk/{prefix}")).exists(), "EAL runtime directory left behind");
 }
