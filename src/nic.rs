@@ -86,6 +86,20 @@ pub enum FlowCtrl {
     Refused(String),
 }
 
+/// What became of one software-built PFC frame (a RESUME, harmless to any peer) handed to
+/// the port's transmit queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PfcTx {
+    /// Not sent (the port did not start, or its link is down).
+    NotTried,
+    /// `tx_burst` did not take it.
+    Refused,
+    /// Taken; no port of this switch received it (no loop to see it arrive).
+    Taken,
+    /// Taken, and received unchanged on this port of the switch (a loop or a cable).
+    Arrived(String),
+}
+
 /// A port's facts as its PMD answered them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortFacts {
@@ -109,6 +123,7 @@ pub struct PortFacts {
     /// NUMA socket of the device, if known, and of the lcores that poll it.
     pub socket: Option<u32>,
     pub lcore_sockets: Vec<(u32, u32)>,
+    pub pfc_tx: PfcTx,
 }
 
 /// ready / ready with warnings / not ready.
@@ -221,6 +236,12 @@ pub fn judge(f: &PortFacts) -> Verdict {
             warn.push("link down: nothing is sent to it until it comes up".into());
         }
     }
+    match &f.pfc_tx {
+        PfcTx::Refused if f.pfc => bad.push("the PMD did not take a PFC frame for transmission".into()),
+        PfcTx::Taken => notes.push("a PFC frame was taken by tx_burst (no loop here to see it arrive)".into()),
+        PfcTx::Arrived(to) => notes.push(format!("a PFC frame sent here arrived unchanged on {to}")),
+        _ => {}
+    }
     if f.need_rx > 1 && f.pci {
         warn.push(format!(
             "{} RX queues polled, but the switch enables no RSS (mq_mode none; the PMD offers hash types {:#x}): the NIC may deliver every flow to queue 0",
@@ -327,6 +348,7 @@ mod tests {
             link_mbps: 100_000,
             socket: Some(0),
             lcore_sockets: vec![(2, 0)],
+            pfc_tx: PfcTx::Taken,
         }
     }
 
@@ -353,6 +375,8 @@ mod tests {
         assert_eq!(v.readiness, Readiness::NotReady);
         assert!(v.reasons[0].contains("needs 4 RX / 2 TX queues, the PMD offers 1 / 64"), "{v:?}");
         let v = judge(&PortFacts { flow_ctrl: Some(FlowCtrl::Refused("-EIO".into())), ..facts("net_foo") });
+        assert_eq!(v.readiness, Readiness::NotReady);
+        let v = judge(&PortFacts { pfc_tx: PfcTx::Refused, ..facts("net_foo") });
         assert_eq!(v.readiness, Readiness::NotReady);
     }
 

@@ -40,6 +40,7 @@ fn net_null_is_ready_with_the_warning_that_it_has_no_peer() {
         let l = line(&out, p);
         assert!(l.starts_with(&format!("{p}: ready with warnings: net_null has no peer")), "{l}");
         assert!(l.contains("driver net_null") && l.contains("no flow-control op") && l.contains("link up"), "{l}");
+        assert!(l.contains("a PFC frame was taken by tx_burst (no loop here to see it arrive)"), "{l}");
     }
 }
 
@@ -55,6 +56,8 @@ fn net_ring_is_ready_and_a_mempool_that_does_not_fit_is_not() {
     let l = line(&out, "Ethernet0");
     assert!(l.starts_with("Ethernet0: ready [driver net_ring; queues RX 2/"), "{l}");
     assert!(l.contains("rings in memory carry 0x8808"), "{l}");
+    // A net_ring made from its name alone transmits into the rings it receives from.
+    assert!(l.contains("a PFC frame sent here arrived unchanged on Ethernet0"), "{l}");
 
     // 64 MiB for EAL: the mempool cannot be made, the ports are not even tried.
     let d = TestDir::new("nicmem");
@@ -75,24 +78,44 @@ fn net_tap_is_ready_with_flow_control_off() {
     assert!(l.starts_with("Ethernet0: ready [driver net_tap;"), "{l}");
     assert!(l.contains("flow control off, MAC-control frames to software accepted"), "{l}");
     assert!(l.contains("kernel TAP carries 0x8808"), "{l}");
+    assert!(l.contains("a PFC frame was taken by tx_burst"), "{l}");
 }
 
 #[test]
-fn net_memif_without_a_peer_is_ready_with_link_down() {
+fn net_memif_without_a_peer_has_link_down_and_a_memif_pair_carries_pfc() {
     let d = TestDir::new("nicmemif");
     let dir = d.path.display();
     let (code, out) = nic_check(
         &d,
         two_ports(
             &d,
-            &format!("net_memif0,role=server,id=0,socket={dir}/m0.sock"),
-            &format!("net_memif1,role=server,id=0,socket={dir}/m1.sock"),
+            &format!("net_memif0,role=server,id=0,socket={dir}/m0.sock,socket-abstract=no"),
+            &format!("net_memif1,role=server,id=0,socket={dir}/m1.sock,socket-abstract=no"),
         ),
     );
     assert_eq!(code, Some(0), "{out}");
     let l = line(&out, "Ethernet0");
     assert!(l.starts_with("Ethernet0: ready with warnings: link down"), "{l}");
     assert!(l.contains("driver net_memif") && l.contains("memif peer"), "{l}");
+    assert!(!l.contains("PFC frame"), "nothing is sent to a port whose link is down: {l}");
+
+    // A server and its client in this switch: a cable between two of its ports, over which
+    // each port's PFC frame arrives on the other.
+    let d = TestDir::new("nicmemif2");
+    let dir = d.path.display();
+    let cfg = two_ports(
+        &d,
+        &format!("net_memif2,role=server,id=0,socket={dir}/m.sock,socket-abstract=no"),
+        &format!("net_memif3,role=client,id=0,socket={dir}/m.sock,socket-abstract=no"),
+    )
+    .memory_mb(1024);
+    let (code, out) = nic_check(&d, cfg);
+    assert_eq!(code, Some(0), "{out}");
+    for (p, peer) in [("Ethernet0", "Ethernet4"), ("Ethernet4", "Ethernet0")] {
+        let l = line(&out, p);
+        assert!(l.starts_with(&format!("{p}: ready [driver net_memif;")), "{l}");
+        assert!(l.contains(&format!("a PFC frame sent here arrived unchanged on {peer}")), "{l}");
+    }
 }
 
 #[test]
@@ -101,21 +124,26 @@ fn net_af_packet_is_ready_and_refuses_queues_it_lacks() {
     let tag = std::process::id() % 10000;
     let (a, b) = (format!("pfcnk{tag}a"), format!("pfcnk{tag}b"));
     let _veth = Veth::new(&a, &b);
+    // Both ends of the veth: a cable between two ports of this switch.
     let (code, out) = nic_check(
         &d,
         SwitchConfig::new(&d.prefix(), "0@0,1@1")
             .port(Port::new("Ethernet0", &format!("net_af_packet0,iface={a}")).speed("auto"))
+            .port(Port::new("Ethernet4", &format!("net_af_packet1,iface={b}")).speed("auto"))
             .one_worker(),
     );
     assert_eq!(code, Some(0), "{out}");
-    let l = line(&out, "Ethernet0");
-    assert!(l.starts_with("Ethernet0: ready [driver net_af_packet;"), "{l}");
-    assert!(l.contains("link up"), "{l}");
+    for (p, peer) in [("Ethernet0", "Ethernet4"), ("Ethernet4", "Ethernet0")] {
+        let l = line(&out, p);
+        assert!(l.starts_with(&format!("{p}: ready [driver net_af_packet;")), "{l}");
+        assert!(l.contains("link up"), "{l}");
+        assert!(l.contains(&format!("a PFC frame sent here arrived unchanged on {peer}")), "{l}");
+    }
 
     // Two RX queues polled, one qpair opened: not ready, exit 1.
     let d = TestDir::new("nicafp2");
     let cfg = SwitchConfig::new(&d.prefix(), "0@0,1@1,2@1")
-        .port(Port::new("Ethernet0", &format!("net_af_packet1,iface={a},qpairs=1")).speed("auto"))
+        .port(Port::new("Ethernet0", &format!("net_af_packet2,iface={a},qpairs=1")).speed("auto"))
         .worker(1, &["Ethernet0:0"], &["Ethernet0"])
         .worker(2, &["Ethernet0:1"], &[]);
     let (code, out) = nic_check(&d, cfg);
