@@ -21,14 +21,16 @@ while (($#)); do
         *) echo "usage: scripts/deb.sh [--bin-dir DIR] [--out DIR]" >&2; exit 2 ;;
     esac
 done
-for tool in dpkg-deb dpkg-shlibdeps; do
-    command -v "$tool" >/dev/null || { echo "deb.sh: $tool missing (Debian packages dpkg, dpkg-dev)" >&2; exit 1; }
+for tool in dpkg-deb dpkg-shlibdeps help2man; do
+    command -v "$tool" >/dev/null || { echo "deb.sh: $tool missing (Debian packages dpkg, dpkg-dev, help2man)" >&2; exit 1; }
 done
 if [ -z "$bin_dir" ]; then
     cargo build --release --bins >&2
     bin_dir=target/release
 fi
 
+# Whoever ships the package names themselves: PFCSW_DEB_MAINTAINER="Name <address>".
+maintainer=${PFCSW_DEB_MAINTAINER:-pfcswitch developers <pfcswitch@example.org>}
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
 arch=$(dpkg --print-architecture)
 name="pfcswitch_${version}_${arch}"
@@ -42,8 +44,16 @@ install -d "$root/usr/bin" "$root/lib/systemd/system" "$root/etc/pfcswitch" \
     "$root/usr/share/doc/pfcswitch/docs" "$root/usr/share/doc/pfcswitch/examples" "$root/DEBIAN"
 for b in pfcswitch pfcgen; do
     install -m 0755 "$bin_dir/$b" "$root/usr/bin/$b"
-    # The release profile keeps line tables for backtraces; the package does not.
-    strip --strip-debug "$root/usr/bin/$b"
+    # The release profile keeps line tables for backtraces; the package does not (as
+    # dh_strip: symbols the dynamic linker does not need, .comment and .note).
+    strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root/usr/bin/$b"
+done
+# Manual pages from each command's --help (help2man).
+install -d "$root/usr/share/man/man1"
+for b in pfcswitch:"software top-of-rack switch on DPDK with a lossless Ethernet class" \
+         pfcgen:"PFC-obeying traffic generator on DPDK"; do
+    help2man --no-info --name="${b#*:}" "$root/usr/bin/${b%%:*}" | gzip -9n > "$root/usr/share/man/man1/${b%%:*}.1.gz"
+    chmod 0644 "$root/usr/share/man/man1/${b%%:*}.1.gz"
 done
 install -m 0644 packaging/pfcswitch.service "$root/lib/systemd/system/pfcswitch.service"
 install -m 0644 packaging/pfcswitch.toml "$root/etc/pfcswitch/pfcswitch.toml"
@@ -53,14 +63,28 @@ install -m 0644 dpdk-config/*.toml "$root/usr/share/doc/pfcswitch/examples/"
 # The configuration schema is the module documentation of src/config/mod.rs.
 sed -n 's|^//! \{0,1\}||p' src/config/mod.rs > "$root/usr/share/doc/pfcswitch/config-schema.md"
 chmod 0644 "$root/usr/share/doc/pfcswitch/config-schema.md"
-cat > "$root/usr/share/doc/pfcswitch/copyright" <<'COPYRIGHT'
+year=$(git log -1 --format=%ad --date=format:%Y 2>/dev/null || date +%Y)
+cat > "$root/usr/share/doc/pfcswitch/copyright" <<COPYRIGHT
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: pfcswitch
 
 Files: *
+Copyright: $year the pfcswitch developers
 License: MIT OR Apache-2.0
 COPYRIGHT
 chmod 0644 "$root/usr/share/doc/pfcswitch/copyright"
+# A native package's changelog, in Debian's format: one entry for this build, its date the
+# commit's (so two builds of one commit are the same file).
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+when=$(git log -1 --format=%aD 2>/dev/null || date -R)
+{
+    echo "pfcswitch ($version) unstable; urgency=medium"
+    echo
+    echo "  * Built by scripts/deb.sh from commit $commit."
+    echo
+    echo " -- $maintainer  $when"
+} | gzip -9n > "$root/usr/share/doc/pfcswitch/changelog.gz"
+chmod 0644 "$root/usr/share/doc/pfcswitch/changelog.gz"
 
 # Dependencies: the shared libraries the binaries link (librte-*, libc), by dpkg-shlibdeps,
 # which reads a debian/control: give it a minimal one in a scratch directory.
@@ -78,7 +102,7 @@ cat > "$root/DEBIAN/control" <<CONTROL
 Package: pfcswitch
 Version: $version
 Architecture: $arch
-Maintainer: pfcswitch developers <pfcswitch@localhost>
+Maintainer: $maintainer
 Installed-Size: $size
 Depends: $shlibs, dpdk
 Suggests: driverctl

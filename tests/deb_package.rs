@@ -69,6 +69,9 @@ fn contents_control_and_maintainer_scripts() {
         ("/etc/pfcswitch/pfcswitch.toml", "-rw-r--r--"),
         ("/usr/share/doc/pfcswitch/README.md", "-rw-r--r--"),
         ("/usr/share/doc/pfcswitch/copyright", "-rw-r--r--"),
+        ("/usr/share/doc/pfcswitch/changelog.gz", "-rw-r--r--"),
+        ("/usr/share/man/man1/pfcswitch.1.gz", "-rw-r--r--"),
+        ("/usr/share/man/man1/pfcgen.1.gz", "-rw-r--r--"),
         ("/usr/share/doc/pfcswitch/config-schema.md", "-rw-r--r--"),
         ("/usr/share/doc/pfcswitch/docs/package.md", "-rw-r--r--"),
         ("/usr/share/doc/pfcswitch/docs/nic.md", "-rw-r--r--"),
@@ -110,6 +113,23 @@ fn contents_control_and_maintainer_scripts() {
     }
     let conffiles = std::fs::read_to_string(d.join("DEBIAN/conffiles")).unwrap();
     assert_eq!(conffiles.trim(), "/etc/pfcswitch/pfcswitch.toml");
+
+    // Debian's own checks: no error and no warning (lintian is in scripts/setup.sh).
+    match Command::new("lintian")
+        .args(["--tag-display-limit", "0", "--fail-on", "error,warning"])
+        .arg(&package().0)
+        .output()
+    {
+        Err(e) => eprintln!("lintian cannot run here ({e}): skipped"),
+        Ok(o) => {
+            let tags: Vec<String> = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| l.starts_with("E: ") || l.starts_with("W: "))
+                .map(String::from)
+                .collect();
+            assert!(o.status.success() && tags.is_empty(), "lintian: {tags:#?}\n{}", show(&o));
+        }
+    }
 }
 
 /// A fresh root with an empty dpkg database, the package installed into it.
