@@ -112,8 +112,6 @@ pub fn port_ids(spec: &SwitchSpec) -> Result<Vec<u16>, DataplaneError> {
         .collect()
 }
 
-/// The packet mempool (sized from the buffer so that the MMU, not the mempool, runs out
-/// first) and the small pool PFC frames come from, so data can never starve them.
 /// Bytes of one packet mbuf's data room: single segment, the biggest frame (+ VLAN tag
 /// and FCS slack).
 fn data_room(spec: &SwitchSpec) -> u16 {
@@ -125,6 +123,8 @@ pub fn mempool_mib(spec: &SwitchSpec) -> u64 {
     (spec.mbuf_count as u64 * (data_room(spec) as u64 + 192)) >> 20
 }
 
+/// The packet mempool (sized from the buffer so that the MMU, not the mempool, runs out
+/// first) and the small pool PFC frames come from, so data can never starve them.
 pub fn mempools(spec: &SwitchSpec) -> Result<(Arc<Mempool>, Arc<Mempool>), DataplaneError> {
     let data_room = data_room(spec);
     // Computed by the config (`config::resolve::switch::compute_mbufs`) unless explicit.
