@@ -350,6 +350,17 @@ fn check_config(file: &Path) -> Outcome {
 /// `nic-check`: switch-wide lines, then one verdict line per port; 1 if any is not ready.
 fn nic_check(config: &Path) -> Outcome {
     let (cfg, plan) = load(config)?;
+    // A switch running on this configuration holds its devices and its EAL prefix: say so
+    // instead of EAL's own failure.
+    let prefix = cfg.file_prefix();
+    if let Ok(sock) = find_socket(Some(prefix.clone())) {
+        if pfcswitch::dpdk::telemetry::Client::connect(&sock).is_ok() {
+            return Err(Fail::Input(format!(
+                "pfcswitch: nic-check: a switch is running with file prefix '{prefix}' ({}): stop it first (systemctl stop pfcswitch)",
+                sock.display()
+            )));
+        }
+    }
     let spec = dataplane::SwitchSpec::from_config(&cfg, plan);
     let findings = dataplane::nic_check(&spec).map_err(|e| Fail::Runtime(format!("pfcswitch: nic-check: {e}")))?;
     for (_, line) in &findings {

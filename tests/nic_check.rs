@@ -162,3 +162,18 @@ fn run_logs_the_verdicts_at_start() {
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(log.contains("nic-check: Ethernet0: ready with warnings: net_null has no peer"), "{log}");
 }
+
+/// Not while a switch runs on the same configuration: one line, exit 2, and the running
+/// switch is left alone.
+#[test]
+fn refused_while_a_switch_runs_on_the_same_configuration() {
+    let d = TestDir::new("nicbusy");
+    let cfg = two_ports(&d, "net_null0", "net_null1").write(&d.join("busy.toml"));
+    let mut sw = RunningSwitch::spawn(&cfg, &d.join("stats.json"), &[]);
+    sw.wait_forwarding(std::time::Duration::from_secs(60));
+    let o = Command::new(BIN).args(["nic-check", "--config", cfg.to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.trim().lines().count() == 1 && err.contains("a switch is running with file prefix"), "{err}");
+    sw.stop();
+}
