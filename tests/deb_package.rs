@@ -294,6 +294,11 @@ fn exec_start_forwards_and_stops_cleanly_on_sigterm() {
     let sock = runtime.join(format!("dpdk/{prefix}/dpdk_telemetry.v2"));
     let up = until(Duration::from_secs(60), || sock.exists());
     assert!(up.is_some(), "no telemetry socket at {}\n{}", sock.display(), output(&d));
+    // Only root gets in: EAL makes the instance's directory 0700 (and the unit the runtime
+    // directory), so the telemetry socket, and with it `pfcswitch config`, is root's.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(sock.parent().unwrap()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{} is {mode:o}", sock.parent().unwrap().display());
     let fwd = until(Duration::from_secs(60), || output(&d).contains("forwarding:"));
     assert!(fwd.is_some(), "not forwarding\n{}", output(&d));
     let mut tel = pfcswitch::dpdk::telemetry::Client::connect(&sock).expect("telemetry");
