@@ -5,6 +5,29 @@
 //! `mac_ctrl_frame_fwd`, port-level PFC offload) are the table [`PMD_FACTS`], each with
 //! the DPDK 22.11 source file it was read from. docs/nic.md.
 
+/// The RSS hash types the switch asks a NIC for when several RX queues are polled: IPv4 and
+/// IPv6 with TCP and UDP ports (`RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP`: bits
+/// 2-5, 7-11, 13, 15-17 of `rte_ethdev.h`), so a flow stays on one queue (one worker, in
+/// order).
+pub const RSS_IP_TCP_UDP: u64 = (1 << 2)
+    | (1 << 3)
+    | (1 << 4)
+    | (1 << 5)
+    | (1 << 7)
+    | (1 << 8)
+    | (1 << 9)
+    | (1 << 10)
+    | (1 << 11)
+    | (1 << 13)
+    | (1 << 15)
+    | (1 << 16)
+    | (1 << 17);
+
+/// Of the hash types a PMD offers (`flow_type_rss_offloads`), those the switch uses.
+pub fn rss_hash_types(offered: u64) -> u64 {
+    offered & RSS_IP_TCP_UDP
+}
+
 /// What reading one PMD's DPDK source showed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PmdFact {
@@ -243,10 +266,13 @@ pub fn judge(f: &PortFacts) -> Verdict {
         _ => {}
     }
     if f.need_rx > 1 && f.pci {
-        warn.push(format!(
-            "{} RX queues polled, but the switch enables no RSS (mq_mode none; the PMD offers hash types {:#x}): the NIC may deliver every flow to queue 0",
-            f.need_rx, f.rss_offloads
-        ));
+        match rss_hash_types(f.rss_offloads) {
+            0 => warn.push(format!(
+                "{} RX queues polled, but the PMD offers no IP/TCP/UDP RSS (hash types {:#x}): every flow arrives on queue 0",
+                f.need_rx, f.rss_offloads
+            )),
+            hf => notes.push(format!("RSS over {} RX queues, hash types {hf:#x}", f.need_rx)),
+        }
     }
     if let Some(s) = f.socket {
         for (lcore, ls) in f.lcore_sockets.iter().filter(|(_, ls)| *ls != s) {
@@ -387,7 +413,7 @@ mod tests {
             PortFacts { flow_ctrl: Some(FlowCtrl::OffNoForward), ..facts("net_cnxk") },
             PortFacts { flow_ctrl: Some(FlowCtrl::NoOp), ..facts("net_ice") },
             PortFacts { lcore_sockets: vec![(2, 1)], ..facts("net_ixgbe") },
-            PortFacts { need_rx: 2, ..facts("net_ixgbe") },
+            PortFacts { need_rx: 2, rss_offloads: 1 << 14, ..facts("net_ixgbe") },
             facts("mlx5_pci"),
             facts("net_dpaa"),
         ] {
@@ -397,6 +423,17 @@ mod tests {
         // A vdev without a flow-control op is fine: it carries 0x8808 as any frame.
         let v = judge(&PortFacts { pci: false, flow_ctrl: Some(FlowCtrl::NoOp), ..facts("net_ring") });
         assert_eq!(v.readiness, Readiness::Ready, "{v:?}");
+    }
+
+    #[test]
+    fn rss_on_a_nic_with_several_queues() {
+        // ixgbe's offloads (IPv4/IPv6, TCP, UDP and their _EX forms): all used.
+        let v = judge(&PortFacts { need_rx: 2, rss_offloads: 0x38d34, ..facts("net_ixgbe") });
+        assert_eq!(v.readiness, Readiness::Ready, "{v:?}");
+        assert!(v.notes.iter().any(|n| n == "RSS over 2 RX queues, hash types 0x38d34"), "{v:?}");
+        // SCTP and L2 payload are not asked for.
+        assert_eq!(rss_hash_types((1 << 6) | (1 << 12) | (1 << 14)), 0);
+        assert_eq!(RSS_IP_TCP_UDP, 0x3afbc);
     }
 
     #[test]

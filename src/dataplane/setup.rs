@@ -243,8 +243,18 @@ pub fn start_port(
     let mtu = u16::try_from(ps.mtu).ok();
     let nb_tx = tx_queues(ps, id).map_err(perr)?;
     let ctl_queue = nb_tx == 2;
+    // A NIC spreads flows over the workers' RX queues only with RSS on (virtual devices
+    // spread by their own means: af_packet's fanout, separate rings).
+    let rss_hf = match dpdk::dev_info(id) {
+        Ok(info) if ps.is_pci && ps.nb_rx > 1 => crate::nic::rss_hash_types(info.rss_offloads),
+        _ => 0,
+    };
     let (mut port, rq, mut tq) =
-        Port::configure(id, ps.nb_rx, nb_tx, spec.rx_ring_size, spec.tx_ring_size, pool.clone(), mtu).map_err(perr)?;
+        Port::configure_rss(id, ps.nb_rx, nb_tx, spec.rx_ring_size, spec.tx_ring_size, pool.clone(), mtu, rss_hf)
+            .map_err(perr)?;
+    if rss_hf != 0 {
+        log::info!("port {}: RSS over {} RX queues, hash types {rss_hf:#x}", ps.name, ps.nb_rx);
+    }
     let flow_ctrl = port.flow_ctrl_off();
     match &flow_ctrl {
         dpdk::FlowCtrlOutcome::Disabled => log::info!("port {}: NIC flow control off, MAC control frames to host", ps.name),

@@ -88,6 +88,22 @@ impl Port {
         pool: Arc<Mempool>,
         mtu: Option<u16>,
     ) -> Result<(Port, Vec<RxQueue>, Vec<TxQueue>), DpdkError> {
+        Port::configure_rss(id, nb_rx, nb_tx, rx_desc, tx_desc, pool, mtu, 0)
+    }
+
+    /// [`Port::configure`], and with `rss_hf` non-zero, received flows spread over the RX
+    /// queues by these RSS hash types (`RTE_ETH_RSS_*`, the PMD's default key).
+    #[allow(clippy::too_many_arguments)]
+    pub fn configure_rss(
+        id: u16,
+        nb_rx: u16,
+        nb_tx: u16,
+        rx_desc: u16,
+        tx_desc: u16,
+        pool: Arc<Mempool>,
+        mtu: Option<u16>,
+        rss_hf: u64,
+    ) -> Result<(Port, Vec<RxQueue>, Vec<TxQueue>), DpdkError> {
         let mut info: sys::rte_eth_dev_info = Default::default();
         // SAFETY: out-pointer to a zeroed struct.
         let ret = unsafe { sys::rte_eth_dev_info_get(id, &mut info) };
@@ -109,7 +125,11 @@ impl Port {
         // No RX offloads: in particular no RTE_ETH_RX_OFFLOAD_SCATTER, so a PMD that honours
         // it never chains mbufs (the mempool's data room covers MTU + header); a chain that
         // arrives anyway is dropped as multi_segment by the worker.
-        let conf: sys::rte_eth_conf = Default::default();
+        let mut conf: sys::rte_eth_conf = Default::default();
+        if rss_hf != 0 {
+            conf.rxmode.mq_mode = sys::rte_eth_rx_mq_mode_RTE_ETH_MQ_RX_RSS;
+            conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
+        }
         // SAFETY: valid port id and conf.
         let ret = unsafe { sys::rte_eth_dev_configure(id, nb_rx, nb_tx, &conf) };
         if ret != 0 {
