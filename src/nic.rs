@@ -56,11 +56,12 @@ const fn fact(driver: &'static str, source: &'static str) -> PmdFact {
 /// `pfc.rx_pause` grows when the peer pauses).
 pub const PMD_FACTS: &[PmdFact] = &[
     // eth_i40e_dev_init always installs i40e_add_tx_flow_control_drop_filter (TX 0x8808
-    // dropped); i40e_priority_flow_ctrl_set returns -ENOTSUP.
+    // dropped); i40e_priority_flow_ctrl_set returns -ENOSYS.
     PmdFact { drops_tx_mac_ctrl: true, ..fact("net_i40e", "drivers/net/i40e/i40e_ethdev.c") },
     // ixgbe_flow_ctrl_set: mac_ctrl_frame_fwd sets MFLCN.PMCF; ixgbe_priority_flow_ctrl_set.
     PmdFact { pfc_offload: true, ..fact("net_ixgbe", "drivers/net/ixgbe/ixgbe_ethdev.c") },
     PmdFact { pfc_offload: true, ..fact("net_txgbe", "drivers/net/txgbe/txgbe_ethdev.c") },
+    // From the reading; not re-checked against the source (see docs/nic.md).
     PmdFact { pfc_offload: true, ..fact("net_hns3", "drivers/net/hns3/hns3_ethdev.c") },
     PmdFact { pfc_offload: true, ..fact("net_axgbe", "drivers/net/axgbe/axgbe_ethdev.c") },
     // No flow_ctrl_get/set op: -ENOTSUP, the firmware default stays.
