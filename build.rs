@@ -96,6 +96,7 @@ fn main() {
         .allowlist_function("rte_lcore_count")
         .allowlist_function("rte_get_main_lcore")
         .allowlist_function("rte_lcore_is_enabled")
+        .allowlist_function("rte_lcore_to_socket_id")
         .allowlist_function("rte_socket_id")
         .allowlist_function("rte_eth_dev_socket_id")
         .allowlist_function("rte_eth_dev_default_mac_addr_set")

@@ -5,7 +5,8 @@ set -euo pipefail
 
 PKGS=(libdpdk-dev dpdk dpdk-dev pkg-config clang libclang-dev build-essential
       tshark iproute2 iputils-ping python3-scapy python3-matplotlib libpcap-dev valgrind
-      pyflakes3 shellcheck ethtool frr iperf3 lldpad)
+      pyflakes3 shellcheck ethtool frr iperf3 lldpad
+      dpkg-dev help2man lintian systemd)   # scripts/deb.sh: dpkg-shlibdeps, man pages; tests/deb_package.rs: lintian, systemd-analyze
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -17,7 +17,7 @@ cargo clippy --no-default-features --lib -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --document-private-items
 python3 scripts/module_cycles.py
 pyflakes3 scripts/*.py scripts/lib/*.py
-shellcheck scripts/*.sh .ci/run
+shellcheck scripts/*.sh .ci/run packaging/deb/*
 echo "== pure engine without DPDK =="
 cargo test --no-default-features --lib
 echo "== unit and property tests (with DPDK bindings) =="

@@ -35,6 +35,16 @@ enum Cmd {
         #[command(subcommand)]
         what: ImportCmd,
     },
+    /// Is each port's NIC ready for software PFC? Start EAL and each port as `run` would,
+    /// ask the PMD (driver, link, queues, RSS, flow control off with MAC-control frames
+    /// forwarded, NUMA), check hugepages against the mempool, and print one verdict line per
+    /// port: ready / ready with warnings / not ready. Exit 1 if any is not ready. Stop a
+    /// switch using the same devices first. docs/nic.md
+    NicCheck {
+        /// Configuration file (TOML)
+        #[arg(long, short)]
+        config: PathBuf,
+    },
     /// Show live state of a running switch (SONiC-style tables, or --json), read over DPDK
     /// telemetry: pfc counters | queue counters | priority-group watermark shared|headroom |
     /// buffer pool | pfcwd stats | latency | counters | conservation | ip route | ipv6 route |
@@ -208,6 +218,11 @@ enum ConfigCmd {
         #[arg(long, default_value = "toml")]
         format: String,
     },
+    /// Make the running switch match FILE where that can be done live (the service's
+    /// `systemctl reload`): one change per table that differs, each as `config ...` would
+    /// send it; refused in one line, exit 2, nothing applied, if FILE differs in anything
+    /// else (that needs a restart)
+    Reload { file: PathBuf },
 }
 
 #[derive(Subcommand)]
@@ -357,6 +372,7 @@ fn main() -> ExitCode {
         Cmd::Import { what: ImportCmd::Sonic { files, src, output, frr } } => {
             import_sonic(&files, &src, output.as_deref(), frr.as_deref())
         }
+        Cmd::NicCheck { config } => nic_check(&config),
         Cmd::Show { prefix, json, what } => show(prefix, json, &what, false),
         Cmd::Clear { prefix, what } => show(prefix, false, &what, true),
         Cmd::Exporter { prefix, listen } => exporter(prefix, &listen),
@@ -450,6 +466,29 @@ fn check_config(file: &Path) -> Outcome {
     }
     println!("{}: ok", file.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `nic-check`: switch-wide lines, then one verdict line per port; 1 if any is not ready.
+fn nic_check(config: &Path) -> Outcome {
+    let (cfg, plan) = load(config)?;
+    // A switch running on this configuration holds its devices and its EAL prefix: say so
+    // instead of EAL's own failure.
+    let prefix = cfg.file_prefix();
+    if let Ok(sock) = find_socket(Some(prefix.clone())) {
+        if pfcswitch::dpdk::telemetry::Client::connect(&sock).is_ok() {
+            return Err(Fail::Input(format!(
+                "pfcswitch: nic-check: a switch is running with file prefix '{prefix}' ({}): stop it first (systemctl stop pfcswitch)",
+                sock.display()
+            )));
+        }
+    }
+    let spec = dataplane::SwitchSpec::from_config(&cfg, plan);
+    let findings = dataplane::nic_check(&spec).map_err(|e| Fail::Runtime(format!("pfcswitch: nic-check: {e}")))?;
+    for (_, line) in &findings {
+        println!("{line}");
+    }
+    let not_ready = findings.iter().any(|(r, _)| *r == pfcswitch::nic::Readiness::NotReady);
+    Ok(if not_ready { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 /// `thresholds`: per lossless (port, PG), the PAUSE, Xon and first-drop packets.
@@ -741,17 +780,29 @@ fn print_summary(r: &dataplane::RunReport) {
     }
 }
 
-/// The running instance's telemetry socket: by prefix, or the only pfcswitch one.
+/// Where the packaged service's EAL puts its runtime directories: its systemd
+/// `RuntimeDirectory` (docs/package.md), seen from a shell without `RUNTIME_DIRECTORY`.
+const SERVICE_RUNTIME: &str = "/run/pfcswitch/dpdk";
+
+/// The running instance's telemetry socket: by prefix, or the only pfcswitch one; looked
+/// for where EAL puts it for this process and where the packaged service's EAL does.
 fn find_socket(prefix: Option<String>) -> Result<PathBuf, String> {
     use pfcswitch::dpdk::telemetry::socket_path;
+    let service = Path::new(SERVICE_RUNTIME);
     if let Some(p) = prefix {
-        return Ok(socket_path(&p));
+        let own = socket_path(&p);
+        let packaged = service.join(&p).join("dpdk_telemetry.v2");
+        return Ok(if !own.exists() && packaged.exists() { packaged } else { own });
     }
     let base = socket_path("x");
     let dir = base.parent().and_then(|d| d.parent()).map(|d| d.to_path_buf()).unwrap_or_default();
+    let mut dirs = vec![dir.clone()];
+    if dir != service {
+        dirs.push(service.to_path_buf());
+    }
     let mut found = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(&dir) {
-        for e in rd.flatten() {
+    for d in &dirs {
+        for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             let sock = e.path().join("dpdk_telemetry.v2");
             if name.starts_with("pfcswitch") && sock.exists() {
@@ -895,6 +946,7 @@ fn live_config(prefix: Option<String>, what: ConfigCmd) -> Outcome {
             }
             (None, Some((file, format)))
         }
+        ConfigCmd::Reload { file } => return reload(prefix, &file),
     };
     let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
     let mut c =
@@ -933,6 +985,44 @@ fn live_config(prefix: Option<String>, what: ConfigCmd) -> Outcome {
             .map_err(|e| Fail::Runtime(format!("pfcswitch: cannot write {}: {e}", file.display())))?;
         println!("running configuration written to {}", file.display());
     } else {
+        match (v["applied"].as_str(), v["status"].as_str()) {
+            (Some(what), Some(status)) => println!("{what}: {status}"),
+            _ => return Err(Fail::Runtime(format!("pfcswitch: unexpected reply {v}"))),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `config reload FILE`: the live changes from the running configuration to FILE, sent one
+/// by one; nothing is sent when FILE differs in what cannot change live.
+fn reload(prefix: Option<String>, file: &Path) -> Outcome {
+    use pfcswitch::reconfig::{join_pieces, COMMAND};
+    let origin = file.display().to_string();
+    let text =
+        std::fs::read_to_string(file).map_err(|e| Fail::Input(format!("pfcswitch: {origin}: cannot read: {e}")))?;
+    let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    let mut c =
+        pfcswitch::dpdk::telemetry::Client::connect(&sock).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    c.set_timeout(Duration::from_secs(15));
+    let strings = |v: &serde_json::Value, k: &str| -> Option<Vec<String>> {
+        v.get(k)?.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+    };
+    let v = c.query("/pfcswitch/running_config").map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    let running = strings(&v, "pieces")
+        .and_then(|p| join_pieces(&p).ok())
+        .ok_or_else(|| Fail::Runtime("pfcswitch: no running configuration in the reply".into()))?;
+    let changes = pfcswitch::reload::reload_changes(&running, &text, &origin)
+        .map_err(|e| Fail::Input(format!("pfcswitch: {e}")))?;
+    if changes.is_empty() {
+        println!("{origin}: nothing to change");
+    }
+    for ch in changes {
+        let v =
+            c.query(&format!("{COMMAND},{}", ch.to_param())).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+        if let Some(e) = v.get("error") {
+            let whole = strings(&v, "error_pieces").and_then(|p| join_pieces(&p).ok());
+            return Err(Fail::Input(format!("pfcswitch: {}", whole.unwrap_or_else(|| e.to_string()))));
+        }
         match (v["applied"].as_str(), v["status"].as_str()) {
             (Some(what), Some(status)) => println!("{what}: {status}"),
             _ => return Err(Fail::Runtime(format!("pfcswitch: unexpected reply {v}"))),

@@ -27,7 +27,7 @@ pub enum Target {
 
 /// How a key's value is written in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     /// An integer.
     Int,
     /// Bytes or a length: a bare number stays a number, anything else a string ("20KiB",
@@ -57,7 +57,7 @@ impl Target {
     }
 
     /// The keys a live change may set here, and how each is written.
-    fn keys(&self) -> &'static [(&'static str, Kind)] {
+    pub(crate) fn keys(&self) -> &'static [(&'static str, Kind)] {
         match self {
             Target::Profile(_) => &[
                 ("dynamic_th", Kind::Int),

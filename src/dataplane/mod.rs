@@ -16,6 +16,7 @@ mod link;
 mod lldp;
 mod lldp_shared;
 mod main_loop;
+mod nic_check;
 mod pause_handoff;
 mod pfc_live;
 mod reconfig;
@@ -42,6 +43,7 @@ use crate::mmu::Mmu;
 use shared::Shared;
 
 pub use egress::EgressPort;
+pub use nic_check::{nic_check, Finding};
 pub use report::{Audit, PortReport, RunReport};
 pub use spec::{PortSpec, SwitchSpec, WorkerSpec};
 
@@ -128,6 +130,7 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     let sources: Vec<link::LinkSource> =
         spec.config.ports.iter().zip(&ports.ids).map(|(p, &id)| link::LinkSource::for_port(&p.devargs, id)).collect();
     let links = setup::link_states(spec, &sources);
+    nic_check::log_verdicts(spec, &ports, &links);
     // The links' speeds: what PFC timers, refresh, headroom and shaper use from here on.
     let speeds: Vec<Option<u64>> = links.iter().map(|l| l.speed_bps).collect();
     let (adjusted, warnings) = spec.with_link_speeds(&speeds).map_err(DataplaneError::Speed)?;

@@ -112,16 +112,25 @@ pub fn port_ids(spec: &SwitchSpec) -> Result<Vec<u16>, DataplaneError> {
         .collect()
 }
 
+/// Bytes of one packet mbuf's data room: single segment, the biggest frame (+ VLAN tag
+/// and FCS slack).
+fn data_room(spec: &SwitchSpec) -> u16 {
+    (spec.max_mtu() + crate::wire::L2_OVERHEAD + 128).clamp(2048 + 128, u16::MAX as u32) as u16
+}
+
+/// About how many MiB the packet mempool takes (mbufs with their headers).
+pub fn mempool_mib(spec: &SwitchSpec) -> u64 {
+    (spec.mbuf_count as u64 * (data_room(spec) as u64 + 192)) >> 20
+}
+
 /// The packet mempool (sized from the buffer so that the MMU, not the mempool, runs out
 /// first) and the small pool PFC frames come from, so data can never starve them.
 pub fn mempools(spec: &SwitchSpec) -> Result<(Arc<Mempool>, Arc<Mempool>), DataplaneError> {
-    let max_mtu = spec.max_mtu();
-    // Single-segment mbufs large enough for the biggest frame (+ VLAN tag and FCS slack).
-    let data_room = (max_mtu + crate::wire::L2_OVERHEAD + 128).clamp(2048 + 128, u16::MAX as u32) as u16;
+    let data_room = data_room(spec);
     // Computed by the config (`config::resolve::switch::compute_mbufs`) unless explicit.
     let n_mbufs = spec.mbuf_count;
     let pool = Mempool::new("pfcsw_pool", n_mbufs, MEMPOOL_CACHE, data_room, -1).map_err(|e| {
-        let mib = (n_mbufs as u64 * (data_room as u64 + 192)) >> 20;
+        let mib = mempool_mib(spec);
         DataplaneError::Mempool(dpdk::DpdkError {
             msg: format!(
                 "{} (needs about {mib} MiB: raise EAL -m/--socket-mem, lower the ports' mtu or the buffer size)",
@@ -168,69 +177,119 @@ pub struct Ports {
     pub txqs: Vec<Option<TxQueue>>,
     /// Per port, the TX queue of its PFC frames when it has its own (`control_tx_queue`).
     pub ctl_txqs: Vec<Option<TxQueue>>,
+    /// Per port, what turning the NIC's own flow control off gave.
+    pub flow_ctrl: Vec<dpdk::FlowCtrlOutcome>,
 }
 
 /// Configure and start every port: its queues, MTU, and the NIC's own flow control off
 /// (so PFC frames reach the software).
 pub fn start_ports(spec: &SwitchSpec, ids: Vec<u16>, pool: &Arc<Mempool>) -> Result<Ports, DataplaneError> {
-    let mut out =
-        Ports { ports: Vec::new(), ids, macs: Vec::new(), rxqs: Vec::new(), txqs: Vec::new(), ctl_txqs: Vec::new() };
+    let mut out = Ports {
+        ports: Vec::new(),
+        ids,
+        macs: Vec::new(),
+        rxqs: Vec::new(),
+        txqs: Vec::new(),
+        ctl_txqs: Vec::new(),
+        flow_ctrl: Vec::new(),
+    };
     for (ps, &id) in spec.ports.iter().zip(&out.ids) {
-        let perr = |err| DataplaneError::Port { name: ps.name.clone(), devargs: ps.devargs.clone(), err };
-        let mtu = u16::try_from(ps.mtu).ok();
-        let (_, max_tx) = dpdk::max_queues(id);
-        let ctl_queue = match ps.control_txq {
-            Some(true) if max_tx < 2 => {
-                return Err(perr(dpdk::DpdkError::msg(
-                    format!("port {}", ps.name),
-                    format!("control_tx_queue = true needs a second TX queue; the device has {max_tx}"),
-                )))
-            }
-            Some(on) => on,
-            None => ps.is_pci && max_tx >= 2,
-        };
-        let nb_tx = if ctl_queue { 2 } else { 1 };
-        let (mut port, rq, mut tq) =
-            Port::configure(id, ps.nb_rx, nb_tx, spec.rx_ring_size, spec.tx_ring_size, pool.clone(), mtu)
-                .map_err(perr)?;
-        match port.flow_ctrl_off() {
-            dpdk::FlowCtrlOutcome::Disabled => log::info!("port {}: NIC flow control off, MAC control frames to host", ps.name),
-            dpdk::FlowCtrlOutcome::DisabledNoForward => {
-                log::warn!("port {}: NIC flow control off without MAC-control forwarding (see above)", ps.name)
-            }
-            dpdk::FlowCtrlOutcome::NotSupported => log::debug!("port {}: PMD {} has no flow control to turn off", ps.name, port.driver()),
-            dpdk::FlowCtrlOutcome::Failed(e) => log::warn!(
-                "port {}: PMD {} refused to turn NIC flow control off ({e}); PFC frames may be consumed or answered by the NIC",
-                ps.name,
-                port.driver()
-            ),
-        }
-        port.start().map_err(perr)?;
-        // The configured MAC is the port's: the source of its PFC frames, the destination
-        // its MAC-control frames may have. Set on the device where the PMD allows.
-        let mac = match ps.mac {
-            Some(m) => {
-                if let Err(e) = port.set_mac(m) {
-                    log::info!("port {}: MAC {} not set on the device: {}", ps.name, MacAddr(m), e.msg);
-                }
-                MacAddr(m)
-            }
-            None => MacAddr(port.mac()),
-        };
-        log::info!(
-            "port {} = DPDK port {id} ({}), mac {mac}, {} rx queue(s), PFC frames on tx queue {}",
-            ps.name,
-            port.driver(),
-            ps.nb_rx,
-            if ctl_queue { 1 } else { 0 }
-        );
-        out.macs.push(mac);
-        out.rxqs.push(rq.into_iter().map(Some).collect());
-        out.ctl_txqs.push(if ctl_queue { tq.pop() } else { None });
-        out.txqs.push(tq.pop());
-        out.ports.push(port.with_name(&ps.name));
+        let s = start_port(spec, ps, id, pool)?;
+        out.macs.push(s.mac);
+        out.rxqs.push(s.rxqs.into_iter().map(Some).collect());
+        out.ctl_txqs.push(s.ctl_txq);
+        out.txqs.push(s.txq);
+        out.flow_ctrl.push(s.flow_ctrl);
+        out.ports.push(s.port);
     }
     Ok(out)
+}
+
+/// The TX queues a port is given: 2 when its PFC frames have their own
+/// (`control_tx_queue`), else 1. Refused when asked for and the device has one.
+pub fn tx_queues(ps: &super::PortSpec, id: u16) -> Result<u16, dpdk::DpdkError> {
+    let (_, max_tx) = dpdk::max_queues(id);
+    let ctl_queue = match ps.control_txq {
+        Some(true) if max_tx < 2 => {
+            return Err(dpdk::DpdkError::msg(
+                format!("port {}", ps.name),
+                format!("control_tx_queue = true needs a second TX queue; the device has {max_tx}"),
+            ))
+        }
+        Some(on) => on,
+        None => ps.is_pci && max_tx >= 2,
+    };
+    Ok(if ctl_queue { 2 } else { 1 })
+}
+
+/// One started port and its queue tokens.
+pub struct StartedPort {
+    pub port: Port,
+    pub mac: MacAddr,
+    pub rxqs: Vec<RxQueue>,
+    pub txq: Option<TxQueue>,
+    pub ctl_txq: Option<TxQueue>,
+    pub flow_ctrl: dpdk::FlowCtrlOutcome,
+}
+
+/// Configure and start one port (what `run` and `nic-check` both do).
+pub fn start_port(
+    spec: &SwitchSpec,
+    ps: &super::PortSpec,
+    id: u16,
+    pool: &Arc<Mempool>,
+) -> Result<StartedPort, DataplaneError> {
+    let perr = |err| DataplaneError::Port { name: ps.name.clone(), devargs: ps.devargs.clone(), err };
+    let mtu = u16::try_from(ps.mtu).ok();
+    let nb_tx = tx_queues(ps, id).map_err(perr)?;
+    let ctl_queue = nb_tx == 2;
+    // A NIC spreads flows over the workers' RX queues only with RSS on (virtual devices
+    // spread by their own means: af_packet's fanout, separate rings).
+    let rss_hf = match dpdk::dev_info(id) {
+        Ok(info) if ps.is_pci && ps.nb_rx > 1 => crate::nic::rss_hash_types(info.rss_offloads),
+        _ => 0,
+    };
+    let (mut port, rq, mut tq) =
+        Port::configure_rss(id, ps.nb_rx, nb_tx, spec.rx_ring_size, spec.tx_ring_size, pool.clone(), mtu, rss_hf)
+            .map_err(perr)?;
+    if rss_hf != 0 {
+        log::info!("port {}: RSS over {} RX queues, hash types {rss_hf:#x}", ps.name, ps.nb_rx);
+    }
+    let flow_ctrl = port.flow_ctrl_off();
+    match &flow_ctrl {
+        dpdk::FlowCtrlOutcome::Disabled => log::info!("port {}: NIC flow control off, MAC control frames to host", ps.name),
+        dpdk::FlowCtrlOutcome::DisabledNoForward => {
+            log::warn!("port {}: NIC flow control off without MAC-control forwarding (see above)", ps.name)
+        }
+        dpdk::FlowCtrlOutcome::NotSupported => log::debug!("port {}: PMD {} has no flow control to turn off", ps.name, port.driver()),
+        dpdk::FlowCtrlOutcome::Failed(e) => log::warn!(
+            "port {}: PMD {} refused to turn NIC flow control off ({e}); PFC frames may be consumed or answered by the NIC",
+            ps.name,
+            port.driver()
+        ),
+    }
+    port.start().map_err(perr)?;
+    // The configured MAC is the port's: the source of its PFC frames, the destination
+    // its MAC-control frames may have. Set on the device where the PMD allows.
+    let mac = match ps.mac {
+        Some(m) => {
+            if let Err(e) = port.set_mac(m) {
+                log::info!("port {}: MAC {} not set on the device: {}", ps.name, MacAddr(m), e.msg);
+            }
+            MacAddr(m)
+        }
+        None => MacAddr(port.mac()),
+    };
+    log::info!(
+        "port {} = DPDK port {id} ({}), mac {mac}, {} rx queue(s), PFC frames on tx queue {}",
+        ps.name,
+        port.driver(),
+        ps.nb_rx,
+        if ctl_queue { 1 } else { 0 }
+    );
+    let ctl_txq = if ctl_queue { tq.pop() } else { None };
+    let txq = tq.pop();
+    Ok(StartedPort { port: port.with_name(&ps.name), mac, rxqs: rq, txq, ctl_txq, flow_ctrl })
 }
 
 /// Per port, the receive side of PFC and the watchdog, until a worker takes them.

@@ -26,7 +26,8 @@ pub use lcore::{current_lcore, launch_on, main_lcore, set_timer_slack_ns, LcoreH
 pub use mbuf::{Drain, HeldMbuf, Mbuf, MbufBurst, BURST_CAP};
 pub use mempool::Mempool;
 pub use port::{
-    link_of, max_queues, set_link, stats_of, FlowCtrlOutcome, LinkStatus, Port, PortStats, RxQueue, TxQueue,
+    dev_info, lcore_socket, link_of, max_queues, set_link, stats_of, DevInfo, FlowCtrlOutcome, LinkStatus, Port,
+    PortStats, RxQueue, TxQueue,
 };
 pub use qsbr::{Qsbr, QsbrReader};
 pub use tsc::{rdtsc, tsc_hz};

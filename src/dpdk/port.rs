@@ -88,6 +88,22 @@ impl Port {
         pool: Arc<Mempool>,
         mtu: Option<u16>,
     ) -> Result<(Port, Vec<RxQueue>, Vec<TxQueue>), DpdkError> {
+        Port::configure_rss(id, nb_rx, nb_tx, rx_desc, tx_desc, pool, mtu, 0)
+    }
+
+    /// [`Port::configure`], and with `rss_hf` non-zero, received flows spread over the RX
+    /// queues by these RSS hash types (`RTE_ETH_RSS_*`, the PMD's default key).
+    #[allow(clippy::too_many_arguments)]
+    pub fn configure_rss(
+        id: u16,
+        nb_rx: u16,
+        nb_tx: u16,
+        rx_desc: u16,
+        tx_desc: u16,
+        pool: Arc<Mempool>,
+        mtu: Option<u16>,
+        rss_hf: u64,
+    ) -> Result<(Port, Vec<RxQueue>, Vec<TxQueue>), DpdkError> {
         let mut info: sys::rte_eth_dev_info = Default::default();
         // SAFETY: out-pointer to a zeroed struct.
         let ret = unsafe { sys::rte_eth_dev_info_get(id, &mut info) };
@@ -109,7 +125,11 @@ impl Port {
         // No RX offloads: in particular no RTE_ETH_RX_OFFLOAD_SCATTER, so a PMD that honours
         // it never chains mbufs (the mempool's data room covers MTU + header); a chain that
         // arrives anyway is dropped as multi_segment by the worker.
-        let conf: sys::rte_eth_conf = Default::default();
+        let mut conf: sys::rte_eth_conf = Default::default();
+        if rss_hf != 0 {
+            conf.rxmode.mq_mode = sys::rte_eth_rx_mq_mode_RTE_ETH_MQ_RX_RSS;
+            conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
+        }
         // SAFETY: valid port id and conf.
         let ret = unsafe { sys::rte_eth_dev_configure(id, nb_rx, nb_tx, &conf) };
         if ret != 0 {
@@ -292,6 +312,53 @@ fn is_enotsup(ret: i32) -> bool {
 
 fn libc_enotsup() -> i32 {
     95 // ENOTSUP == EOPNOTSUPP on Linux
+}
+
+/// What a PMD says about its device (`rte_eth_dev_info_get`, `rte_eth_dev_socket_id`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DevInfo {
+    /// The PMD's name, e.g. "net_i40e", "net_tap".
+    pub driver: String,
+    pub max_rx_queues: u16,
+    pub max_tx_queues: u16,
+    /// RSS hash types the device can spread by (`flow_type_rss_offloads`; 0: no RSS).
+    pub rss_offloads: u64,
+    /// RSS redirection table entries (`reta_size`).
+    pub reta_size: u16,
+    /// NUMA socket of the device; None when unknown (vdevs, single-socket hosts).
+    pub socket: Option<u32>,
+}
+
+/// Device `id`'s capabilities as its PMD reports them.
+pub fn dev_info(id: u16) -> Result<DevInfo, DpdkError> {
+    let mut info: sys::rte_eth_dev_info = Default::default();
+    // SAFETY: out-pointer to a zeroed struct.
+    let ret = unsafe { sys::rte_eth_dev_info_get(id, &mut info) };
+    if ret != 0 {
+        return Err(DpdkError::from_ret(format!("rte_eth_dev_info_get(port {id})"), ret));
+    }
+    let driver = if info.driver_name.is_null() {
+        String::new()
+    } else {
+        // SAFETY: driver_name is a static C string.
+        unsafe { CStr::from_ptr(info.driver_name) }.to_string_lossy().into_owned()
+    };
+    // SAFETY: plain call.
+    let socket = unsafe { sys::rte_eth_dev_socket_id(id) };
+    Ok(DevInfo {
+        driver,
+        max_rx_queues: info.max_rx_queues,
+        max_tx_queues: info.max_tx_queues,
+        rss_offloads: info.flow_type_rss_offloads,
+        reta_size: info.reta_size,
+        socket: u32::try_from(socket).ok(),
+    })
+}
+
+/// NUMA socket of an EAL lcore (`rte_lcore_to_socket_id`).
+pub fn lcore_socket(lcore: u32) -> u32 {
+    // SAFETY: plain getter; DPDK bounds-checks the lcore id.
+    unsafe { sys::rte_lcore_to_socket_id(lcore) }
 }
 
 /// Port counters by id (readable from any thread: the PMD's stats are read-only here).
