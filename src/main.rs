@@ -608,6 +608,23 @@ fn show_rows(prefix: Option<String>, json: bool, t: pfcswitch::show::RouteTable)
     Ok(ExitCode::SUCCESS)
 }
 
+/// `show routing`: the routing control thread's health.
+fn show_routing(prefix: Option<String>, json: bool) -> Outcome {
+    let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    let v = pfcswitch::dpdk::telemetry::Client::connect(&sock)
+        .and_then(|mut c| c.query(pfcswitch::show::ROUTING_COMMAND))
+        .map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    if let Some(e) = v.get("error").and_then(serde_json::Value::as_str) {
+        return Err(Fail::Input(format!("pfcswitch: {e}")));
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+    } else {
+        print!("{}", pfcswitch::show::render_routing(&v));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `clear fdb ...`: the running switch removes the entries (a telemetry action).
 fn clear_fdb(prefix: Option<String>, cmd: &str) -> Outcome {
     let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
@@ -630,6 +647,9 @@ fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> Out
     use pfcswitch::show::{self, render, Instance, Snapshot, View};
     if let Some(t) = show::RouteTable::parse(what).filter(|_| !clear) {
         return show_rows(prefix, json, t);
+    }
+    if what == ["routing"] && !clear {
+        return show_routing(prefix, json);
     }
     if let (true, Some(cmd)) = (clear, show::fdb_clear_command(what)) {
         return clear_fdb(prefix, &cmd.map_err(|e| Fail::Input(format!("pfcswitch: {e}")))?);
