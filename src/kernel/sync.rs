@@ -93,7 +93,7 @@ impl Default for SyncStatus {
 /// `show routing`, Prometheus).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Health {
-    /// The thread runs and beat within [`ALIVE_WITHIN`].
+    /// The thread runs and beat within [`ALIVE_WITHIN`] (false once stopped).
     pub alive: bool,
     pub synced: bool,
     pub resyncs: u64,
@@ -103,7 +103,8 @@ pub struct Health {
     pub heartbeat_age_ms: u64,
     /// Prefixes the FIB refused (full), waiting for room.
     pub routes_refused: u64,
-    /// The FIB may differ from the kernel: not synced, prefixes refused, or the thread dead.
+    /// The FIB may differ from the kernel: not synced, prefixes refused, or the thread
+    /// silent while it should run.
     pub fib_out_of_sync: bool,
     pub undecodable: u64,
     pub last_resync: Option<String>,
@@ -130,7 +131,8 @@ impl SyncStatus {
         let now = self.now_ms();
         let age = |t: u64| (t != 0).then(|| now.saturating_sub(t));
         let heartbeat_age_ms = age(self.heartbeat_ms.load(Ordering::Relaxed)).unwrap_or(now);
-        let alive = self.running.load(Ordering::Relaxed) && heartbeat_age_ms <= ALIVE_WITHIN.as_millis() as u64;
+        let running = self.running.load(Ordering::Relaxed);
+        let alive = running && heartbeat_age_ms <= ALIVE_WITHIN.as_millis() as u64;
         let synced = self.synced.load(Ordering::Acquire);
         let routes_refused = self.stats.lock().unwrap_or_else(|p| p.into_inner()).refused;
         Health {
@@ -141,7 +143,7 @@ impl SyncStatus {
             last_batch_age_ms: age(self.last_batch_ms.load(Ordering::Relaxed)),
             heartbeat_age_ms,
             routes_refused,
-            fib_out_of_sync: !alive || !synced || routes_refused > 0,
+            fib_out_of_sync: (running && !alive) || !synced || routes_refused > 0,
             undecodable: self.undecodable.load(Ordering::Relaxed),
             last_resync: self.last_resync.lock().unwrap_or_else(|p| p.into_inner()).clone(),
         }
@@ -203,8 +205,9 @@ where
         if let Err(e) = run(netns.as_deref(), rcvbuf, &mut rib, &stop, &st) {
             log::error!("routing control thread: {e}");
             *st.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+            st.synced.store(false, Ordering::Release);
         }
-        st.synced.store(false, Ordering::Release);
+        // Stopped: `synced` keeps saying whether the FIB mirrored the kernel to the end.
         st.running.store(false, Ordering::Relaxed);
         rib
     })?;
