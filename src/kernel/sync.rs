@@ -93,7 +93,7 @@ impl Default for SyncStatus {
 /// `show routing`, Prometheus).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Health {
-    /// The thread runs and beat within [`ALIVE_WITHIN`] (false once stopped).
+    /// The thread runs and beat within the last 5 s (false once stopped).
     pub alive: bool,
     pub synced: bool,
     pub resyncs: u64,
