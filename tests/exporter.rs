@@ -75,7 +75,9 @@ fn scrape_while_running_counters_move() {
     assert!(status.contains("200"), "{status}");
     assert_eq!(sample(&a, "pfcswitch_up"), 1.0, "{a}");
     std::thread::sleep(Duration::from_millis(500));
+    let t0 = std::time::Instant::now();
     let (_, b) = get(port, "/metrics");
+    eprintln!("exporter: a scrape of the forwarding switch took {:?}", t0.elapsed());
 
     let rx = "pfcswitch_port_rx_packets_total{port=\"Ethernet0\"}";
     let tx = "pfcswitch_port_tx_packets_total{port=\"Ethernet4\"}";
