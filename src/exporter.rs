@@ -335,7 +335,12 @@ pub fn add_latency(m: &mut Metrics, v: &Value) {
 /// (nothing without a router: the reply is an error).
 pub fn add_routing(m: &mut Metrics, v: &Value) {
     let Some(o) = v.as_object().filter(|o| !o.contains_key("error") || o.contains_key("synced")) else { return };
-    let flag = |k: &str| u64::from(o.get(k).and_then(Value::as_bool).unwrap_or(false));
+    // DPDK's telemetry sends booleans as 0/1.
+    let flag = |k: &str| match o.get(k) {
+        Some(Value::Bool(b)) => u64::from(*b),
+        Some(v) => u64::from(v.as_u64().unwrap_or(0) != 0),
+        None => 0,
+    };
     m.gauge("routing_thread_alive", "1 while the routing control thread runs and beats", Vec::new(), flag("alive"));
     m.gauge(
         "routing_synced",
@@ -445,7 +450,7 @@ mod tests {
             "/pfcswitch/buffer_pool" => Ok(json!({"ingress_lossless_pool": {"size": 100, "xoff": 20}})),
             "/pfcswitch/pfcwd" => one(json!({"watchdog": "on", "prio3_status": "stormed", "prio3_storms_detected": 1})),
             "/pfcswitch/latency" => one(json!({"TC3_count": 9, "TC3_p50_ns": 2000, "TC3_p99_ns": 5000})),
-            "/pfcswitch/routing" => Ok(json!({"alive": true, "synced": true, "fib_out_of_sync": true,
+            "/pfcswitch/routing" => Ok(json!({"alive": 1, "synced": true, "fib_out_of_sync": 1,
                 "routes_refused": 2, "resyncs": 1, "batches": 7, "last_batch_age_ms": 1500,
                 "rib": {"events": 40, "errors": 3}, "error": null})),
             _ => Ok(json!({"error": "unknown"})),

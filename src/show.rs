@@ -1126,12 +1126,13 @@ mod tests {
 
     #[test]
     fn routing_health_table() {
-        let t = render_routing(&json!({"alive": true, "synced": false, "resyncs": 3, "routes_refused": 2,
+        let t = render_routing(&json!({"alive": 1, "synced": false, "resyncs": 3, "routes_refused": 2,
             "fib_out_of_sync": true, "last_resync": "overrun (ENOBUFS): events lost", "last_batch_age_ms": null,
             "rib": {"events": 10, "errors": 2}}));
         for (k, v) in [
-            ("Synced with the kernel", "false"),
-            ("FIB out of sync", "true"),
+            ("Thread alive", "yes"),
+            ("Synced with the kernel", "no"),
+            ("FIB out of sync", "yes"),
             ("Resyncs", "3"),
             ("Last resync", "overrun (ENOBUFS): events lost"),
             ("Last batch age (ms)", "-"),
@@ -1287,9 +1288,10 @@ pub fn render_routing(v: &Value) -> String {
     };
     let rib = |k: &str| v.get("rib").and_then(|r| r.get(k)).map_or_else(|| "-".to_string(), |x| x.to_string());
     let rows: Vec<Vec<String>> = [
-        ("Thread alive", field("alive")),
-        ("Synced with the kernel", field("synced")),
-        ("FIB out of sync", field("fib_out_of_sync")),
+        // DPDK's telemetry sends booleans as 0/1.
+        ("Thread alive", yes_no(&v["alive"])),
+        ("Synced with the kernel", yes_no(&v["synced"])),
+        ("FIB out of sync", yes_no(&v["fib_out_of_sync"])),
         ("Routes refused (FIB full)", field("routes_refused")),
         ("Resyncs", field("resyncs")),
         ("Last resync", field("last_resync")),

@@ -100,6 +100,20 @@ fn check(tag: &str, lcores: &str) -> (Vec<usize>, Vec<String>) {
             assert_eq!(t.policy, SCHED_IDLE, "{} beside the lcores, not at SCHED_IDLE:\n{table}", t.name);
         }
     }
+    // The routing thread's health, as `show routing` prints it (and in JSON).
+    let prefix = d.prefix();
+    let shown = std::process::Command::new(BIN).args(["show", "--prefix", &prefix, "routing"]).output().unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout).to_string();
+    assert!(shown.status.success(), "show routing: {}", show(&shown));
+    for line in ["Thread alive", "Synced with the kernel", "FIB out of sync", "Routes refused (FIB full)"] {
+        assert!(text.lines().any(|l| l.starts_with(line)), "no `{line}` in\n{text}");
+    }
+    let j = std::process::Command::new(BIN).args(["show", "--prefix", &prefix, "--json", "routing"]).output().unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&j)));
+    // Booleans come as 0/1 over DPDK's telemetry.
+    let (one, zero) = (serde_json::Value::from(1), serde_json::Value::from(0));
+    assert_eq!((&j["alive"], &j["synced"], &j["fib_out_of_sync"]), (&one, &one, &zero), "{j}");
+    assert!(text.lines().any(|l| l.starts_with("Synced with the kernel") && l.trim_end().ends_with("yes")), "{text}");
     let out = sw.stop();
     assert!(out.contains("threads: "), "{out}");
     (lcore_cpus, others.iter().map(|t| t.name.clone()).collect())

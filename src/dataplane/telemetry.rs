@@ -560,7 +560,7 @@ const COMMANDS: [(&str, &str, Scope); 19] = [
     ),
     (
         "/pfcswitch/routing",
-        "The routing control thread's health (alive, synced, resyncs, last batch age, routes refused, FIB out of sync) and writer counters",
+        "Routing thread health: alive, synced, resyncs, last batch age, routes refused, FIB out of sync; writer counters",
         Scope::Action(Views::routing_status),
     ),
     (
