@@ -7,6 +7,9 @@
 //!   ends with the FIB equal to the kernel's routes, the thread alive, and the resyncs
 //!   counted.
 //! * A route the FIB refused (its tbl8 groups all used) appears once routes are deleted.
+//! * Events queued on the socket are committed together: 5000 route adds made while the
+//!   writer waits for a grace period (this thread, a QSBR reader, holds it) take a few
+//!   batches, not one per datagram.
 //!
 //! Needs root; skipped otherwise. Bounds are generous (a loaded 2-CPU machine): what is
 //! asserted is that the FIB converges, not how fast.
@@ -111,6 +114,7 @@ fn the_control_plane_heals() {
     let eal = eal(&d);
     a_refused_route_is_installed_once_space_is_freed(&d);
     overrun_during_the_dump_and_events_heals(&d);
+    a_burst_is_committed_in_a_few_batches(&d);
     drop(eal);
 }
 
@@ -286,6 +290,60 @@ fn a_refused_route_is_installed_once_space_is_freed(d: &TestDir) {
     drop(reader);
     let rib = thread.join().unwrap();
     assert_eq!(status.error.lock().unwrap().clone(), None);
+    drop(rib);
+    drop(lookup);
+    drop(qsbr);
+}
+
+fn a_burst_is_committed_in_a_few_batches(d: &TestDir) {
+    const N: u32 = 5000;
+    let ns = namespace("hbt");
+    let qsbr = Qsbr::new(1).unwrap();
+    let sizes = TableSizes { v4_routes: 16_384, v4_tbl8: 256, v6_routes: 1024, v6_tbl8: 1024 };
+    let (lookup, writer) = route_tables(sizes, qsbr.clone()).unwrap();
+    let rib = Rib::new(writer, Arc::new(NextHopTables::new()), qsbr.clone(), vec!["Ethernet0".into()]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = qsbr.reader(0).unwrap();
+    reader.offline();
+    let (thread, status) = pfcswitch::kernel::sync::spawn(Some(ns.0.clone()), rib, stop.clone()).unwrap();
+    let t0 = Instant::now();
+    while !status.synced.load(Ordering::Acquire) {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no sync: {:?}", status.error.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let events = || status.stats.lock().unwrap().events;
+    let (batches0, events0) = (status.batches.load(Ordering::Relaxed), events());
+    // Online and silent: the writer's next commit waits for this reader.
+    reader.online();
+    // Whichever batch the writer commits first now waits (its counters too); whatever comes
+    // after queues on the socket.
+    ip(&ns, "route add 100.0.0.0/24 via 10.0.0.1 dev Ethernet0");
+    std::thread::sleep(Duration::from_millis(200));
+    let mut adds = String::new();
+    for i in 1..=N {
+        writeln!(adds, "route add {} via 10.0.0.1 dev Ethernet0", net(100, i)).unwrap();
+    }
+    let out = batch(&ns, d, "burst.batch", &adds).output().unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    // Let the writer go: everything queued meanwhile is read and committed.
+    reader.quiescent();
+    reader.offline();
+    let t0 = Instant::now();
+    while events() < events0 + u64::from(N) + 1 {
+        assert!(t0.elapsed() < Duration::from_secs(30), "{} of {} events applied", events() - events0, N + 1);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let batches = status.batches.load(Ordering::Relaxed) - batches0;
+    eprintln!("route_heal: {} route adds committed in {batches} batches", N + 1);
+    // The first add alone, then the burst in batches of at most 4096 datagrams (or 50 ms).
+    assert!(batches <= 20, "{batches} batches for {} events: committed per datagram", N + 1);
+    reader.online();
+    assert!(matches!(Target::decode(lookup.lookup4(v4("100.0.19.1"))), Some(Target::NextHop(_))));
+    reader.offline();
+
+    stop.store(true, Ordering::Relaxed);
+    drop(reader);
+    let rib = thread.join().unwrap();
     drop(rib);
     drop(lookup);
     drop(qsbr);
