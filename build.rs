@@ -130,6 +130,8 @@ fn main() {
         .allowlist_function("rte_eth_dev_stop")
         .allowlist_function("rte_eth_dev_close")
         .allowlist_function("rte_eth_dev_set_mtu")
+        .allowlist_function("rte_eth_dev_set_link_up")
+        .allowlist_function("rte_eth_dev_set_link_down")
         .allowlist_function("rte_eth_promiscuous_enable")
         .allowlist_function("rte_eth_macaddr_get")
         .allowlist_function("rte_eth_link_get_nowait")

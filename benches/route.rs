@@ -323,6 +323,8 @@ fn main() {
             l4_a: i as u16,
             l4_b: 4791,
             fragment: false,
+            checksum_ok: true,
+            options: false,
         })
         .collect();
     row(
@@ -339,7 +341,7 @@ fn main() {
             ns_per(l3s.len(), || {
                 l3s.iter()
                     .zip(&vals)
-                    .map(|(h, v)| match route::forward(h, *v, &tables, 7, &mtu) {
+                    .map(|(h, v)| match route::forward(h, *v, &tables, 7, &mtu, true, 0) {
                         route::Decision::Route(r) => u64::from(r.port),
                         _ => 1000,
                     })

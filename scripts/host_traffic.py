@@ -34,7 +34,7 @@ standard library only. IPv4/UDP frames with a chosen DSCP, so the switch's defau
         robin); prints {"sent": n}.
     host_traffic.py udp-sports PORT SECONDS
         Like udp-recv, and counts datagrams per source port: {"received": n, "sports":
-        {"40000": k, ...}}.
+        {"40000": k, ...}, "times": {"40000": [first, last], ...}} (CLOCK_MONOTONIC s).
     host_traffic.py tcp-send DST_IP PORT SECONDS DSCP
         Kernel TCP, IP_TOS = DSCP << 2, as fast as it goes; prints {"sent_bytes": b}.
     host_traffic.py tcp-recv PORT TIMEOUT_S
@@ -137,6 +137,9 @@ def udp_flows(dst, port, nflows, count):
 def udp_sports(port, seconds):
     n = 0
     sports = {}
+    # Per source port: first and last arrival, CLOCK_MONOTONIC seconds (one clock for every
+    # namespace of the machine: receivers in two hosts compare).
+    times = {}
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         big_rcvbuf(s)
         s.bind(("0.0.0.0", int(port)))
@@ -147,9 +150,12 @@ def udp_sports(port, seconds):
                 _, addr = s.recvfrom(65536)
             except socket.timeout:
                 continue
+            now = time.monotonic()
             n += 1
-            sports[str(addr[1])] = sports.get(str(addr[1]), 0) + 1
-    print(json.dumps({"received": n, "sports": sports}))
+            k = str(addr[1])
+            sports[k] = sports.get(k, 0) + 1
+            times[k] = [times.get(k, [now])[0], now]
+    print(json.dumps({"received": n, "sports": sports, "times": times}))
 
 
 def burst(iface, src, dst, dscp, length, count):

@@ -22,7 +22,7 @@ echo "== pure engine without DPDK =="
 cargo test --no-default-features --lib
 echo "== unit and property tests (with DPDK bindings) =="
 cargo test --lib --bins
-echo "== fuzzing: every cargo-fuzz target for ${PFCSW_FUZZ_SECONDS:-60} s (frame decoders, config loading) =="
+echo "== fuzzing: every cargo-fuzz target for ${PFCSW_FUZZ_SECONDS:-60} s (frame decoders, config loading, SONiC import) =="
 bash scripts/fuzz.sh "${PFCSW_FUZZ_SECONDS:-60}"
 echo "== integration tests (real EAL instances on vdevs) =="
 # Each test starts busy-polling switch processes: one test at a time on a 2-core machine.

@@ -104,10 +104,27 @@ drop_reasons! {
     Wred = "wred" @ Egress;
     /// A packet for the kernel over its class's punt rate limit (`[control_plane.copp]`).
     PuntRateLimited = "punt_rate_limited" @ Ingress;
+    /// Refused by a kernel representor's driver (larger than what the tap takes): dropped,
+    /// never retried at the head of its TX queue.
+    PuntUndelivered = "punt_undelivered" @ Egress;
     /// Routed into a kernel blackhole route.
     RouteBlackhole = "route_blackhole" @ Ingress;
     /// Sent to the router MAC with IP length fields that overrun the frame.
     RouteMalformed = "route_malformed" @ Ingress;
+    /// On a routed port: unicast to a MAC that is not the router's (never bridged).
+    NotRouterMac = "not_router_mac" @ Ingress;
+    /// On a routed port: a broadcast/multicast the kernel does not take, or a non-IP frame
+    /// to the router MAC (never flooded or relayed).
+    NotRouted = "not_routed" @ Ingress;
+    /// IPv4 header checksum wrong (RFC 1812 5.2.2).
+    RouteBadChecksum = "route_bad_checksum" @ Ingress;
+    /// A source no router forwards (RFC 1812 5.3.7, RFC 4291).
+    RouteMartianSource = "route_martian_source" @ Ingress;
+    /// A destination no router forwards (0/8, 127/8, ::, ::1).
+    RouteMartianDestination = "route_martian_destination" @ Ingress;
+    /// Larger than the egress MTU and not to be fragmented (IPv4 DF, IPv6): answered with
+    /// ICMP fragmentation needed / packet too big from the dataplane (counted `generated`).
+    TooBig = "too_big" @ Ingress;
 }
 
 impl DropReason {
@@ -116,6 +133,14 @@ impl DropReason {
     /// per-PG counters tell (see [`PortTotals::lossless_drops`]).
     pub fn is_lossless_loss(self) -> bool {
         matches!(self, DropReason::LosslessHeadroomFull)
+    }
+
+    /// A lossless-class packet dropped for this reason is lost by a decision, not by the
+    /// buffer: its egress link was down, or it was for the kernel over the punt rate limit.
+    /// Counted per PG in `pg_lossless_discards`, beside (not in) `lossless_drops`.
+    #[inline(always)]
+    pub const fn discards_lossless(self) -> bool {
+        matches!(self, DropReason::LinkDown | DropReason::PuntRateLimited)
     }
 }
 
@@ -253,6 +278,9 @@ counter_set! {
         /// Routed (this port as ingress): forwarded to a next hop by the router.
         routed_packets,
         routed_bytes,
+        /// ICMP errors the router built itself (packet too big) in answer to packets
+        /// received here: they enter forwarding like flood copies.
+        generated,
     }
     arrays {
         drops[DropReason::COUNT],
@@ -278,10 +306,19 @@ counter_set! {
         /// the MMU found the PG full up to its headroom, or (counted by the lcore that
         /// drops it) the egress queue of a lossless TC was full.
         pg_lossless_drops[8],
+        /// Per PG (this port as ingress): packets of a lossless class dropped by a decision
+        /// rather than the buffer ([`DropReason::discards_lossless`]: link down, punt rate
+        /// limit). Beside `pg_lossless_drops`, so that "0 lossless drops" still means the
+        /// buffer never lost one, and this says what else the class lost.
+        pg_lossless_discards[8],
         /// Per [`crate::route::PuntReason`] (this port as ingress): sent up its kernel
         /// representor, and dropped over the punt rate limit.
         punted[crate::route::PuntReason::ALL.len()],
         punt_dropped[crate::route::PuntReason::ALL.len()],
+        /// Per [`crate::route::TrapGroup`] (this port as ingress): passed and dropped by
+        /// control-plane policing (`[control_plane.copp]`).
+        copp_passed[crate::route::TrapGroup::ALL.len()],
+        copp_dropped[crate::route::TrapGroup::ALL.len()],
     }
 }
 
@@ -374,8 +411,10 @@ pub const TC_COUNTERS: [ArrayCounter; 4] = [
 ];
 
 /// Per ingress PG (telemetry prefix "PG").
-pub const PG_COUNTERS: [ArrayCounter; 1] =
-    [ArrayCounter { key: "pg_lossless_drops", telemetry: "lossless_drops", get: |t| &t.pg_lossless_drops }];
+pub const PG_COUNTERS: [ArrayCounter; 2] = [
+    ArrayCounter { key: "pg_lossless_drops", telemetry: "lossless_drops", get: |t| &t.pg_lossless_drops },
+    ArrayCounter { key: "pg_lossless_discards", telemetry: "lossless_discards", get: |t| &t.pg_lossless_discards },
+];
 
 /// The last `N` samples of a quantity (e.g. PFC reaction time in TSC ticks), single
 /// writer, readable at any time; percentiles are taken on read.
@@ -443,8 +482,12 @@ impl LcoreCounters {
         if let Some((out, queue)) = site.out {
             self.ports[out].queue_drops[queue as usize & 7].add(n);
         }
-        if let (Some(pg), true) = (site.lossless_pg, why.loses_lossless()) {
-            self.ports[site.in_port].pg_lossless_drops[pg as usize & 7].add(n);
+        if let Some(pg) = site.lossless_pg {
+            if why.loses_lossless() {
+                self.ports[site.in_port].pg_lossless_drops[pg as usize & 7].add(n);
+            } else if why.discards_lossless() {
+                self.ports[site.in_port].pg_lossless_discards[pg as usize & 7].add(n);
+            }
         }
     }
 
@@ -468,6 +511,11 @@ impl PortTotals {
     pub fn lossless_drops(&self) -> u64 {
         self.drop_count(DropReason::LosslessHeadroomFull).max(self.pg_lossless_drops.iter().sum())
     }
+    /// Lossless-class packets dropped by a decision on this ingress port (link down, punt
+    /// rate limit): beside [`PortTotals::lossless_drops`], not in it.
+    pub fn lossless_discards(&self) -> u64 {
+        self.pg_lossless_discards.iter().sum()
+    }
     pub fn drop_count(&self, r: DropReason) -> u64 {
         self.drops[r as usize]
     }
@@ -489,9 +537,10 @@ impl Totals {
         t
     }
 
-    /// Packets that entered forwarding: received plus flood copies.
+    /// Packets that entered forwarding: received plus flood copies plus the router's own
+    /// ICMP errors.
     pub fn entered(&self) -> u64 {
-        self.ports.iter().map(|p| p.rx_packets + p.flood_copies).sum()
+        self.ports.iter().map(|p| p.rx_packets + p.flood_copies + p.generated).sum()
     }
     /// Packets that left forwarding: transmitted, consumed (MAC control, LLDP) or dropped.
     pub fn left(&self) -> u64 {
@@ -516,6 +565,21 @@ mod tests {
         assert_eq!(t.ports[1].drop_count(DropReason::Runt), 1);
         assert_eq!(t.entered(), 7);
         assert_eq!(t.left(), 8);
+    }
+
+    #[test]
+    fn lossless_discards_beside_lossless_drops() {
+        let a = LcoreCounters::new(2);
+        let lossless = DropSite::forwarded(0, 3, 1, 3, Some(3));
+        a.count_drop(lossless, DropReason::LinkDown, 2);
+        a.count_drop(DropSite { lossless_pg: Some(3), ..DropSite::classified(0, 3) }, DropReason::PuntRateLimited, 1);
+        // A lossy packet's link_down drop is no lossless discard.
+        a.count_drop(DropSite::forwarded(0, 1, 1, 1, None), DropReason::LinkDown, 5);
+        let t = Totals::collect([&*a], 1);
+        assert_eq!(t.ports[0].pg_lossless_discards[3], 3);
+        assert_eq!(t.ports[0].lossless_discards(), 3);
+        assert_eq!(t.ports[0].lossless_drops(), 0, "a decision is not buffer loss");
+        assert_eq!(t.ports[0].drop_count(DropReason::LinkDown), 7);
     }
 
     #[test]

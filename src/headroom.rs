@@ -21,8 +21,10 @@
 //!                 (nominal vdevs). A NIC ring of 1024 × 9 KB at 100G is ~750 µs —
 //!                 ~9 MB — which is why the limit exists (docs/design.md, "TX ring").
 //! ```
-//! Each term is rounded up to whole bytes separately; η is their sum. `mtu` is the
-//! largest frame the port accepts (the L2 MTU as switch CLIs mean it, e.g. 9216).
+//! Each term is rounded up to whole bytes separately; η is their sum. The MTU terms are
+//! the largest frame on the wire: the port's IP MTU plus Ethernet, 802.1Q and FCS
+//! ([`crate::wire::L2_OVERHEAD`], 22 B), derived once by [`HeadroomInputs::new`] so that
+//! `pfcswitch headroom --mtu` and the switch's plan agree.
 
 use serde_json::{json, Map, Value};
 
@@ -60,8 +62,8 @@ pub struct HeadroomInputs {
     pub speed_bps: u64,
     /// Cable length, metres.
     pub cable_m: f64,
-    /// Largest frame, bytes.
-    pub mtu: u32,
+    /// Largest frame on the wire, bytes (MTU + 22: see [`max_frame`]).
+    pub frame: u32,
     /// This switch's reaction delay, nanoseconds.
     pub sw_response_ns: u64,
     /// Bytes that can be in the TX ring ahead of a PFC frame.
@@ -69,10 +71,22 @@ pub struct HeadroomInputs {
 }
 
 impl HeadroomInputs {
-    /// Inputs with [`DEFAULT_SW_RESPONSE_NS`].
+    /// Inputs for a port of IP MTU `mtu`, with [`DEFAULT_SW_RESPONSE_NS`].
     pub fn new(speed_bps: u64, cable_m: f64, mtu: u32) -> Self {
-        HeadroomInputs { speed_bps, cable_m, mtu, sw_response_ns: DEFAULT_SW_RESPONSE_NS, tx_inflight_bytes: 0 }
+        HeadroomInputs {
+            speed_bps,
+            cable_m,
+            frame: max_frame(mtu),
+            sw_response_ns: DEFAULT_SW_RESPONSE_NS,
+            tx_inflight_bytes: 0,
+        }
     }
+}
+
+/// The largest frame a port of IP MTU `mtu` puts on the wire: the one place MTU becomes
+/// a frame size for headroom.
+pub const fn max_frame(mtu: u32) -> u32 {
+    mtu + crate::wire::L2_OVERHEAD
 }
 
 /// η term by term.
@@ -109,7 +123,7 @@ fn propagation_bytes(speed_bps: u64, cable_m: f64) -> u64 {
 
 /// Computes η and its terms.
 pub fn compute(i: &HeadroomInputs) -> Breakdown {
-    let mtu = u64::from(i.mtu);
+    let mtu = u64::from(i.frame);
     let peer = peer_response_quanta(i.speed_bps).saturating_mul(BITS_PER_QUANTUM).div_ceil(8);
     let sw_bits = u128::from(i.speed_bps) * u128::from(i.sw_response_ns);
     let sw = u64::try_from(sw_bits.div_ceil(8 * 1_000_000_000)).unwrap_or(u64::MAX);
@@ -126,7 +140,7 @@ pub fn compute(i: &HeadroomInputs) -> Breakdown {
 }
 
 impl Breakdown {
-    /// `{"speed_bps", "cable_m", "mtu", "sw_response_ns", "v_mps", "peer_response_quanta",
+    /// `{"speed_bps", "cable_m", "max_frame", "sw_response_ns", "v_mps", "peer_response_quanta",
     /// "terms": {name: bytes}, "headroom_bytes"}`.
     pub fn to_json(&self) -> Value {
         let mut terms = Map::new();
@@ -136,7 +150,7 @@ impl Breakdown {
         json!({
             "speed_bps": self.inputs.speed_bps,
             "cable_m": self.inputs.cable_m,
-            "mtu": self.inputs.mtu,
+            "max_frame": self.inputs.frame,
             "sw_response_ns": self.inputs.sw_response_ns,
             "tx_inflight_bytes": self.inputs.tx_inflight_bytes,
             "v_mps": PROPAGATION_V_MPS,
@@ -150,8 +164,10 @@ impl Breakdown {
     pub fn render_text(&self) -> String {
         let i = &self.inputs;
         let speed = crate::units::format_speed(i.speed_bps);
-        let mut out =
-            format!("headroom for {speed}, {} m cable, MTU {} B (v = {PROPAGATION_V_MPS} m/s):\n", i.cable_m, i.mtu);
+        let mut out = format!(
+            "headroom for {speed}, {} m cable, largest frame {} B (v = {PROPAGATION_V_MPS} m/s):\n",
+            i.cable_m, i.frame
+        );
         for (name, bytes) in &self.terms {
             let why = match *name {
                 "propagation" => format!("2 x {} m of cable at {speed} (PFC out, data back)", i.cable_m),

@@ -27,6 +27,7 @@ pub mod reconfig;
 pub mod route;
 pub mod sched;
 pub mod show;
+pub mod sonic;
 pub mod tcq;
 pub mod thresholds;
 pub mod units;

@@ -395,10 +395,10 @@ mod tests {
     fn app_from_dscp_map_and_roce() {
         let c = cfg("[lldp]\nroce_priority = 3\n");
         let a = app_entries(&c, 0);
-        // SONiC's default DSCP map: 3→3, 4→4, 8→0, 46→5, 48→6, the rest → 1 (catch-all).
+        // SONiC's default DSCP map: 3→3, 4→4, 5→2, 8→0, 46→5, 48→6, the rest → 1 (catch-all).
         let dscp: Vec<(u16, u8)> =
             a.iter().filter(|e| e.selector == selector::DSCP).map(|e| (e.protocol, e.priority)).collect();
-        assert_eq!(dscp, vec![(3, 3), (4, 4), (8, 0), (46, 5), (48, 6)]);
+        assert_eq!(dscp, vec![(3, 3), (4, 4), (5, 2), (8, 0), (46, 5), (48, 6)]);
         assert_eq!(a.last(), Some(&AppEntry { priority: 3, selector: selector::UDP, protocol: 4791 }));
         let d = local_du(&c, 0, MacAddr([2, 0, 0, 0, 0, 1]), "tor1");
         assert_eq!(d.pfc.unwrap().enable, 0x18);

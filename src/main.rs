@@ -30,6 +30,11 @@ enum Cmd {
     Run(RunArgs),
     /// Validate a configuration: exit 0 if valid, else one line naming the field, exit 2.
     CheckConfig { file: PathBuf },
+    /// Convert another switch's configuration into pfcswitch's (docs/sonic.md)
+    Import {
+        #[command(subcommand)]
+        what: ImportCmd,
+    },
     /// Show live state of a running switch (SONiC-style tables, or --json), read over DPDK
     /// telemetry: pfc counters | queue counters | priority-group watermark shared|headroom |
     /// buffer pool | pfcwd stats | latency | counters | conservation | ip route | ipv6 route |
@@ -103,6 +108,40 @@ enum Cmd {
     },
 }
 
+/// What `pfcswitch import` reads.
+#[derive(Subcommand)]
+enum ImportCmd {
+    /// SONiC CONFIG_DB files (config_db.json, or a redis dump's flat "TABLE|key" form;
+    /// several merge, a later file's field winning) → pfcswitch TOML, validated. What is
+    /// not supported or approximated: one line each on stderr. Exit 2 on an error (one
+    /// line naming TABLE|key|field) or, with --strict, if anything is not supported.
+    Sonic {
+        #[arg(required = true, num_args = 1..)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        src: SonicSource,
+        /// Write the TOML here (default: standard output)
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// Also write FRR's bgpd.conf and zebra.conf into this directory (BGP_NEIGHBOR,
+        /// DEVICE_METADATA bgp_asn, LOOPBACK_INTERFACE, VLAN_INTERFACE)
+        #[arg(long)]
+        frr: Option<PathBuf>,
+    },
+}
+
+/// How SONiC files are read (`import sonic`, `run --config-db`).
+#[derive(Args)]
+struct SonicSource {
+    /// Port map: SONiC port name → devargs, TOML or CSV (docs/sonic.md); default: port i
+    /// is the vdev net_null<i>
+    #[arg(long)]
+    ports: Option<PathBuf>,
+    /// Exit 2 if a table or field is not supported (instead of ignoring it)
+    #[arg(long)]
+    strict: bool,
+}
+
 /// What `pfcswitch config` changes.
 #[derive(Subcommand)]
 enum ConfigCmd {
@@ -160,8 +199,15 @@ enum ConfigCmd {
         #[arg(long)]
         poll_interval: Option<String>,
     },
-    /// Write the running configuration (with every change made) to FILE as TOML
-    Save { file: PathBuf },
+    /// Write the running configuration (with every change made) to FILE as TOML, or with
+    /// `--format sonic` as a SONiC config_db.json (what CONFIG_DB cannot hold: one line
+    /// each on stderr; docs/sonic.md)
+    Save {
+        file: PathBuf,
+        /// toml | sonic
+        #[arg(long, default_value = "toml")]
+        format: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -201,8 +247,17 @@ enum InterfaceCmd {
 #[derive(Args)]
 struct RunArgs {
     /// Configuration file (TOML), e.g. dpdk-config/null.toml
-    #[arg(long, short)]
-    config: PathBuf,
+    #[arg(long, short, required_unless_present = "config_db", conflicts_with = "config_db")]
+    config: Option<PathBuf>,
+    /// Run from SONiC CONFIG_DB files instead (as `import sonic` converts them)
+    #[arg(long, num_args = 1..)]
+    config_db: Vec<PathBuf>,
+    /// With --config-db: the port map
+    #[arg(long, requires = "config_db")]
+    ports: Option<PathBuf>,
+    /// With --config-db: refuse unsupported tables and fields
+    #[arg(long, requires = "config_db")]
+    strict: bool,
     /// Stop after this long: seconds ("10", "2.5") or with a unit ("500ms", "1s").
     #[arg(long, allow_hyphen_values = true)]
     duration: Option<String>,
@@ -230,7 +285,7 @@ struct HeadroomArgs {
     /// Cable length, e.g. 300m
     #[arg(long)]
     cable: String,
-    /// MTU in bytes (the largest frame)
+    /// The port's MTU in bytes (IP MTU, as in `[[port]] mtu`; the frame adds 22 B)
     #[arg(long)]
     mtu: u32,
     /// This switch's reaction delay in ns (default: the documented measured figure)
@@ -299,6 +354,9 @@ fn main() -> ExitCode {
     let outcome = match Cli::parse().cmd {
         Cmd::Run(args) => run(args),
         Cmd::CheckConfig { file } => check_config(&file),
+        Cmd::Import { what: ImportCmd::Sonic { files, src, output, frr } } => {
+            import_sonic(&files, &src, output.as_deref(), frr.as_deref())
+        }
         Cmd::Show { prefix, json, what } => show(prefix, json, &what, false),
         Cmd::Clear { prefix, what } => show(prefix, false, &what, true),
         Cmd::Exporter { prefix, listen } => exporter(prefix, &listen),
@@ -319,6 +377,69 @@ fn load(path: &Path) -> Result<(Config, Plan), Fail> {
     let cfg = pfcswitch::config::load(path).map_err(|e| Fail::Input(e.to_string()))?;
     let plan = pfcswitch::plan::plan(&cfg, cfg.switch.sw_response_ns).map_err(|e| Fail::Input(e.to_string()))?;
     Ok((cfg, plan))
+}
+
+/// Convert and validate SONiC CONFIG_DB files: the notes (one line each, through `note`),
+/// then the import; `--strict` refuses unsupported tables and fields.
+fn sonic(files: &[PathBuf], src: &SonicSource, note: impl Fn(&str)) -> Result<pfcswitch::sonic::Import, Fail> {
+    use pfcswitch::sonic;
+    let map = src.ports.as_deref().map(sonic::PortMap::load).transpose().map_err(|e| Fail::Input(e.to_string()))?;
+    let db = sonic::Db::load(files).map_err(|e| Fail::Input(e.to_string()))?;
+    let origin = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ");
+    let imp = sonic::import(&db, map.as_ref(), &origin).map_err(|e| Fail::Input(e.to_string()))?;
+    for n in &imp.notes {
+        note(&n.to_string());
+    }
+    let unsupported = imp.unsupported().count();
+    if src.strict && unsupported > 0 {
+        return Err(Fail::Input(format!(
+            "{origin}: --strict: {unsupported} unsupported table(s) or field(s), listed above"
+        )));
+    }
+    pfcswitch::plan::plan(&imp.config, imp.config.switch.sw_response_ns)
+        .map_err(|e| Fail::Input(format!("{origin}: {e}")))?;
+    Ok(imp)
+}
+
+/// `import sonic`: the notes on stderr, the TOML to `output` or stdout, FRR's files into
+/// `frr`.
+fn import_sonic(files: &[PathBuf], src: &SonicSource, output: Option<&Path>, frr: Option<&Path>) -> Outcome {
+    let imp = sonic(files, src, |l| eprintln!("{l}"))?;
+    for w in &imp.config.warnings {
+        eprintln!("warning: {w}");
+    }
+    if let Some(dir) = frr {
+        let db = pfcswitch::sonic::Db::load(files).map_err(|e| Fail::Input(e.to_string()))?;
+        let f = pfcswitch::sonic::frr::frr(&db).map_err(|e| Fail::Input(e.to_string()))?;
+        for n in &f.notes {
+            eprintln!("unsupported: {n}");
+        }
+        if src.strict && !f.notes.is_empty() {
+            return Err(Fail::Input(format!(
+                "{}: --strict: FRR: {} unsupported key(s), listed above",
+                dir.display(),
+                f.notes.len()
+            )));
+        }
+        let write = |name: &str, text: &str| {
+            let p = dir.join(name);
+            std::fs::write(&p, text).map_err(|e| Fail::Runtime(format!("pfcswitch: cannot write {}: {e}", p.display())))
+        };
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Fail::Runtime(format!("pfcswitch: cannot create {}: {e}", dir.display())))?;
+        write("bgpd.conf", &f.bgpd)?;
+        write("zebra.conf", &f.zebra)?;
+        eprintln!("{}: bgpd.conf, zebra.conf", dir.display());
+    }
+    match output {
+        Some(p) => {
+            std::fs::write(p, &imp.text)
+                .map_err(|e| Fail::Runtime(format!("pfcswitch: cannot write {}: {e}", p.display())))?;
+            eprintln!("{}: {} ports, ok", p.display(), imp.config.ports.len());
+        }
+        None => print!("{}", imp.text),
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `check-config`: the warnings, then `<file>: ok`.
@@ -387,7 +508,7 @@ fn headroom(args: HeadroomArgs) -> Outcome {
     let inputs = pfcswitch::headroom::HeadroomInputs {
         speed_bps: pfcswitch::units::parse_speed(&speed).map_err(flag("--speed"))?,
         cable_m: pfcswitch::units::parse_length_m(&cable).map_err(flag("--cable"))?,
-        mtu,
+        frame: pfcswitch::headroom::max_frame(mtu),
         sw_response_ns: sw_response_ns.unwrap_or(pfcswitch::headroom::DEFAULT_SW_RESPONSE_NS),
         tx_inflight_bytes: tx_inflight_bytes.unwrap_or(0),
     };
@@ -404,7 +525,17 @@ fn headroom(args: HeadroomArgs) -> Outcome {
 /// switch runs until a signal or `--duration`, prints its summary, writes `--stats-json`,
 /// and exits 1 if a packet or an mbuf is unaccounted for.
 fn run(args: RunArgs) -> Outcome {
-    let RunArgs { config, duration, stats_json, stats_interval, timeline, timeline_interval_us } = args;
+    let RunArgs {
+        config,
+        config_db,
+        ports,
+        strict,
+        duration,
+        stats_json,
+        stats_interval,
+        timeline,
+        timeline_interval_us,
+    } = args;
     let duration = duration.as_deref().map(|d| cli_duration("--duration", d)).transpose()?.filter(|d| !d.is_zero());
     let stats_interval = Some(cli_duration("--stats-interval", &stats_interval)?).filter(|d| !d.is_zero());
     // Sampling more rarely than once a year is no timeline (and TSC ticks overflow).
@@ -418,9 +549,54 @@ fn run(args: RunArgs) -> Outcome {
             check_writable(p).map_err(|e| Fail::Input(format!("{flag}: cannot write {}: {e}", p.display())))?;
         }
     }
+    // The file converted from CONFIG_DB lives as long as the switch runs.
+    struct Generated(Option<PathBuf>);
+    impl Drop for Generated {
+        fn drop(&mut self) {
+            if let Some(p) = &self.0 {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+    let mut generated = Generated(None);
+    let shown = match &config {
+        Some(c) => c.display().to_string(),
+        None => config_db.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "),
+    };
+    let config = match config {
+        Some(c) => c,
+        None => {
+            // The converted file is what the switch runs (and what live changes edit).
+            let imp = sonic(&config_db, &SonicSource { ports, strict }, |l| log::warn!("{l}"))?;
+            let path = std::env::temp_dir().join(format!("pfcswitch-sonic-{}.toml", std::process::id()));
+            // A new file only the switch's user reads: the configuration is code (devargs),
+            // and the temporary directory is everyone's.
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .and_then(|mut f| f.write_all(imp.text.as_bytes()))
+                .map_err(|e| Fail::Runtime(format!("pfcswitch: cannot write {}: {e}", path.display())))?;
+            log::info!("running the configuration imported from CONFIG_DB, written to {}", path.display());
+            generated.0 = Some(path.clone());
+            path
+        }
+    };
     let (cfg, plan) = load(&config)?;
     for w in cfg.warnings.iter().chain(&plan.warnings) {
         log::warn!("{w}");
+    }
+    // Representors are ports too; past the limit EAL would refuse them one by one.
+    if cfg.ports.len() > pfcswitch::dpdk::MAX_PORTS {
+        return Err(Fail::Input(format!(
+            "{}: port: {} ports (with representors), more than this DPDK build probes (RTE_MAX_ETHPORTS = {})",
+            shown,
+            cfg.ports.len(),
+            pfcswitch::dpdk::MAX_PORTS
+        )));
     }
     let spec = dataplane::SwitchSpec::from_config(&cfg, plan);
     let signal_err = |e: std::io::Error| Fail::Runtime(format!("pfcswitch: cannot install signal handler: {e}"));
@@ -733,7 +909,12 @@ fn live_config(prefix: Option<String>, what: ConfigCmd) -> Outcome {
             let list = if enable.trim().is_empty() { "none".to_string() } else { enable.replace(',', ":") };
             (Some(Change::new(Target::Port(port), &[("pfc_enable", &list)])), None)
         }
-        ConfigCmd::Save { file } => (None, Some(file)),
+        ConfigCmd::Save { file, format } => {
+            if format != "toml" && format != "sonic" {
+                return Err(Fail::Input(format!("--format: '{format}' is not toml or sonic")));
+            }
+            (None, Some((file, format)))
+        }
     };
     let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
     let mut c =
@@ -753,12 +934,21 @@ fn live_config(prefix: Option<String>, what: ConfigCmd) -> Outcome {
         let line = whole.unwrap_or_else(|| e.as_str().unwrap_or_default().to_string());
         return Err(Fail::Input(format!("pfcswitch: {line}")));
     }
-    if let Some(file) = save {
-        let text = strings("pieces")
+    if let Some((file, format)) = save {
+        let mut text = strings("pieces")
             .ok_or_else(|| Fail::Runtime("pfcswitch: no running configuration in the reply".into()))
             .and_then(|p| {
                 join_pieces(&p).map_err(|e| Fail::Runtime(format!("pfcswitch: running configuration: {e}")))
             })?;
+        if format == "sonic" {
+            let cfg = pfcswitch::config::from_str(&text, "running configuration")
+                .map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+            let (db, notes) = pfcswitch::sonic::export::config_db(&cfg);
+            for n in notes {
+                eprintln!("not saved: {n}");
+            }
+            text = serde_json::to_string_pretty(&db).expect("json") + "\n";
+        }
         std::fs::write(&file, text)
             .map_err(|e| Fail::Runtime(format!("pfcswitch: cannot write {}: {e}", file.display())))?;
         println!("running configuration written to {}", file.display());

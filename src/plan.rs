@@ -154,7 +154,7 @@ fn plan_port(
     let calc = headroom::compute(&HeadroomInputs {
         speed_bps: p.speed_bps,
         cable_m: p.cable_length_m,
-        mtu: frame,
+        frame,
         sw_response_ns,
         tx_inflight_bytes: ahead,
     });

@@ -605,6 +605,20 @@ fn render_port_counters(ps: &[(String, Map<String, Value>)]) -> String {
         let h: Vec<String> = ["Iface", "Punted for", "Packets", "Rate-limited"].iter().map(|s| s.to_string()).collect();
         s.push_str(&format!("\nTo the kernel (per ingress port and reason)\n{}", table(&h, &why)));
     }
+    // Control-plane policing, per ingress port and trap group, where there is any.
+    let mut copp = Vec::new();
+    for (p, o) in ps {
+        for g in crate::route::TrapGroup::ALL {
+            let (n, d) = (get(o, &format!("copp_{}_passed", g.name())), get(o, &format!("copp_{}_dropped", g.name())));
+            if n != "0" && n != "N/A" || d != "0" && d != "N/A" {
+                copp.push(vec![p.clone(), g.name().to_string(), n, d]);
+            }
+        }
+    }
+    if !copp.is_empty() {
+        let h: Vec<String> = ["Iface", "Trap group", "Passed", "Dropped"].iter().map(|s| s.to_string()).collect();
+        s.push_str(&format!("\nCoPP (per ingress port and trap group)\n{}", table(&h, &copp)));
+    }
     s
 }
 

@@ -34,7 +34,7 @@ fn worked_numbers() {
         let b = compute(&HeadroomInputs {
             speed_bps: speed,
             cable_m: cable,
-            mtu,
+            frame: mtu,
             sw_response_ns: sw,
             tx_inflight_bytes: 0,
         });
@@ -54,7 +54,7 @@ fn speeds_between_table_entries_use_next_higher() {
         let b = compute(&HeadroomInputs {
             speed_bps: speed,
             cable_m: 0.0,
-            mtu: 1500,
+            frame: 1500,
             sw_response_ns: 0,
             tx_inflight_bytes: 0,
         });
@@ -64,12 +64,12 @@ fn speeds_between_table_entries_use_next_higher() {
 
 #[test]
 fn json_and_text() {
-    let b = compute(&HeadroomInputs::new(100 * G, 300.0, 9216));
+    let b = compute(&HeadroomInputs::new(100 * G, 300.0, 9194));
     assert_eq!(b.inputs.sw_response_ns, DEFAULT_SW_RESPONSE_NS);
     let j = b.to_json();
     assert_eq!(j["speed_bps"], 100 * G);
     assert_eq!(j["cable_m"], 300.0);
-    assert_eq!(j["mtu"], 9216);
+    assert_eq!(j["max_frame"], 9216, "MTU 9194 + 22");
     assert_eq!(j["headroom_bytes"], 206_554);
     assert_eq!(j["terms"]["propagation"], 37_906);
     assert_eq!(j["terms"]["sw_response"], 125_000);

@@ -369,7 +369,7 @@ fn calculated_headroom_is_enough_and_less_is_not() {
         let eta = compute(&HeadroomInputs {
             speed_bps: speed,
             cable_m: cable,
-            mtu,
+            frame: mtu,
             sw_response_ns: sw,
             tx_inflight_bytes: 0,
         })
@@ -394,7 +394,7 @@ proptest! {
         sw in 0u64..20_000,
     ) {
         let speed = speed * 1_000_000_000;
-        let eta = compute(&HeadroomInputs { speed_bps: speed, cable_m: cable, mtu, sw_response_ns: sw, tx_inflight_bytes: 0 }).headroom_bytes;
+        let eta = compute(&HeadroomInputs { speed_bps: speed, cable_m: cable, frame: mtu, sw_response_ns: sw, tx_inflight_bytes: 0 }).headroom_bytes;
         prop_assert_eq!(link_model(speed, cable, mtu, sw, eta).0, 0);
         prop_assert!(link_model(speed, cable, mtu, sw, eta - 2 * u64::from(mtu)).0 > 0);
     }

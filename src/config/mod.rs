@@ -121,6 +121,8 @@
 //! [control_plane]               # optional
 //! netns = "leaf1"               # enter this network namespace (`ip netns add leaf1`) before
 //!                               # EAL starts: representors, rtnetlink, af_packet live there
+//! accept_martian_sources = []   # router interfaces that route IPv4 martian sources
+//!                               # (RFC 1812 5.3.7 relaxed; default none: docs/routing.md)
 //!
 //! [vlan.Vlan1000]               # VLAN|Vlan1000: the name is Vlan<1..4094>
 //! vlanid = 1000                 # optional; must match the name

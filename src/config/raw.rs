@@ -339,17 +339,23 @@ pub(crate) enum RawTaggingMode {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawControlPlane {
     pub netns: Option<String>,
+    /// Router interfaces that route IPv4 martian sources (RFC 1812 5.3.7 relaxed).
+    pub accept_martian_sources: Option<Vec<String>>,
     /// Deserialized on its own, so its errors name `control_plane.copp.<key>`.
     pub copp: Option<Value>,
 }
 
-/// `[control_plane.copp]`: punt rate limits per class, packets per second.
+/// `[control_plane.copp]`: punt rate limits per trap group and port, packets per second.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawCopp {
     pub arp_nd: Option<IntLike>,
-    pub to_us: Option<IntLike>,
-    pub exceptions: Option<IntLike>,
+    pub bgp_bfd: Option<IntLike>,
+    pub ip2me: Option<IntLike>,
+    pub ttl_error: Option<IntLike>,
+    pub neigh_miss: Option<IntLike>,
+    pub mtu: Option<IntLike>,
+    pub default: Option<IntLike>,
 }
 
 fn field_between<'a>(msg: &'a str, prefix: &str) -> Option<(&'a str, &'a str)> {

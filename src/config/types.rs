@@ -495,21 +495,15 @@ fn ser_slice<S: serde::Serializer>(v: &[u8; 64], s: S) -> Result<S::Ok, S::Error
 }
 
 impl Default for QosConfig {
-    /// SONiC defaults: DSCP 3→3, 4→4, 8→0, 46→5, 48→6, every other DSCP → 1;
-    /// dot1p identity; TC 3→PG 3, 4→PG 4, others → PG 0; TC→queue identity;
+    /// SONiC defaults (`AZURE`, one home: [`crate::classify`]): DSCP 3→3, 4→4, 5→2, 8→0,
+    /// 46→5, 48→6, every other DSCP → 1; dot1p identity; TC 3→PG 3, 4→PG 4, 7→PG 7,
+    /// others → PG 0; TC→queue identity;
     /// scheduler: TC 7 strict, TCs 3 and 4 DWRR weight 15, others DWRR weight 14
     /// (SONiC `scheduler.1`/`scheduler.0`).
     fn default() -> QosConfig {
-        let mut dscp_to_tc = [1u8; 64];
-        dscp_to_tc[3] = 3;
-        dscp_to_tc[4] = 4;
-        dscp_to_tc[8] = 0;
-        dscp_to_tc[46] = 5;
-        dscp_to_tc[48] = 6;
-        let identity = [0, 1, 2, 3, 4, 5, 6, 7];
-        let mut tc_to_pg = [0u8; NUM_TC];
-        tc_to_pg[3] = 3;
-        tc_to_pg[4] = 4;
+        let dscp_to_tc = crate::classify::SONIC_DSCP_TO_TC;
+        let identity = crate::classify::IDENTITY_8;
+        let tc_to_pg = crate::classify::SONIC_TC_TO_PG;
         let mut scheduler = [Scheduler::Dwrr(14); NUM_TC];
         scheduler[3] = Scheduler::Dwrr(15);
         scheduler[4] = Scheduler::Dwrr(15);
@@ -623,23 +617,38 @@ pub struct VlanInterface {
     pub addrs: Vec<crate::route::IfAddr>,
 }
 
-/// Punt rate limits (SONiC's COPP idea), packets per second per class for the whole switch
-/// (each worker lcore polices its share). 0 punts nothing of the class.
+/// Control-plane policing (SONiC's COPP): packets per second of each trap group per
+/// ingress port (each worker lcore polices its share). 0 punts nothing of the group.
+/// Defaults are SONiC's `copp_cfg.json` CIRs (docs/routing.md, "CoPP").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct CoppConfig {
-    /// ARP and IPv6 neighbour discovery.
+    /// ARP and IPv6 neighbour discovery (SONiC `queue4_group2`, 600).
     pub arp_nd: u32,
-    /// To the switch's own addresses (ping, BGP), link-scope multicast.
-    pub to_us: u32,
-    /// TTL expired, no route, unresolved neighbour, MTU exceeded.
-    pub exceptions: u32,
+    /// BGP and BFD to the switch (SONiC `queue4_group1`, 6000).
+    pub bgp_bfd: u32,
+    /// Anything else to the switch's addresses, link-scope multicast (SONiC `queue1_group1`
+    /// ip2me, 6000).
+    pub ip2me: u32,
+    /// TTL expired (SONiC `default`, 600).
+    pub ttl_error: u32,
+    /// Unresolved neighbour (600).
+    pub neigh_miss: u32,
+    /// Larger than the egress MTU (600).
+    pub mtu: u32,
+    /// No route, IPv4 options, the rest (SONiC `default`, 600).
+    pub default: u32,
+}
+
+impl CoppConfig {
+    /// The rates in [`crate::route::TrapGroup::ALL`] order.
+    pub fn rates(&self) -> [u32; 7] {
+        [self.arp_nd, self.bgp_bfd, self.ip2me, self.ttl_error, self.neigh_miss, self.mtu, self.default]
+    }
 }
 
 impl Default for CoppConfig {
-    /// SONiC's defaults in spirit: ARP/ND 600 pps, traffic to the switch 6000 pps,
-    /// exceptions 600 pps.
     fn default() -> CoppConfig {
-        CoppConfig { arp_nd: 600, to_us: 6000, exceptions: 600 }
+        CoppConfig { arp_nd: 600, bgp_bfd: 6000, ip2me: 6000, ttl_error: 600, neigh_miss: 600, mtu: 600, default: 600 }
     }
 }
 
@@ -649,6 +658,9 @@ pub struct RouterInterface {
     /// `[[port]]` index.
     pub port: usize,
     pub addrs: Vec<crate::route::IfAddr>,
+    /// Listed in `[control_plane] accept_martian_sources`: IPv4 packets from martian
+    /// sources (0/8, 127/8, 224/4, 240/4) received here are routed, not dropped.
+    pub accept_martian_sources: bool,
 }
 
 impl RoutingConfig {
@@ -660,6 +672,11 @@ impl RoutingConfig {
     /// Is port `index` a router interface?
     pub fn is_routed(&self, index: usize) -> bool {
         self.interfaces.iter().any(|i| i.port == index)
+    }
+
+    /// Does router interface `index` route IPv4 martian sources?
+    pub fn accepts_martian_sources(&self, index: usize) -> bool {
+        self.interfaces.iter().any(|i| i.port == index && i.accept_martian_sources)
     }
 }
 

@@ -99,6 +99,12 @@ impl Control {
             let was = rt.link_up.load(Ordering::Relaxed);
             if link.up && !was {
                 rt.link_up.store(true, Ordering::Release);
+                if p < 64 {
+                    shared.link_down_mask.fetch_and(!(1u64 << p), Ordering::Release);
+                }
+                if let Some(rep) = rt.representor_id {
+                    carrier(&shared, rep, &rt.name, true);
+                }
                 shared.io.send(IoMsg::Log(log::Level::Info, format!("link: {} up", rt.name)));
                 let bps = u64::from(link.speed_mbps) * 1_000_000;
                 if rt.real_link && link.speed_mbps != 0 && link.speed_mbps != u32::MAX && bps != rt.speed_bps {
@@ -114,6 +120,12 @@ impl Control {
                 }
             } else if !link.up && was {
                 rt.link_up.store(false, Ordering::Release);
+                if p < 64 {
+                    shared.link_down_mask.fetch_or(1u64 << p, Ordering::Release);
+                }
+                if let Some(rep) = rt.representor_id {
+                    carrier(&shared, rep, &rt.name, false);
+                }
                 shared.io.send(IoMsg::Log(
                     log::Level::Warn,
                     format!(
@@ -351,5 +363,19 @@ impl Control {
             eg.drain_control();
         }
         while self.shared.lldp.inbox.pop().is_some() {}
+    }
+}
+
+/// The kernel representor of a port whose link changed follows it (net_tap: the netdev's
+/// admin state), so the kernel withdraws connected routes and neighbours at once and FRR
+/// reacts in milliseconds instead of waiting for BGP or BFD timers. One ioctl at a link
+/// transition, never per packet.
+#[cold]
+fn carrier(shared: &Shared, rep: u16, name: &str, up: bool) {
+    if let Err(e) = crate::dpdk::set_link(rep, up) {
+        shared.io.send(IoMsg::Log(
+            log::Level::Warn,
+            format!("link: {name}: representor not set {}: {e}", if up { "up" } else { "down" }),
+        ));
     }
 }

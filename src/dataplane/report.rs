@@ -154,7 +154,7 @@ impl RunReport {
         let mut ok = true;
         if !self.conservation_ok() {
             lines.push(format!(
-                "CONSERVATION MISMATCH: entered {} (rx + flood copies) vs left {} (tx + consumed + drops); MMU bytes still charged {}",
+                "CONSERVATION MISMATCH: entered {} (rx + flood copies + generated) vs left {} (tx + consumed + drops); MMU bytes still charged {}",
                 t.entered(),
                 t.left(),
                 self.mmu_bytes_after_stop
@@ -174,6 +174,15 @@ impl RunReport {
                 ll.switch,
                 ll.nic
             ));
+        }
+        for p in &self.ports {
+            let n = p.totals.drop_count(DropReason::PuntUndelivered);
+            if n > 0 {
+                lines.push(format!(
+                    "PUNT UNDELIVERED on {}: {n} packets for the kernel were refused by its representor (over the representor's MTU?)",
+                    p.name
+                ));
+            }
         }
         if self.mbufs_in_use_after_stop != 0 {
             lines.push(format!(
@@ -278,6 +287,10 @@ impl RunReport {
                     // that carries a lossless class (lossless_nic_loss: imissed + rx_nombuf).
                     "lossless_drops": p.lossless_loss().total(),
                     "pg_lossless_drops": (PG_COUNTERS[0].get)(&p.totals),
+                    // Lossless-class packets dropped by a decision (link down, punt rate
+                    // limit), beside lossless_drops: docs/failure-behaviour.md.
+                    "lossless_discards": p.totals.lossless_discards(),
+                    "pg_lossless_discards": (PG_COUNTERS[1].get)(&p.totals),
                     "pmd": p.pmd,
                     "lossless_nic_loss": p.lossless_nic_loss(),
                     "pfc_enable": (0..8).filter(|i| p.pfc_enable & (1 << i) != 0).collect::<Vec<u8>>(),
@@ -309,6 +322,14 @@ impl RunReport {
                 };
                 o["punted"] = by_reason(&p.totals.punted);
                 o["punt_dropped"] = by_reason(&p.totals.punt_dropped);
+                // Control-plane policing per trap group: {"arp_nd": {"passed": n, "dropped": n}, ...}.
+                o["copp"] = crate::route::TrapGroup::ALL
+                    .iter()
+                    .map(|g| {
+                        let (i, t) = (g.index(), &p.totals);
+                        (g.name().to_string(), json!({"passed": t.copp_passed[i], "dropped": t.copp_dropped[i]}))
+                    })
+                    .collect();
                 if let Some(Some(of)) = self.representor_of.get(i) {
                     o["representor_of"] = self.ports[*of].name.clone().into();
                 }

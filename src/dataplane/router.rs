@@ -139,6 +139,18 @@ impl Router {
         route::ingress(p, frame, &self.ports[rif], slot)
     }
 
+    /// The L3 header [`Router::ingress`] parsed last (meaningful for IP frames).
+    #[inline(always)]
+    pub fn ingress_l3(&self) -> &L3Header {
+        &self.l3[self.held.len().min(BURST_CAP - 1)]
+    }
+
+    /// The L3 header of the `k`-th held packet.
+    #[inline(always)]
+    pub fn held_l3(&self, k: usize) -> &L3Header {
+        &self.l3[k.min(BURST_CAP - 1)]
+    }
+
     /// Pass 1: keep a packet, whose header [`Router::ingress`] parsed, for the lookup. A
     /// burst holds at most `BURST_CAP`, as many as one receive burst brings.
     #[inline]
@@ -193,12 +205,15 @@ impl Router {
         }
     }
 
-    /// Pass 2: the `k`-th held packet, what pass 1 knew of it, and its decision.
+    /// Pass 2: the `k`-th held packet, what pass 1 knew of it, and its decision (`down`:
+    /// the ports whose link is down, bit p).
     #[inline]
-    pub fn decide_held(&mut self, k: usize) -> Option<(Mbuf, Held, Decision)> {
+    pub fn decide_held(&mut self, k: usize, down: u64) -> Option<(Mbuf, Held, Decision)> {
         let m = self.held.take(k)?;
-        let d = route::forward(&self.l3[k], self.vals[k], &self.tables, self.seed, &self.ip_mtu);
-        Some((m, self.meta[k], d))
+        let h = self.meta[k];
+        let v4_sources = !self.ports.get(usize::from(h.rif)).is_some_and(|p| p.accept_martian_v4);
+        let d = route::forward(&self.l3[k], self.vals[k], &self.tables, self.seed, &self.ip_mtu, v4_sources, down);
+        Some((m, h, d))
     }
 
     /// End of pass 2.

@@ -37,8 +37,23 @@ pub struct Routing {
     vlan_of: Vec<u16>,
     /// Switch port names (`show ip route` names next hops' ports with them).
     pub names: Vec<String>,
-    rates: [u32; 3],
+    rates: [u32; 7],
     workers: u32,
+}
+
+/// `p` with the source addresses of its own ICMP errors: the first configured IPv4 and
+/// the first configured non-link-local IPv6 address of the interface.
+fn with_sources(mut p: RouterPort, addrs: &[crate::route::IfAddr]) -> RouterPort {
+    use std::net::IpAddr;
+    p.src4 = addrs.iter().find_map(|a| match a.addr {
+        IpAddr::V4(v) => Some(v.octets()),
+        IpAddr::V6(_) => None,
+    });
+    p.src6 = addrs.iter().find_map(|a| match a.addr {
+        IpAddr::V6(v) if v.segments()[0] & 0xffc0 != 0xfe80 => Some(v.octets()),
+        _ => None,
+    });
+    p
 }
 
 fn err(e: impl std::fmt::Display) -> DataplaneError {
@@ -98,9 +113,20 @@ impl Routing {
             thread: Some(thread),
             ports: (0..spec.ports.len())
                 .map(|i| match vlan_of[i] {
-                    0 => RouterPort { routed: i < nswitch && cfg.is_routed(i), mac: macs[i] },
+                    0 if i < nswitch && cfg.is_routed(i) => {
+                        let addrs = cfg.interfaces.iter().find(|x| x.port == i).map(|x| x.addrs.as_slice());
+                        let p = RouterPort {
+                            accept_martian_v4: cfg.accepts_martian_sources(i),
+                            ..RouterPort::port(macs[i])
+                        };
+                        with_sources(p, addrs.unwrap_or(&[]))
+                    }
+                    0 => RouterPort::NONE,
                     // A VLAN interface routes what its members receive to the router MAC.
-                    _ => RouterPort { routed: true, mac: macs[0] },
+                    vid => {
+                        let addrs = cfg.vlan_interfaces.iter().find(|v| v.vid == vid).map(|v| v.addrs.as_slice());
+                        with_sources(RouterPort::vlan(macs[0]), addrs.unwrap_or(&[]))
+                    }
                 })
                 .collect(),
             ip_mtu: spec.ports.iter().map(|p| p.mtu.min(u32::from(u16::MAX)) as u16).collect(),
@@ -112,7 +138,7 @@ impl Routing {
                 .collect(),
             vlan_of,
             names,
-            rates: [cfg.copp.arp_nd, cfg.copp.to_us, cfg.copp.exceptions],
+            rates: cfg.copp.rates(),
             workers,
         };
         while !routing.status.synced.load(Ordering::Acquire) {
@@ -153,7 +179,7 @@ impl Routing {
             self.ip_mtu.clone(),
             self.rep_of.clone(),
             &self.vlan_of,
-            PuntLimiter::new(self.rates, self.workers, tsc_hz, now),
+            PuntLimiter::new(self.rates, self.workers, self.ports.len(), tsc_hz, now),
         ))
     }
 

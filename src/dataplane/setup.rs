@@ -299,6 +299,7 @@ pub fn shared_state(
                 tx_enable: AtomicBool::new(ps.tx_enable),
                 tx_credit: AtomicU64::new(0),
                 link_up: AtomicBool::new(links[i].up),
+                representor_id: spec.ports.iter().position(|r| r.representor_of == Some(i)).map(|r| ports.ids[r]),
                 real_link: spec.config.ports[i].has_real_link(),
                 control_txq: ports.ctl_txqs[i].is_some(),
                 latency: PortLatency::new(tsc_hz),
@@ -338,6 +339,9 @@ pub fn shared_state(
         lldp: super::lldp_shared::LldpShared::new(spec),
         reconfig: super::reconfig_shared::ReconfigShared::new(&spec.config),
         control_bell: Default::default(),
+        link_down_mask: AtomicU64::new(
+            links.iter().enumerate().filter(|(i, l)| *i < 64 && !l.up).fold(0, |m, (i, _)| m | 1u64 << i),
+        ),
     })
 }
 

@@ -45,6 +45,9 @@ pub struct PortRt {
     /// Link up, as read at start and then by the control lcore every millisecond (a link
     /// that never came up is down).
     pub link_up: AtomicBool,
+    /// The DPDK port id of this port's kernel representor (a router interface): its
+    /// netdev is taken down with the link, so the kernel withdraws what it routed there.
+    pub representor_id: Option<u16>,
     /// A physical or kernel link whose reported speed is real (not a vdev's nominal one).
     pub real_link: bool,
     /// PFC frames leave on TX queue 1 (`control_tx_queue`).
@@ -110,6 +113,10 @@ pub struct Shared {
     /// The control lcore's doorbell: an edge queued for it ends its nap, so a RESUME
     /// never waits for the end of one.
     pub control_bell: Doorbell,
+    /// Bit p: port p's link is down (ports 0..64; kept with `PortRt::link_up` by the
+    /// control lcore). Read once a burst by the router, which skips dead ECMP members
+    /// before the kernel's withdrawals arrive.
+    pub link_down_mask: AtomicU64,
 }
 
 /// A worker's doorbell: whoever queues a PFC frame for one of its ports wakes it if it

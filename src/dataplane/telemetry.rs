@@ -343,12 +343,17 @@ impl Views {
         o.insert("rx_nombuf".into(), pmd.rx_nombuf.into());
         o.insert("lossless_drops".into(), (pt.lossless_drops() + nic_loss).into());
         o.insert("lossless_nic_loss".into(), nic_loss.into());
+        o.insert("lossless_discards".into(), pt.lossless_discards().into());
         for r in DropReason::ALL {
             o.insert(format!("drop_{}", r.as_str()), pt.drop_count(r).into());
         }
         for r in crate::route::PuntReason::ALL {
             o.insert(format!("punted_{}", r.name()), pt.punted[r.index()].into());
             o.insert(format!("punt_dropped_{}", r.name()), pt.punt_dropped[r.index()].into());
+        }
+        for g in crate::route::TrapGroup::ALL {
+            o.insert(format!("copp_{}_passed", g.name()), pt.copp_passed[g.index()].into());
+            o.insert(format!("copp_{}_dropped", g.name()), pt.copp_dropped[g.index()].into());
         }
         o
     }

@@ -75,6 +75,9 @@ struct LazyFree {
 pub struct TxPort {
     pub port: usize,
     txq: TxQueue,
+    /// A kernel representor: what its driver refuses (a frame over the tap's MTU) is dropped
+    /// as `punt_undelivered`, never retried at the head of the line (docs/routing.md).
+    kernel: bool,
     /// Taken from the queues (and PFC frames), not yet accepted by the TX ring.
     pending: Pending<MbufBurst, RunKey, BURST_CAP>,
     /// The TC queues (FIFO of runs, at most `egress_queue_len` packets each).
@@ -126,9 +129,11 @@ impl TxPort {
         // 9100-MTU port may be switched to a 1500-MTU one). The scheduler's quantum and
         // the shaper's bucket hold at least one, so neither can wedge a queue behind it.
         let max_frame = crate::wire::max_frame_len(spec.max_mtu());
+        let kernel = spec.ports[port].representor_of.is_some() || spec.ports[port].vlan_interface_of.is_some();
         TxPort {
             port,
             txq,
+            kernel,
             pending: Pending::new(MbufBurst::new()),
             tcq: std::array::from_fn(|_| TcQueue::new(queue_len)),
             published: [0; 8],
@@ -594,11 +599,28 @@ impl TxPort {
         pc.tx_packets.add(data);
         pc.tx_bytes.add(bytes);
         pc.control_tx.add(ctl);
+        if self.kernel && !self.pending.is_empty() {
+            self.drop_undelivered(shared, worker, now, c);
+        }
         if now >= self.lat.next_publish {
             self.lat.publish(&shared.ports[self.port].latency, false);
             self.lat.next_publish = now + self.lat.publish_every;
         }
         sent
+    }
+
+    /// A representor's driver took less than offered: the kernel refused the first frame
+    /// left (net_tap counts it in `oerrors`: larger than its MTU). Retrying would wedge the
+    /// port's path to the kernel behind it for good, so what is left is dropped and counted.
+    #[cold]
+    fn drop_undelivered(&mut self, shared: &Shared, worker: usize, now: u64, c: &LcoreCounters) {
+        self.pending.drain(|key, m, charged| {
+            if let Some(key) = key {
+                let q = key.queued(m, charged);
+                shared.push_edge(worker, shared.mmu.release(q.charge), now, c);
+                c.count_drop(q.drop_site(), DropReason::PuntUndelivered, 1);
+            }
+        });
     }
 
     /// One watchdog poll: detect/restore storms; with action drop, flush the stormed

@@ -16,7 +16,7 @@ use crate::dpdk::{rdtsc, Mbuf, MbufBurst, RxQueue, BURST_CAP};
 use crate::mmu::{self, Verdict};
 use crate::pfc::PfcRx;
 use crate::pfcwd::PfcwdRxStamps;
-use crate::route::{Decision, Ingress, PuntReason, RouteDrop};
+use crate::route::{Decision, Ingress, PuntReason, RouteDrop, TrapGroup};
 use crate::wire::{self, MacAddr, MacControl, Parsed, MIN_FRAME_LEN};
 
 use super::egress::{Queued, RunKey};
@@ -77,6 +77,11 @@ pub struct Worker {
     vlan_kernel: Vec<u16>,
     /// Routing (None: no router interface, the L2 switch as it always was).
     router: Option<Box<Router>>,
+    /// The bridge ports (bit p: port p): every port but the routed ones, which have no L2
+    /// domain (docs/routing.md, "A router's contract"); floods never reach a routed port.
+    l2_ports: u64,
+    /// No port is routed: every port bridges (also those past 64 without VLANs).
+    all_l2: bool,
 }
 
 /// No FDB key ([`crate::fdb::vkey`]) and no [`Batch::key`] is this: both leave the top
@@ -153,6 +158,10 @@ impl Worker {
             kernel_out: spec.ports.iter().map(|p| p.representor_of.map(|i| i as u16)).collect(),
             vlan_kernel: spec.ports.iter().map(|p| p.vlan_interface_of.unwrap_or(0)).collect(),
             router: None,
+            l2_ports: (0..spec.switch_ports().min(64))
+                .filter(|&p| !spec.config.routing.is_routed(p))
+                .fold(0, |a, p| a | 1u64 << p),
+            all_l2: spec.config.routing.interfaces.is_empty(),
         }
     }
 
@@ -450,8 +459,6 @@ impl Worker {
             if !self.arrival_ok(&mut m, in_port, self.pad_short[in_port], c) {
                 continue;
             }
-            // The length as received (a VLAN tag edited on egress changes it per copy).
-            let len = m.len() as u32;
             let parsed = match wire::parse(m.data()) {
                 Ok(p) => p,
                 Err(_) => {
@@ -504,7 +511,7 @@ impl Worker {
             };
             if let Some(rif) = rif {
                 if let Some(r) = router.as_deref_mut() {
-                    match self.route_ingress(shared, r, in_port, rif, &parsed, m, len, now, c) {
+                    match self.route_ingress(shared, r, in_port, rif, &parsed, m, now, c) {
                         Some(back) => m = back,
                         None => continue,
                     }
@@ -532,11 +539,12 @@ impl Worker {
             };
             let ip = in_port as u16;
             let nports = self.nswitch;
-            // The flood domain: every port, or the frame's VLAN's members.
-            let domain = if vlan_aware { vlans.flood_mask(vid) } else { u64::MAX };
+            // The flood domain: every bridge port, or the frame's VLAN's members.
+            let domain = if vlan_aware { vlans.flood_mask(vid) & self.l2_ports } else { self.l2_ports };
+            let everywhere = !vlan_aware && self.all_l2;
             // (With VLANs the config allows at most 64 ports; a shift past 63 is never a member.)
             let bit = |p: usize| 1u64.checked_shl(p as u32).unwrap_or(0);
-            let in_domain = |p: usize| !vlan_aware || domain & bit(p) != 0;
+            let in_domain = |p: usize| everywhere || domain & bit(p) != 0;
             let tagged_in = parsed.vlan.is_some();
             // Where the packet goes: one port (unicast, or a flood with a single other
             // port), or a flood with copies.
@@ -550,8 +558,8 @@ impl Worker {
                     continue;
                 }
                 Some(p) => Some(p),
-                None if !vlan_aware && nports == 2 => Some(1 - ip),
-                None if vlan_aware && (domain & !bit(in_port)).count_ones() == 1 => {
+                None if everywhere && nports == 2 => Some(1 - ip),
+                None if !everywhere && (domain & !bit(in_port)).count_ones() == 1 => {
                     Some((domain & !bit(in_port)).trailing_zeros() as u16)
                 }
                 None => None,
@@ -655,7 +663,6 @@ impl Worker {
         rif: usize,
         parsed: &Parsed,
         mut m: Mbuf,
-        len: u32,
         now: u64,
         c: &LcoreCounters,
     ) -> Option<Mbuf> {
@@ -665,24 +672,23 @@ impl Worker {
         }
         let mut l3_offset = parsed.l3_offset as u16;
         let tagged = parsed.vlan.is_some();
-        if rif != in_port {
-            // On a VLAN interface: a broadcast or multicast the kernel wants (ARP, ND) is
-            // bridged in the VLAN too, and a copy goes up the VLAN's representor; whatever
-            // reaches the kernel or is routed leaves untagged (the tag is the VLAN's).
-            if parsed.dst.is_multicast() {
-                if let Ingress::Done(Decision::Punt(why)) = ing {
-                    self.punt_copy(shared, r, in_port, rif, why, parsed, &m, now, c);
-                }
-                return Some(m);
+        // On a VLAN interface: a broadcast or multicast the kernel wants (ARP, ND) is
+        // bridged in the VLAN too, and a copy goes up the VLAN's representor.
+        if rif != in_port && parsed.dst.is_multicast() {
+            if let Ingress::Done(Decision::Punt(why)) = ing {
+                self.punt_copy(shared, r, in_port, rif, why, parsed, &m, now, c);
             }
-            if tagged {
-                if !vlan_edit(&mut m, Egress::Untag, true) {
-                    let class = shared.ports[in_port].plan.qos.classify(parsed);
-                    count_forwarding_drop(c, in_port, class.tc, DropReason::Malformed);
-                    return None;
-                }
-                l3_offset -= wire::VLAN_TAG_LEN as u16;
+            return Some(m);
+        }
+        // Whatever reaches the kernel or is routed leaves untagged: the tag was the VLAN's,
+        // or (on a routed port) a priority tag, VID 0 (docs/routing.md).
+        if tagged && matches!(ing, Ingress::Lookup | Ingress::Done(Decision::Punt(_))) {
+            if !vlan_edit(&mut m, Egress::Untag, true) {
+                let class = shared.ports[in_port].plan.qos.classify(parsed);
+                count_forwarding_drop(c, in_port, class.tc, DropReason::Malformed);
+                return None;
             }
+            l3_offset -= wire::VLAN_TAG_LEN as u16;
         }
         let plan = &shared.ports[in_port].plan;
         let class = plan.qos.classify(parsed);
@@ -691,12 +697,16 @@ impl Worker {
         if wd_rx & (1 << class.priority) != 0 && watchdog_rx_drops(shared, in_port, class, c) {
             return None;
         }
+        let len = m.len() as u32;
         match ing {
             Ingress::Lookup => r.hold(m, Held { l3_offset, class, lossless, len, rif: rif as u16 }),
-            Ingress::Done(Decision::Punt(why)) => self.punt(shared, r, in_port, rif, why, class, m, len, now, c),
+            Ingress::Done(Decision::Punt(why)) => {
+                let group = TrapGroup::of(why, r.ingress_l3());
+                self.punt(shared, r, in_port, rif, (why, group), class, lossless, m, len, now, c)
+            }
             Ingress::Done(Decision::Drop(why)) => count_forwarding_drop(c, in_port, class.tc, route_drop(why)),
             // `ingress` decides no route itself; bridging was handled above.
-            Ingress::Done(Decision::Route(_) | Decision::Bridge) => {
+            Ingress::Done(Decision::Route(_) | Decision::Bridge | Decision::TooBig(_)) => {
                 count_forwarding_drop(c, in_port, class.tc, DropReason::Malformed)
             }
         }
@@ -707,10 +717,11 @@ impl Worker {
     /// a run to the egress port, in the class pass 1 found), punt or drop each.
     fn route_held(&mut self, shared: &Shared, r: &mut Router, in_port: usize, now: u64, c: &LcoreCounters) {
         r.lookup_held();
+        let down = shared.link_down_mask.load(Ordering::Relaxed);
         let pc = &c.ports[in_port];
         let (mut routed, mut bytes) = (0u64, 0u64);
         for k in 0..r.held() {
-            let Some((mut m, h, d)) = r.decide_held(k) else { continue };
+            let Some((mut m, h, d)) = r.decide_held(k, down) else { continue };
             match d {
                 Decision::Route(to) => {
                     wire::route_rewrite(m.data_mut(), usize::from(h.l3_offset), to.dst_mac, r.mac(to.port));
@@ -723,8 +734,11 @@ impl Worker {
                     }
                 }
                 Decision::Punt(why) => {
-                    self.punt(shared, r, in_port, usize::from(h.rif), why, h.class, m, h.len, now, c)
+                    let (len, group) = (m.len() as u32, TrapGroup::of(why, r.held_l3(k)));
+                    let (rif, class) = (usize::from(h.rif), h.class);
+                    self.punt(shared, r, in_port, rif, (why, group), class, h.lossless, m, len, now, c)
                 }
+                Decision::TooBig(mtu) => self.too_big(shared, r, in_port, h, m, mtu, now, c),
                 Decision::Drop(why) => count_forwarding_drop(c, in_port, h.class.tc, route_drop(why)),
                 Decision::Bridge => count_forwarding_drop(c, in_port, h.class.tc, DropReason::Malformed),
             }
@@ -732,6 +746,65 @@ impl Worker {
         r.clear_held();
         pc.routed_packets.add(routed);
         pc.routed_bytes.add(bytes);
+    }
+
+    /// A held packet larger than its egress MTU `mtu`: an IPv4 packet without DF goes to the
+    /// kernel to be fragmented (`mtu_exceeded`); otherwise the router answers ICMP
+    /// fragmentation needed / packet too big itself, from the ingress interface's address,
+    /// back to the previous hop (the kernel never receives a jumbo the representor refuses),
+    /// policed as CoPP group `mtu`; the packet is dropped as `too_big`.
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn too_big(
+        &mut self,
+        shared: &Shared,
+        r: &mut Router,
+        in_port: usize,
+        h: Held,
+        m: Mbuf,
+        mtu: u16,
+        now: u64,
+        c: &LcoreCounters,
+    ) {
+        let (rif, class) = (usize::from(h.rif), h.class);
+        let port = r.ports[rif];
+        let l3 = m.data().get(usize::from(h.l3_offset)..).unwrap_or(&[]);
+        let v4 = l3.first().is_some_and(|b| b >> 4 == 4);
+        let df = v4 && l3.get(6).is_some_and(|f| f & 0x40 != 0);
+        let can_answer = if v4 { df && port.src4.is_some() } else { port.src6.is_some() };
+        if !can_answer {
+            let len = m.len() as u32;
+            let why = (PuntReason::MtuExceeded, TrapGroup::Mtu);
+            return self.punt(shared, r, in_port, rif, why, class, h.lossless, m, len, now, c);
+        }
+        let pc = &c.ports[in_port];
+        pc.tc_rx[class.tc as usize & 7].inc();
+        let site = DropSite { lossless_pg: None, ..DropSite::classified(in_port, class.tc) };
+        if !r.limiter.admit(in_port, TrapGroup::Mtu, now) {
+            pc.copp_dropped[TrapGroup::Mtu.index()].inc();
+            return c.count_drop(site, DropReason::TooBig, 1);
+        }
+        pc.copp_passed[TrapGroup::Mtu.index()].inc();
+        c.count_drop(site, DropReason::TooBig, 1);
+        let Some(mut icmp) = shared.pool.alloc() else { return };
+        let prev_hop = MacAddr(m.data()[6..12].try_into().unwrap_or([0; 6]));
+        let Some(buf) = icmp.append(wire::ICMP_ERROR_MAX_FRAME as u16) else { return };
+        let n = match (port.src4, port.src6) {
+            (Some(src), _) if v4 => wire::frag_needed(buf, prev_hop, port.mac, src, l3, mtu),
+            (_, Some(src)) => wire::packet_too_big(buf, prev_hop, port.mac, src, l3, u32::from(mtu)),
+            _ => None,
+        };
+        let Some(n) = n else { return };
+        icmp.trim((wire::ICMP_ERROR_MAX_FRAME - n) as u16);
+        pc.generated.inc();
+        match r.vlan_of(rif as u16) {
+            // On a VLAN interface: back to the previous hop's member port.
+            Some(vid) => self.bridge_in_vlan(shared, in_port, vid, class, false, icmp, now, c),
+            None => {
+                let len = icmp.len() as u32;
+                self.push_run(shared, in_port as u16, in_port as u16, class, false, icmp, len, now, c)
+            }
+        }
     }
 
     /// Up the representor of router interface `rif` (`in_port`, or the VLAN interface it
@@ -745,8 +818,9 @@ impl Worker {
         r: &mut Router,
         in_port: usize,
         rif: usize,
-        why: PuntReason,
+        (why, group): (PuntReason, TrapGroup),
         class: Class,
+        lossless: bool,
         m: Mbuf,
         len: u32,
         now: u64,
@@ -754,13 +828,19 @@ impl Worker {
     ) {
         let pc = &c.ports[in_port];
         match r.rep_of.get(rif).copied().flatten() {
-            Some(rep) if r.limiter.admit(why, now) => {
+            Some(rep) if r.limiter.admit(in_port, group, now) => {
                 pc.punted[why.index()].inc();
+                pc.copp_passed[group.index()].inc();
                 self.push_run(shared, in_port as u16, rep, class, false, m, len, now, c);
             }
             _ => {
                 pc.punt_dropped[why.index()].inc();
-                count_forwarding_drop(c, in_port, class.tc, DropReason::PuntRateLimited);
+                pc.copp_dropped[group.index()].inc();
+                // A lossless-class packet lost here is a lossless discard (counters.rs).
+                pc.tc_rx[class.tc as usize & 7].inc();
+                let site =
+                    DropSite { lossless_pg: lossless.then_some(class.pg), ..DropSite::classified(in_port, class.tc) };
+                c.count_drop(site, DropReason::PuntRateLimited, 1);
             }
         }
     }
@@ -813,10 +893,13 @@ impl Worker {
         let pc = &c.ports[in_port];
         let class = shared.ports[in_port].plan.qos.classify(parsed);
         let Some(rep) = r.rep_of.get(rif).copied().flatten() else { return };
-        if !r.limiter.admit(why, now) {
+        let group = TrapGroup::of(why, r.ingress_l3());
+        if !r.limiter.admit(in_port, group, now) {
             pc.punt_dropped[why.index()].inc();
+            pc.copp_dropped[group.index()].inc();
             return;
         }
+        pc.copp_passed[group.index()].inc();
         pc.flood_copies.inc();
         pc.tc_copies[class.tc as usize & 7].inc();
         match copy_mbuf(shared, m) {
@@ -937,7 +1020,8 @@ impl Worker {
         let out_u = out as usize;
         if !shared.ports[out_u].link_up.load(Ordering::Relaxed) {
             // A dead egress admits nothing: its buffer must not hold an ingress PG OFF.
-            c.count_drop(DropSite::forwarded(in_port as usize, tc, out_u, queue, None), DropReason::LinkDown, k as u64);
+            let site = DropSite::forwarded(in_port as usize, tc, out_u, queue, lossless.then_some(class.pg));
+            c.count_drop(site, DropReason::LinkDown, k as u64);
             self.run_mbufs.clear();
             return;
         }
@@ -997,7 +1081,8 @@ impl Worker {
         let len = m.len() as u32;
         let (tc, queue) = (class.tc & 7, class.queue & 7);
         if !shared.ports[out].link_up.load(Ordering::Relaxed) {
-            c.count_drop(DropSite::forwarded(in_port as usize, tc, out, queue, None), DropReason::LinkDown, 1);
+            let site = DropSite::forwarded(in_port as usize, tc, out, queue, lossless.then_some(class.pg));
+            c.count_drop(site, DropReason::LinkDown, 1);
             return;
         }
         // PFC watchdog, action drop: a stormed priority's arrivals are dropped before admission.
@@ -1134,6 +1219,12 @@ fn route_drop(why: RouteDrop) -> DropReason {
     match why {
         RouteDrop::Blackhole => DropReason::RouteBlackhole,
         RouteDrop::Malformed => DropReason::RouteMalformed,
+        RouteDrop::NotRouterMac => DropReason::NotRouterMac,
+        RouteDrop::NotRouted => DropReason::NotRouted,
+        RouteDrop::Tagged => DropReason::VlanNotMember,
+        RouteDrop::BadChecksum => DropReason::RouteBadChecksum,
+        RouteDrop::MartianSource => DropReason::RouteMartianSource,
+        RouteDrop::MartianDestination => DropReason::RouteMartianDestination,
     }
 }
 

@@ -130,6 +130,19 @@ impl Mbuf {
         true
     }
 
+    /// Remove `n` bytes from the tail (`rte_pktmbuf_trim` on a single segment); false
+    /// (unchanged) if the packet is shorter.
+    pub fn trim(&mut self, n: u16) -> bool {
+        // SAFETY: we own the mbuf exclusively (&mut self).
+        let m = unsafe { self.0.as_mut() };
+        if m.nb_segs != 1 || m.data_len < n {
+            return false;
+        }
+        m.data_len -= n;
+        m.pkt_len -= u32::from(n);
+        true
+    }
+
     /// Hint the CPU to fetch the first cache line of packet data.
     #[inline(always)]
     pub fn prefetch_data(&self) {

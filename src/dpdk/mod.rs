@@ -26,6 +26,11 @@ pub use error::DpdkError;
 pub use lcore::{current_lcore, launch_on, main_lcore, set_timer_slack_ns, LcoreHandle};
 pub use mbuf::{Drain, HeldMbuf, Mbuf, MbufBurst, BURST_CAP};
 pub use mempool::Mempool;
-pub use port::{link_of, max_queues, stats_of, FlowCtrlOutcome, LinkStatus, Port, PortStats, RxQueue, TxQueue};
+pub use port::{
+    link_of, max_queues, set_link, stats_of, FlowCtrlOutcome, LinkStatus, Port, PortStats, RxQueue, TxQueue,
+};
 pub use qsbr::{Qsbr, QsbrReader};
 pub use tsc::{rdtsc, tsc_hz};
+
+/// The most ethdev ports this DPDK build probes (`RTE_MAX_ETHPORTS`; 32 as Debian builds it).
+pub const MAX_PORTS: usize = sys::RTE_MAX_ETHPORTS as usize;

@@ -119,10 +119,14 @@ impl Port {
             // SAFETY: plain call.
             let ret = unsafe { sys::rte_eth_dev_set_mtu(id, mtu) };
             if ret != 0 {
-                log::info!(
-                    "port {id} ({driver}): MTU {mtu} not set: {}",
-                    DpdkError::from_ret("rte_eth_dev_set_mtu", ret).msg
-                );
+                let msg = DpdkError::from_ret("rte_eth_dev_set_mtu", ret).msg;
+                if driver.contains("tap") {
+                    // A kernel representor: what is larger than its driver takes is dropped
+                    // as punt_undelivered (docs/routing.md).
+                    log::warn!("port {id} ({driver}): MTU {mtu} not set: {msg}; frames over 1522 B to it are dropped (punt_undelivered)");
+                } else {
+                    log::info!("port {id} ({driver}): MTU {mtu} not set: {msg}");
+                }
             }
         }
         // SAFETY: plain call.
@@ -301,6 +305,23 @@ pub fn max_queues(id: u16) -> (u16, u16) {
         return (0, 0);
     }
     (info.max_rx_queues, info.max_tx_queues)
+}
+
+/// Set port `id`'s link administratively up or down (`rte_eth_dev_set_link_up/down`;
+/// net_tap: its kernel netdev's IFF_UP).
+pub fn set_link(id: u16, up: bool) -> Result<(), DpdkError> {
+    // SAFETY: plain calls on a port id.
+    let ret = unsafe {
+        if up {
+            sys::rte_eth_dev_set_link_up(id)
+        } else {
+            sys::rte_eth_dev_set_link_down(id)
+        }
+    };
+    if ret != 0 {
+        return Err(DpdkError::from_ret(if up { "rte_eth_dev_set_link_up" } else { "rte_eth_dev_set_link_down" }, ret));
+    }
+    Ok(())
 }
 
 pub fn link_of(id: u16) -> LinkStatus {

@@ -81,6 +81,12 @@ pub fn configure(
     let ifindex =
         nl.link_index(ifname)?.ok_or_else(|| KernelError::Netlink(format!("representor {ifname} not found")))?;
     nl.set_link(ifindex, Some(mac), Some(u32::from(mtu)))?;
+    // The representor follows its port's link (admin down while the link is down): IPv6
+    // addresses must survive that, as IPv4's do.
+    let keep = format!("/proc/sys/net/ipv6/conf/{ifname}/keep_addr_on_down");
+    if std::path::Path::new(&keep).exists() {
+        std::fs::write(&keep, "1").map_err(|e| KernelError::Netlink(format!("{keep}: {e}")))?;
+    }
     for a in addrs {
         nl.add_address(ifindex, *a)?;
     }

@@ -66,6 +66,8 @@ mod tests {
             l4_a: sport,
             l4_b: dport,
             fragment: false,
+            checksum_ok: true,
+            options: false,
         }
     }
 
@@ -127,6 +129,8 @@ mod tests {
             l4_a: 1,
             l4_b: 2,
             fragment: false,
+            checksum_ok: true,
+            options: false,
         };
         let b = L3Header { l4_a: 3, ..a };
         assert_ne!(flow_hash(&a, 7), flow_hash(&b, 7));

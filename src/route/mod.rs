@@ -5,7 +5,7 @@
 //! * [`mod@decide`]: the per-packet decision (bridge / route / punt / drop), pure, no
 //!   allocation;
 //! * [`hash`]: the seeded 5-tuple ECMP hash;
-//! * [`copp`]: the punt rate limit per class (a token bucket per worker);
+//! * [`copp`]: control-plane policing, a token bucket per (port, trap group) per worker;
 //! * [`tables`]: next hops (one `AtomicU64` each) and immutable ECMP groups, read by the
 //!   workers, written by the one writer;
 //! * [`rib`]: the one writer: kernel events → LPM entries, next hops, groups, with freed ids
@@ -20,7 +20,7 @@ pub mod rib;
 pub mod tables;
 pub mod target;
 
-pub use copp::PuntLimiter;
+pub use copp::{PuntLimiter, TrapGroup};
 pub use decide::{decide, forward, ingress, Decision, Ingress, PuntReason, RouteDrop, RouteTo, RouterPort};
 pub use hash::{flow_hash, pick, seed_from_mac};
 pub use prefix::{IfAddr, Prefix, Prefix4, Prefix6};

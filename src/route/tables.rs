@@ -120,6 +120,16 @@ impl NextHopTables {
     /// three loads.
     #[inline]
     pub fn resolve(&self, target: Target, hash: u32) -> Resolved {
+        self.resolve_live(target, hash, 0)
+    }
+
+    /// [`NextHopTables::resolve`], skipping ECMP members whose port is in `down` (bit p:
+    /// port p's link is down): a flow on a dead member moves to a live one at once, before
+    /// the kernel withdraws the path; flows on live members keep theirs only when no
+    /// member is down (then the pick is among the live ones). A group with no live member
+    /// resolves as if none were down (its packets are dropped as `link_down`).
+    #[inline]
+    pub fn resolve_live(&self, target: Target, hash: u32, down: u64) -> Resolved {
         let id = match target {
             Target::NextHop(id) => id,
             Target::Group(g) => {
@@ -130,9 +140,11 @@ impl NextHopTables {
                     return Resolved::Empty;
                 }
                 let i = g * MAX_PATHS + pick(hash, n) as usize;
-                match self.members.get(i) {
-                    Some(m) => m.load(Ordering::Relaxed),
-                    None => return Resolved::Empty,
+                let Some(m) = self.members.get(i).map(|m| m.load(Ordering::Relaxed)) else { return Resolved::Empty };
+                if down != 0 && self.port_down(m, down) {
+                    self.live_member(g, n, hash, down).unwrap_or(m)
+                } else {
+                    m
                 }
             }
             special => return Resolved::Special(special),
@@ -142,6 +154,25 @@ impl NextHopTables {
             Some(NextHop { port, mac: None }) => Resolved::Unresolved { port },
             None => Resolved::Empty,
         }
+    }
+
+    /// Is next hop `id` on a port `down` names?
+    #[inline]
+    fn port_down(&self, id: u16, down: u64) -> bool {
+        self.next_hop(id).is_some_and(|nh| nh.port < 64 && down & (1u64 << nh.port) != 0)
+    }
+
+    /// The live member of group `g` (`n` members) flow `hash` moves to: the same pick
+    /// among the live members only. None when every member is down.
+    #[cold]
+    fn live_member(&self, g: usize, n: u32, hash: u32, down: u64) -> Option<u16> {
+        let member = |i: u32| self.members[g * MAX_PATHS + i as usize].load(Ordering::Relaxed);
+        let live = (0..n).filter(|&i| !self.port_down(member(i), down)).count() as u32;
+        if live == 0 {
+            return None;
+        }
+        let k = pick(hash, live);
+        (0..n).map(member).filter(|&m| !self.port_down(m, down)).nth(k as usize)
     }
 
     /// Writer: store next hop `id` (one store; readers see old or new).

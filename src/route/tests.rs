@@ -276,8 +276,11 @@ fn v4_frame(dst_mac: MacAddr, dst: Ipv4Addr, ttl: u8, sport: u16, len: usize) ->
 }
 
 fn decide_on(r: &TestRib, t: &NextHopTables, f: &[u8], routed: bool) -> Decision {
+    decide_as(r, t, f, if routed { RouterPort::port(RMAC) } else { RouterPort::NONE })
+}
+
+fn decide_as(r: &TestRib, t: &NextHopTables, f: &[u8], port: RouterPort) -> Decision {
     let p = wire::parse(f).unwrap();
-    let port = RouterPort { routed, mac: RMAC };
     let lookup = |l3: &wire::L3Header| match l3.addrs {
         wire::IpPair::V4 { dst, .. } => r.lpm().lookup4(u32::from_be_bytes(dst)),
         wire::IpPair::V6 { dst, .. } => r.lpm().lookup6(dst),
@@ -309,18 +312,25 @@ fn decisions() {
     assert_eq!(d(&v4_frame(RMAC, a("8.8.8.8"), 64, 1, 100)), Decision::Punt(PuntReason::NoRoute));
     assert_eq!(d(&v4_frame(RMAC, a("10.0.0.1"), 64, 1, 100)), Decision::Punt(PuntReason::NeighbourMiss));
     assert_eq!(d(&v4_frame(RMAC, a("172.20.0.1"), 64, 1, 100)), Decision::Punt(PuntReason::NeighbourMiss));
-    assert_eq!(d(&v4_frame(RMAC, a("192.168.1.1"), 64, 1, 1600)), Decision::Punt(PuntReason::MtuExceeded));
+    assert_eq!(d(&v4_frame(RMAC, a("192.168.1.1"), 64, 1, 1600)), Decision::TooBig(1500));
     assert_eq!(d(&v4_frame(RMAC, a("198.51.100.9"), 64, 1, 100)), Decision::Drop(RouteDrop::Blackhole));
     assert_eq!(d(&v4_frame(RMAC, a("224.0.0.5"), 64, 1, 100)), Decision::Punt(PuntReason::ToUs));
-    // Not to the router MAC, or not a router interface: bridged as today.
-    assert_eq!(d(&v4_frame(MacAddr([2, 0, 0, 0, 0, 0x77]), a("192.168.1.1"), 64, 1, 100)), Decision::Bridge);
+    // Not to the router MAC: dropped on a routed port, bridged in a VLAN interface's VLAN;
+    // not a router interface: bridged.
+    let other = v4_frame(MacAddr([2, 0, 0, 0, 0, 0x77]), a("192.168.1.1"), 1, 1, 100);
+    assert_eq!(d(&other), Decision::Drop(RouteDrop::NotRouterMac));
+    assert_eq!(decide_as(&r, &t, &other, RouterPort::vlan(RMAC)), Decision::Bridge);
     assert_eq!(decide_on(&r, &t, &v4_frame(RMAC, a("192.168.1.1"), 64, 1, 100), false), Decision::Bridge);
-    // Link-scope multicast to a group MAC: the kernel's (OSPF, VRRP); other groups bridged.
+    // Link-scope multicast to a group MAC: the kernel's (OSPF, VRRP), and so is limited
+    // broadcast; other groups are dropped on a routed port (no multicast routing).
     assert_eq!(
         d(&v4_frame(MacAddr([1, 0, 0x5e, 0, 0, 5]), a("224.0.0.5"), 1, 1, 100)),
         Decision::Punt(PuntReason::ToUs)
     );
-    assert_eq!(d(&v4_frame(MacAddr([1, 0, 0x5e, 1, 1, 1]), a("239.1.1.1"), 8, 1, 100)), Decision::Bridge);
+    assert_eq!(d(&v4_frame(MacAddr::BROADCAST, a("255.255.255.255"), 1, 1, 100)), Decision::Punt(PuntReason::ToUs));
+    let group = v4_frame(MacAddr([1, 0, 0x5e, 1, 1, 1]), a("239.1.1.1"), 8, 1, 100);
+    assert_eq!(d(&group), Decision::Drop(RouteDrop::NotRouted));
+    assert_eq!(decide_as(&r, &t, &group, RouterPort::vlan(RMAC)), Decision::Bridge);
     // A lying total length to the router MAC is dropped, not parsed further.
     let mut bad = v4_frame(RMAC, a("192.168.1.1"), 64, 1, 60);
     bad[16..18].copy_from_slice(&1000u16.to_be_bytes());
@@ -342,6 +352,7 @@ fn v6_frame(dst_mac: MacAddr, dst: Ipv6Addr, next: u8, first: u8) -> Vec<u8> {
     f[18..20].copy_from_slice(&24u16.to_be_bytes());
     f[20] = next;
     f[21] = 64;
+    f[22..38].copy_from_slice(&"fc00::9".parse::<Ipv6Addr>().unwrap().octets());
     f[38..54].copy_from_slice(&dst.octets());
     f[54] = first;
     f
@@ -353,14 +364,17 @@ fn arp_nd_and_link_local() {
     let d = |f: &[u8]| decide_on(&r, &t, f, true);
     assert_eq!(d(&arp(MacAddr::BROADCAST)), Decision::Punt(PuntReason::Arp));
     assert_eq!(d(&arp(RMAC)), Decision::Punt(PuntReason::Arp));
-    assert_eq!(d(&arp(MacAddr([2, 0, 0, 0, 0, 0x77]))), Decision::Bridge);
+    assert_eq!(d(&arp(MacAddr([2, 0, 0, 0, 0, 0x77]))), Decision::Drop(RouteDrop::NotRouterMac));
     let sn = MacAddr([0x33, 0x33, 0xff, 0, 0, 1]);
     assert_eq!(d(&v6_frame(sn, "ff02::1:ff00:1".parse().unwrap(), 58, 135)), Decision::Punt(PuntReason::Nd));
     assert_eq!(d(&v6_frame(RMAC, "fc00::1".parse().unwrap(), 58, 136)), Decision::Punt(PuntReason::Nd));
     assert_eq!(d(&v6_frame(RMAC, "fe80::1".parse().unwrap(), 6, 0)), Decision::Punt(PuntReason::ToUs));
     assert_eq!(d(&v6_frame(RMAC, "2001:db8::1".parse().unwrap(), 17, 0)), Decision::Punt(PuntReason::NoRoute));
-    // An ICMPv6 echo to a group MAC outside link scope is bridged.
-    assert_eq!(d(&v6_frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), "ff05::1".parse().unwrap(), 58, 128)), Decision::Bridge);
+    // An ICMPv6 echo to a group MAC outside link scope is dropped on a routed port.
+    assert_eq!(
+        d(&v6_frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), "ff05::1".parse().unwrap(), 58, 128)),
+        Decision::Drop(RouteDrop::NotRouted)
+    );
 }
 
 /// The multipath check on the model: 64 flows (UDP source ports) over a two-path
@@ -465,4 +479,118 @@ fn refused_prefixes_are_retried_when_room_is_made() {
     assert_eq!(r.refused(), 1);
     r.apply([del("100.9.0.0/16")]);
     assert_eq!((r.refused(), r.stats().refused), (0, 0));
+}
+
+/// docs/routing.md, "A router's contract": what a routed port never relays, and the RFC 1812
+/// / RFC 4291 checks on the routed path.
+#[test]
+fn routed_port_contract() {
+    let (mut r, t, _) = rib();
+    r.apply([
+        route("192.168.0.0/16", &[(E4, Some("10.0.0.3"))]),
+        route("2001:db8::/32", &[(E4, Some("10.0.0.3"))]),
+        neigh(E4, "10.0.0.3", Some(3)),
+    ]);
+    let d = |f: &[u8]| decide_on(&r, &t, f, true);
+    let a = |s: &str| s.parse::<Ipv4Addr>().unwrap();
+    let ok = v4_frame(RMAC, a("192.168.1.1"), 64, 1, 100);
+    assert!(matches!(d(&ok), Decision::Route(_)));
+    // A non-IP frame to the router MAC, or a broadcast of another EtherType: never relayed.
+    let mut l2 = ok.clone();
+    l2[12..14].copy_from_slice(&0x88b5u16.to_be_bytes());
+    assert_eq!(d(&l2), Decision::Drop(RouteDrop::NotRouted));
+    l2[..6].copy_from_slice(&MacAddr::BROADCAST.0);
+    assert_eq!(d(&l2), Decision::Drop(RouteDrop::NotRouted));
+    l2[..6].copy_from_slice(&[2, 0, 0, 0, 0, 0x77]);
+    assert_eq!(d(&l2), Decision::Drop(RouteDrop::NotRouterMac));
+    assert_eq!(decide_as(&r, &t, &l2, RouterPort::vlan(RMAC)), Decision::Bridge);
+    // A wrong IPv4 header checksum (RFC 1812 5.2.2).
+    let mut bad = ok.clone();
+    bad[24] ^= 0x40;
+    assert_eq!(d(&bad), Decision::Drop(RouteDrop::BadChecksum));
+    // Martian sources (RFC 1812 5.3.7), unless the interface accepts them; destinations.
+    for src in ["127.0.0.1", "0.0.0.0", "224.1.1.1", "240.0.0.1", "255.255.255.255"] {
+        let mut f = ok.clone();
+        f[26..30].copy_from_slice(&a(src).octets());
+        f[24..26].copy_from_slice(&[0, 0]);
+        let c = wire::ipv4_checksum(&f[14..34]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+        assert_eq!(d(&f), Decision::Drop(RouteDrop::MartianSource), "{src}");
+        let relaxed = RouterPort { accept_martian_v4: true, ..RouterPort::port(RMAC) };
+        assert!(matches!(decide_as(&r, &t, &f, relaxed), Decision::Route(_)), "{src} accepted");
+    }
+    assert_eq!(d(&v4_frame(RMAC, a("127.0.0.1"), 64, 1, 100)), Decision::Drop(RouteDrop::MartianDestination));
+    assert_eq!(d(&v4_frame(RMAC, a("0.1.2.3"), 64, 1, 100)), Decision::Drop(RouteDrop::MartianDestination));
+    // IPv6 sources a router MUST NOT forward (RFC 4291), relaxed or not.
+    let d6 = |src: &str, port: RouterPort| {
+        let mut f = v6_frame(RMAC, "2001:db8::1".parse().unwrap(), 17, 0);
+        f[22..38].copy_from_slice(&src.parse::<Ipv6Addr>().unwrap().octets());
+        decide_as(&r, &t, &f, port)
+    };
+    for src in ["::", "::1", "ff02::1", "fe80::2"] {
+        let relaxed = RouterPort { accept_martian_v4: true, ..RouterPort::port(RMAC) };
+        assert_eq!(d6(src, relaxed), Decision::Drop(RouteDrop::MartianSource), "{src}");
+    }
+    assert!(matches!(d6("fc00::9", RouterPort::port(RMAC)), Decision::Route(_)));
+    // ... but a link-local source to the switch itself is the kernel's (BGP over fe80::).
+    let mut to_us = v6_frame(RMAC, "fe80::1".parse().unwrap(), 6, 0);
+    to_us[22..38].copy_from_slice(&"fe80::2".parse::<Ipv6Addr>().unwrap().octets());
+    assert_eq!(d(&to_us), Decision::Punt(PuntReason::ToUs));
+    // IPv4 options: the kernel processes them (RFC 1812 5.2.4).
+    let mut opts = vec![0u8; 14 + 24 + 40];
+    opts[..6].copy_from_slice(&RMAC.0);
+    opts[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    opts[14] = 0x46;
+    opts[16..18].copy_from_slice(&64u16.to_be_bytes());
+    opts[22] = 64;
+    opts[23] = wire::proto::UDP;
+    opts[26..30].copy_from_slice(&[10, 0, 0, 1]);
+    opts[30..34].copy_from_slice(&[192, 168, 1, 1]);
+    opts[34] = 7; // Record Route
+    let c = wire::ipv4_checksum(&opts[14..38]);
+    opts[24..26].copy_from_slice(&c.to_be_bytes());
+    assert_eq!(d(&opts), Decision::Punt(PuntReason::IpOptions));
+    // 802.1Q: VID 0 (priority-tagged) routes; any other VID is dropped on a routed port.
+    let tag = |vid: u16| {
+        let mut f = ok[..12].to_vec();
+        f.extend_from_slice(&0x8100u16.to_be_bytes());
+        f.extend_from_slice(&((3u16 << 13) | vid).to_be_bytes());
+        f.extend_from_slice(&ok[12..]);
+        f
+    };
+    assert!(matches!(d(&tag(0)), Decision::Route(_)));
+    assert_eq!(d(&tag(100)), Decision::Drop(RouteDrop::Tagged));
+}
+
+/// A dead port's ECMP members are skipped at once: every flow leaves by the live member,
+/// and flows come back to both when the link does.
+#[test]
+fn dead_ecmp_members_are_skipped() {
+    let (mut r, t, _) = rib();
+    r.apply([
+        route("10.100.0.0/16", &[(E0, Some("10.0.0.1")), (E4, Some("10.0.0.3"))]),
+        neigh(E0, "10.0.0.1", Some(1)),
+        neigh(E4, "10.0.0.3", Some(3)),
+    ]);
+    let on = |down: u64| {
+        let mut per_port = [0u32; 2];
+        for sport in 0..64u16 {
+            let f = v4_frame(RMAC, "10.100.0.9".parse().unwrap(), 64, 50000 + sport, 100);
+            let p = wire::parse(&f).unwrap();
+            let mut l3 = wire::L3Header::EMPTY;
+            assert_eq!(decide::ingress(&p, &f, &RouterPort::port(RMAC), &mut l3), Ingress::Lookup);
+            let value = match l3.addrs {
+                wire::IpPair::V4 { dst, .. } => r.lpm().lookup4(u32::from_be_bytes(dst)),
+                wire::IpPair::V6 { dst, .. } => r.lpm().lookup6(dst),
+            };
+            let Decision::Route(to) = forward(&l3, value, &t, 0x1234, &[1500, 1500], true, down) else { panic!() };
+            per_port[usize::from(to.port)] += 1;
+        }
+        per_port
+    };
+    let both = on(0);
+    assert!(both[0] > 0 && both[1] > 0, "{both:?}");
+    assert_eq!(on(1 << 0), [0, 64], "port 0 down");
+    assert_eq!(on(1 << 1), [64, 0], "port 1 down");
+    assert_eq!(on(0b11), both, "every member down: as if none were (dropped as link_down)");
 }

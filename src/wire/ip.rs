@@ -125,7 +125,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
 }
 
 /// One's-complement sum of 16-bit words (RFC 1071), folded.
-fn ones_complement_sum(b: &[u8]) -> u16 {
+pub(super) fn ones_complement_sum(b: &[u8]) -> u16 {
     let mut sum: u32 = 0;
     let mut chunks = b.chunks_exact(2);
     for c in &mut chunks {

@@ -49,6 +49,10 @@ pub struct L3Header {
     /// An IPv4 fragment (MF set or offset ≠ 0): its ports are not used, so every fragment
     /// of a datagram hashes alike.
     pub fragment: bool,
+    /// IPv4 header checksum verified (RFC 1812 5.2.2); always true for IPv6 (no checksum).
+    pub checksum_ok: bool,
+    /// IPv4 options present (IHL > 5).
+    pub options: bool,
 }
 
 impl L3Header {
@@ -61,6 +65,8 @@ impl L3Header {
         l4_a: 0,
         l4_b: 0,
         fragment: false,
+        checksum_ok: true,
+        options: false,
     };
 
     /// True for IPv6.
@@ -106,6 +112,8 @@ pub fn parse_l3(frame: &[u8], p: &Parsed) -> Result<L3Header, WireError> {
             let mut dst = [0u8; 4];
             src.copy_from_slice(l3.get(12..16).ok_or(bad)?);
             dst.copy_from_slice(l3.get(16..20).ok_or(bad)?);
+            // A valid header sums to 0xffff in one's complement (its checksum included).
+            let checksum_ok = super::ip::ones_complement_sum(l3.get(..ihl).ok_or(bad)?) == 0xffff;
             Ok(L3Header {
                 addrs: IpPair::V4 { src, dst },
                 proto: l3.get(9).copied().unwrap_or(0),
@@ -114,6 +122,8 @@ pub fn parse_l3(frame: &[u8], p: &Parsed) -> Result<L3Header, WireError> {
                 l4_a,
                 l4_b,
                 fragment,
+                checksum_ok,
+                options: ihl > 20,
             })
         }
         ETHERTYPE_IPV6 => {
@@ -135,6 +145,8 @@ pub fn parse_l3(frame: &[u8], p: &Parsed) -> Result<L3Header, WireError> {
                 l4_a: be16(l3, 40).unwrap_or(0),
                 l4_b: be16(l3, 42).unwrap_or(0),
                 fragment: false,
+                checksum_ok: true,
+                options: false,
             })
         }
         _ => Err(WireError::Malformed(Header::Ipv4)),

@@ -3,6 +3,7 @@
 //! `wire` module. Nothing here allocates or panics on any input.
 
 mod ethernet;
+mod icmp;
 mod ip;
 mod l3;
 mod lldp;
@@ -13,6 +14,7 @@ pub use ethernet::{
     EthernetFrame, VlanTag, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_MAC_CONTROL, ETHERTYPE_QINQ, ETHERTYPE_VLAN,
     HEADER_LEN as ETHERNET_HEADER_LEN, VLAN_TAG_LEN,
 };
+pub use icmp::{frag_needed, packet_too_big, ICMP_ERROR_MAX_FRAME};
 pub use ip::{ecn, ipv4_checksum, Ipv4Packet, Ipv6Packet, IPV4_MIN_HEADER_LEN, IPV6_HEADER_LEN};
 pub use l3::{parse_l3, proto, route_rewrite, IpPair, L3Header};
 pub use lldp::{

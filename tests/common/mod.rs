@@ -621,11 +621,15 @@ impl SwitchConfig {
         let tx: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
         self.worker(1, &rx, &tx)
     }
-    pub fn render(&self) -> String {
-        let mut s = format!(
+    /// The `[eal]` section alone (e.g. for a SONiC port map, docs/sonic.md).
+    pub fn eal_section(&self) -> String {
+        format!(
             "[eal]\nargs = [\"--no-huge\", \"-m\", \"{}\", \"--no-pci\", \"--lcores={}\"]\nfile_prefix = \"{}\"\n",
             self.memory_mb, self.lcores, self.prefix
-        );
+        )
+    }
+    pub fn render(&self) -> String {
+        let mut s = self.eal_section();
         for p in &self.ports {
             s.push_str(&format!("\n[[port]]\nname = \"{}\"\ndevargs = \"{}\"\n", p.name, p.devargs));
             for (k, v) in &p.keys {

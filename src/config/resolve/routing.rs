@@ -84,10 +84,17 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
                 ));
             }
             let addrs = addr_list(val, &path, &mut seen)?;
-            interfaces.push(RouterInterface { port, addrs });
+            interfaces.push(RouterInterface { port, addrs, accept_martian_sources: false });
         }
     }
     interfaces.sort_by_key(|i| i.port);
+    for (k, name) in cp.accept_martian_sources.iter().flatten().enumerate() {
+        let path = format!("control_plane.accept_martian_sources[{k}]");
+        match interfaces.iter_mut().find(|i| ports[i.port].name == *name) {
+            Some(i) => i.accept_martian_sources = true,
+            None => return Err(FieldError::new(&path, format!("'{name}' is not a router interface ([interface])"))),
+        }
+    }
     // (A VLAN interface also uses it: those are resolved with the VLANs.)
     if cp.netns.is_some() && interfaces.is_empty() && !top.contains_key("vlan_interface") {
         return Err(FieldError::new(
@@ -107,8 +114,12 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
         };
         copp = CoppConfig {
             arp_nd: rate(&c.arp_nd, "arp_nd", copp.arp_nd)?,
-            to_us: rate(&c.to_us, "to_us", copp.to_us)?,
-            exceptions: rate(&c.exceptions, "exceptions", copp.exceptions)?,
+            bgp_bfd: rate(&c.bgp_bfd, "bgp_bfd", copp.bgp_bfd)?,
+            ip2me: rate(&c.ip2me, "ip2me", copp.ip2me)?,
+            ttl_error: rate(&c.ttl_error, "ttl_error", copp.ttl_error)?,
+            neigh_miss: rate(&c.neigh_miss, "neigh_miss", copp.neigh_miss)?,
+            mtu: rate(&c.mtu, "mtu", copp.mtu)?,
+            default: rate(&c.default, "default", copp.default)?,
         };
     }
     Ok(RoutingConfig { netns: cp.netns, ecmp_seed, interfaces, copp, vlan_interfaces: Vec::new() })
@@ -332,10 +343,12 @@ speed = "100G"
         assert_eq!(vdevs.last().map(|s| s.as_str()), Some("--vdev=net_tap_rep1,iface=Ethernet4"));
         // COPP: defaults, overrides, one-line errors.
         assert_eq!(c.routing.copp, crate::config::CoppConfig::default());
-        let c = cfg("[control_plane.copp]\nto_us = 100\n[interface]\nEthernet0 = []\n").unwrap();
-        assert_eq!((c.routing.copp.to_us, c.routing.copp.arp_nd), (100, 600));
-        let e = cfg("[control_plane.copp]\nto_us = -1\n").unwrap_err();
-        assert!(e.starts_with("t.toml: control_plane.copp.to_us: -1 is out of range"), "{e}");
+        let c = cfg("[control_plane.copp]\nip2me = 100\n[interface]\nEthernet0 = []\n").unwrap();
+        assert_eq!((c.routing.copp.ip2me, c.routing.copp.arp_nd, c.routing.copp.bgp_bfd), (100, 600, 6000));
+        let e = cfg("[control_plane.copp]\nip2me = -1\n").unwrap_err();
+        assert!(e.starts_with("t.toml: control_plane.copp.ip2me: -1 is out of range"), "{e}");
+        let e = cfg("[control_plane.copp]\nto_us = 1\n").unwrap_err();
+        assert!(e.contains("control_plane.copp") && e.contains("to_us"), "{e}");
         let clash = BASE.replace("\"Ethernet0\"", "\"cpu/Ethernet4\"");
         let e = from_str(&format!("{clash}\n[interface]\nEthernet4 = []\n"), "t.toml").unwrap_err().to_string();
         assert!(e.starts_with("t.toml: port[0].name: 'cpu/Ethernet4' is the name of Ethernet4's kernel"), "{e}");
