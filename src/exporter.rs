@@ -331,6 +331,67 @@ pub fn add_latency(m: &mut Metrics, v: &Value) {
     }
 }
 
+/// `/pfcswitch/routing`: the routing control thread's health and the writer's counters
+/// (nothing without a router: the reply is an error).
+pub fn add_routing(m: &mut Metrics, v: &Value) {
+    let Some(o) = v.as_object().filter(|o| !o.contains_key("error") || o.contains_key("synced")) else { return };
+    // DPDK's telemetry sends booleans as 0/1.
+    let flag = |k: &str| match o.get(k) {
+        Some(Value::Bool(b)) => u64::from(*b),
+        Some(v) => u64::from(v.as_u64().unwrap_or(0) != 0),
+        None => 0,
+    };
+    m.gauge("routing_thread_alive", "1 while the routing control thread runs and beats", Vec::new(), flag("alive"));
+    m.gauge(
+        "routing_synced",
+        "1 while the FIB mirrors a complete kernel dump and every event since",
+        Vec::new(),
+        flag("synced"),
+    );
+    m.gauge(
+        "routing_fib_out_of_sync",
+        "1 while the FIB may differ from the kernel (not synced, routes refused, or the thread dead)",
+        Vec::new(),
+        flag("fib_out_of_sync"),
+    );
+    if let Some(n) = num(o, "routes_refused") {
+        m.gauge("routing_routes_refused", "Prefixes the FIB refused (full), waiting for room", Vec::new(), n);
+    }
+    if let Some(n) = num(o, "resyncs") {
+        m.counter(
+            "routing_resyncs",
+            "rtnetlink socket reopenings and full re-dumps after lost or doubtful messages",
+            Vec::new(),
+            n,
+        );
+    }
+    if let Some(n) = num(o, "batches") {
+        m.counter("routing_batches", "Batches of kernel changes committed to the FIB", Vec::new(), n);
+    }
+    if let Some(ms) = num(o, "last_batch_age_ms") {
+        m.add(
+            "routing_last_batch_age_seconds",
+            "Time since the last batch was committed to the FIB",
+            Kind::Gauge,
+            Vec::new(),
+            Num::Float(ms as f64 / 1e3),
+        );
+    }
+    if let Some(rib) = o.get("rib").and_then(Value::as_object) {
+        if let Some(n) = num(rib, "events") {
+            m.counter("routing_events", "Kernel events applied by the FIB writer", Vec::new(), n);
+        }
+        if let Some(n) = num(rib, "errors") {
+            m.counter(
+                "routing_refusals",
+                "Prefixes the FIB refused (each counted once until installed)",
+                Vec::new(),
+                n,
+            );
+        }
+    }
+}
+
 /// What turns one view's reply into metrics.
 type AddFn = fn(&mut Metrics, &Value);
 
@@ -352,6 +413,10 @@ pub fn gather<E: std::fmt::Display>(query: &mut dyn FnMut(&str) -> Result<Value,
     for (view, add) in SOURCES {
         let r = fetch(view, query)?;
         add(&mut m, &r.value);
+    }
+    // Without a router the command answers an error: no routing metrics.
+    if let Ok(v) = query(crate::show::ROUTING_COMMAND) {
+        add_routing(&mut m, &v);
     }
     m.gauge("up", "1 when the switch's telemetry was read for this scrape", Vec::new(), 1);
     Ok(m.encode())
@@ -385,6 +450,9 @@ mod tests {
             "/pfcswitch/buffer_pool" => Ok(json!({"ingress_lossless_pool": {"size": 100, "xoff": 20}})),
             "/pfcswitch/pfcwd" => one(json!({"watchdog": "on", "prio3_status": "stormed", "prio3_storms_detected": 1})),
             "/pfcswitch/latency" => one(json!({"TC3_count": 9, "TC3_p50_ns": 2000, "TC3_p99_ns": 5000})),
+            "/pfcswitch/routing" => Ok(json!({"alive": 1, "synced": true, "fib_out_of_sync": 1,
+                "routes_refused": 2, "resyncs": 1, "batches": 7, "last_batch_age_ms": 1500,
+                "rib": {"events": 40, "errors": 3}, "error": null})),
             _ => Ok(json!({"error": "unknown"})),
         }
     }
@@ -412,6 +480,13 @@ mod tests {
             "pfcswitch_pfcwd_storms_detected_total{port=\"Ethernet0\",priority=\"3\"} 1",
             "pfcswitch_latency_packets_total{port=\"Ethernet0\",tc=\"3\"} 9",
             "pfcswitch_latency_seconds{port=\"Ethernet0\",tc=\"3\",quantile=\"0.99\"} 0.000005",
+            "pfcswitch_routing_thread_alive 1",
+            "pfcswitch_routing_synced 1",
+            "pfcswitch_routing_fib_out_of_sync 1",
+            "pfcswitch_routing_routes_refused 2",
+            "pfcswitch_routing_resyncs_total 1",
+            "pfcswitch_routing_last_batch_age_seconds 1.5",
+            "pfcswitch_routing_refusals_total 3",
             "# TYPE pfcswitch_pfc_tx_pause_frames_total counter",
             "# TYPE pfcswitch_queue_depth_packets gauge",
         ] {

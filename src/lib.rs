@@ -14,6 +14,7 @@ pub mod counters;
 pub mod exporter;
 pub mod fdb;
 pub mod headroom;
+pub mod http;
 pub mod kernel;
 pub mod lldp;
 pub mod mmu;

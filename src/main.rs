@@ -835,6 +835,23 @@ fn show_rows(prefix: Option<String>, json: bool, t: pfcswitch::show::RouteTable)
     Ok(ExitCode::SUCCESS)
 }
 
+/// `show routing`: the routing control thread's health.
+fn show_routing(prefix: Option<String>, json: bool) -> Outcome {
+    let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    let v = pfcswitch::dpdk::telemetry::Client::connect(&sock)
+        .and_then(|mut c| c.query(pfcswitch::show::ROUTING_COMMAND))
+        .map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    if let Some(e) = v.get("error").and_then(serde_json::Value::as_str) {
+        return Err(Fail::Input(format!("pfcswitch: {e}")));
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+    } else {
+        print!("{}", pfcswitch::show::render_routing(&v));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `clear fdb ...`: the running switch removes the entries (a telemetry action).
 fn clear_fdb(prefix: Option<String>, cmd: &str) -> Outcome {
     let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
@@ -857,6 +874,9 @@ fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> Out
     use pfcswitch::show::{self, render, Instance, Snapshot, View};
     if let Some(t) = show::RouteTable::parse(what).filter(|_| !clear) {
         return show_rows(prefix, json, t);
+    }
+    if what == ["routing"] && !clear {
+        return show_routing(prefix, json);
     }
     if let (true, Some(cmd)) = (clear, show::fdb_clear_command(what)) {
         return clear_fdb(prefix, &cmd.map_err(|e| Fail::Input(format!("pfcswitch: {e}")))?);
@@ -1049,35 +1069,35 @@ fn change_of<const N: usize>(
 
 /// `exporter`: an HTTP server whose `/metrics` page is the switch's telemetry in the
 /// Prometheus text format, read afresh at every scrape (a restarted switch is found again;
-/// one that cannot be read gives `pfcswitch_up 0`). Serves until killed.
+/// one that cannot be read gives `pfcswitch_up 0`). Serves until killed, bounded in what a
+/// client can cost ([`pfcswitch::http`]: one thread, connection cap, head size, timeouts).
 fn exporter(prefix: Option<String>, listen: &str) -> Outcome {
+    use pfcswitch::http::{serve, Limits, Response};
     let addr: std::net::SocketAddr =
         listen.parse().map_err(|e| Fail::Input(format!("--listen: '{listen}' is not an address:port ({e})")))?;
-    let server = tiny_http::Server::http(addr)
+    let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| Fail::Runtime(format!("pfcswitch exporter: cannot listen on {addr}: {e}")))?;
     log::info!("exporter: serving http://{addr}/metrics");
-    let header = |v: &str| tiny_http::Header::from_bytes("Content-Type", v).expect("static header");
-    for req in server.incoming_requests() {
-        let resp = match req.url() {
-            "/metrics" => {
-                let page = find_socket(prefix.clone())
-                    .and_then(|sock| {
-                        let mut c = pfcswitch::dpdk::telemetry::Client::connect(&sock).map_err(|e| e.to_string())?;
-                        pfcswitch::exporter::gather(&mut |cmd| c.query(cmd)).map_err(|e| e.to_string())
-                    })
-                    .unwrap_or_else(|e| {
-                        log::warn!("exporter: {e}");
-                        pfcswitch::exporter::down()
-                    });
-                tiny_http::Response::from_string(page).with_header(header(pfcswitch::exporter::CONTENT_TYPE))
-            }
-            "/" => tiny_http::Response::from_string(
-                "<html><body><a href=\"/metrics\">pfcswitch metrics</a></body></html>\n",
-            )
-            .with_header(header("text/html")),
-            _ => tiny_http::Response::from_string("not found\n").with_status_code(404),
-        };
-        let _ = req.respond(resp);
-    }
+    let mut handler = |path: &str| match path {
+        "/metrics" => {
+            let page = find_socket(prefix.clone())
+                .and_then(|sock| {
+                    let mut c = pfcswitch::dpdk::telemetry::Client::connect(&sock).map_err(|e| e.to_string())?;
+                    pfcswitch::exporter::gather(&mut |cmd| c.query(cmd)).map_err(|e| e.to_string())
+                })
+                .unwrap_or_else(|e| {
+                    log::warn!("exporter: {e}");
+                    pfcswitch::exporter::down()
+                });
+            Response::new(200, pfcswitch::exporter::CONTENT_TYPE, page)
+        }
+        "/" => {
+            Response::new(200, "text/html", "<html><body><a href=\"/metrics\">pfcswitch metrics</a></body></html>\n")
+        }
+        _ => Response::new(404, "text/plain", "not found\n"),
+    };
+    let never = std::sync::atomic::AtomicBool::new(false);
+    serve(listener, Limits::default(), &never, &mut handler)
+        .map_err(|e| Fail::Runtime(format!("pfcswitch exporter: {e}")))?;
     Ok(ExitCode::SUCCESS)
 }

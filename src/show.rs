@@ -1139,6 +1139,24 @@ mod tests {
     }
 
     #[test]
+    fn routing_health_table() {
+        let t = render_routing(&json!({"alive": 1, "synced": false, "resyncs": 3, "routes_refused": 2,
+            "fib_out_of_sync": true, "last_resync": "overrun (ENOBUFS): events lost", "last_batch_age_ms": null,
+            "rib": {"events": 10, "errors": 2}}));
+        for (k, v) in [
+            ("Thread alive", "yes"),
+            ("Synced with the kernel", "no"),
+            ("FIB out of sync", "yes"),
+            ("Resyncs", "3"),
+            ("Last resync", "overrun (ENOBUFS): events lost"),
+            ("Last batch age (ms)", "-"),
+            ("Events", "10"),
+        ] {
+            assert!(t.lines().any(|l| l.starts_with(k) && l.trim_end().ends_with(v)), "{k} {v} in\n{t}");
+        }
+    }
+
+    #[test]
     fn parse_views() {
         let w = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
         assert_eq!(View::parse(&w("pfc counters")).unwrap(), View::PfcCounters);
@@ -1269,6 +1287,42 @@ pub fn render_rows(t: RouteTable, rows: &[String]) -> String {
             s
         }
     }
+}
+
+/// The telemetry command of `show routing`.
+pub const ROUTING_COMMAND: &str = "/pfcswitch/routing";
+
+/// `show routing`: the routing control thread's health (`/pfcswitch/routing`), one line per
+/// field, the writer's counters after it.
+pub fn render_routing(v: &Value) -> String {
+    let field = |k: &str| match v.get(k) {
+        None | Some(Value::Null) => "-".to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(x) => x.to_string(),
+    };
+    let rib = |k: &str| v.get("rib").and_then(|r| r.get(k)).map_or_else(|| "-".to_string(), |x| x.to_string());
+    let rows: Vec<Vec<String>> = [
+        // DPDK's telemetry sends booleans as 0/1.
+        ("Thread alive", yes_no(&v["alive"])),
+        ("Synced with the kernel", yes_no(&v["synced"])),
+        ("FIB out of sync", yes_no(&v["fib_out_of_sync"])),
+        ("Routes refused (FIB full)", field("routes_refused")),
+        ("Resyncs", field("resyncs")),
+        ("Last resync", field("last_resync")),
+        ("Batches", field("batches")),
+        ("Last batch age (ms)", field("last_batch_age_ms")),
+        ("Heartbeat age (ms)", field("heartbeat_age_ms")),
+        ("Undecodable dump messages", field("undecodable")),
+        ("Events", rib("events")),
+        ("LPM writes", rib("lpm_writes")),
+        ("Refusals", rib("errors")),
+        ("Refused, installed later", rib("retried_ok")),
+        ("Thread error", field("error")),
+    ]
+    .into_iter()
+    .map(|(k, v)| vec![k.to_string(), v])
+    .collect();
+    left_table(&["Field".to_string(), "Value".to_string()], &rows)
 }
 
 /// A table with left-aligned columns (SONiC's `show arp`).

@@ -99,6 +99,8 @@ pub fn run(spec: &SwitchSpec, opts: &RunOptions) -> Result<RunReport, DataplaneE
         crate::kernel::netns::enter(ns).map_err(DataplaneError::Netns)?;
         log::info!("network namespace {ns}: entered");
     }
+    // The CPUs the process may use, before EAL pins this thread to the main lcore's.
+    let allowed = dpdk::threads::current_affinity().unwrap_or_default();
     let eal = Eal::init(&spec.eal_args).map_err(DataplaneError::Eal)?;
     log::info!(
         "{} up: {} lcores, {} ports probed, TSC {} Hz",
@@ -115,12 +117,17 @@ pub fn run(spec: &SwitchSpec, opts: &RunOptions) -> Result<RunReport, DataplaneE
             Err(e) => log::warn!("capture: {e}"),
         }
     }
-    let result = run_with_eal(&eal, spec, opts);
+    let result = run_with_eal(&eal, spec, opts, &allowed);
     drop(eal);
     result
 }
 
-fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunReport, DataplaneError> {
+fn run_with_eal(
+    eal: &Eal,
+    spec: &SwitchSpec,
+    opts: &RunOptions,
+    allowed: &[usize],
+) -> Result<RunReport, DataplaneError> {
     // Setup: nothing runs yet.
     setup::check_lcores(eal, spec)?;
     let ids = setup::port_ids(spec)?;
@@ -171,6 +178,20 @@ fn run_with_eal(eal: &Eal, spec: &SwitchSpec, opts: &RunOptions) -> Result<RunRe
     };
     let port_names = spec.ports.iter().map(|p| p.name.clone()).collect();
     let io_thread = io::IoThread::spawn(shared.io.clone(), timeline_file, port_names).map_err(DataplaneError::Io)?;
+    // Every thread exists now (EAL's, telemetry's, routing, I/O): the ones that are not
+    // lcores leave the lcores' CPUs, or go to SCHED_IDLE where no CPU is free.
+    let lcore_tids: Vec<i32> =
+        spec.workers.iter().filter_map(|w| dpdk::threads::lcore_thread_id(w.lcore).ok()).collect();
+    match dpdk::threads::place_non_lcore_threads(allowed, &lcore_tids) {
+        Ok((p, moved)) => log::info!(
+            "threads: {} ({}) on CPUs {:?}{}",
+            moved.len(),
+            moved.join(", "),
+            p.cpus,
+            if p.idle { " at SCHED_IDLE (no CPU free of lcores)" } else { " (free of lcores)" }
+        ),
+        Err(e) => log::warn!("threads: cannot move the non-lcore threads off the lcores' CPUs: {e}"),
+    }
     let mut workers = setup::workers(spec, &shared, &mut ports, &mut pfc, hz);
     if let Some(r) = &routing {
         let now = dpdk::rdtsc();

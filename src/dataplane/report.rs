@@ -366,17 +366,17 @@ impl RunReport {
     }
 }
 
-/// The router's control thread at stop: synced, batches, resyncs, the writer's counters.
+/// The router's control thread (at stop, and `/pfcswitch/routing`): its health (alive,
+/// synced, resyncs, batches, last batch age, routes refused, FIB out of sync, ...), the
+/// writer's counters and the error that ended it, if any.
 pub(super) fn routing_json(st: &crate::kernel::sync::SyncStatus) -> Value {
-    use std::sync::atomic::Ordering::Relaxed;
     let stats = st.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    json!({
-        "synced": st.synced.load(Relaxed),
-        "batches": st.batches.load(Relaxed),
-        "resyncs": st.resyncs.load(Relaxed),
-        "rib": stats,
-        "error": st.error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-    })
+    let mut v = serde_json::to_value(st.health()).unwrap_or_else(|_| json!({}));
+    if let Value::Object(o) = &mut v {
+        o.insert("rib".into(), json!(stats));
+        o.insert("error".into(), json!(st.error.lock().unwrap_or_else(|p| p.into_inner()).clone()));
+    }
+    v
 }
 
 /// What is known only once everything stopped.

@@ -565,7 +565,7 @@ const COMMANDS: [(&str, &str, Scope); 19] = [
     ),
     (
         "/pfcswitch/routing",
-        "The routing control thread: synced, batches, resyncs, writer counters",
+        "Routing thread health: alive, synced, resyncs, last batch age, routes refused, FIB out of sync; writer counters",
         Scope::Action(Views::routing_status),
     ),
     (

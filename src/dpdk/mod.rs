@@ -18,6 +18,7 @@ mod port;
 mod qsbr;
 pub(crate) mod sys;
 pub mod telemetry;
+pub mod threads;
 mod tsc;
 
 pub use eal::{pdump_init, Eal};

@@ -6,6 +6,7 @@
 use std::alloc::Layout;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use super::{sys, DpdkError};
 
@@ -91,10 +92,15 @@ impl Qsbr {
         unsafe { sys::rte_rcu_qsbr_check(self.as_ptr(), token, false) == 1 }
     }
 
-    /// Block (spinning) until the grace period of `token` has passed. Control thread only.
+    /// Block until the grace period of `token` has passed. Control thread only. It polls
+    /// and sleeps between polls (10 µs, doubling up to 250 µs) instead of DPDK's spin: the
+    /// writer may share a CPU with an lcore, and a spinning writer would take its time.
     pub fn wait(&self, token: u64) {
-        // SAFETY: writer-side call on a valid variable; `true` = wait.
-        unsafe { sys::rte_rcu_qsbr_check(self.as_ptr(), token, true) };
+        let mut pause = Duration::from_micros(10);
+        while !self.passed(token) {
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_micros(250));
+        }
     }
 
     /// Start a grace period and wait for it.
@@ -166,5 +172,45 @@ impl Drop for QsbrReader {
             sys::rte_rcu_qsbr_thread_unregister(self.qs.as_ptr(), self.id);
         }
         self.qs.taken.lock().unwrap_or_else(|e| e.into_inner())[self.id as usize] = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// CPU time of the calling thread.
+    fn thread_cpu() -> Duration {
+        let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: getrusage writes one rusage into the buffer we own.
+        let ru = unsafe {
+            libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr());
+            ru.assume_init()
+        };
+        let t = |v: libc::timeval| Duration::new(v.tv_sec as u64, v.tv_usec as u32 * 1000);
+        t(ru.ru_utime) + t(ru.ru_stime)
+    }
+
+    /// A writer waiting for a reader that reports late sleeps rather than spins: it must
+    /// not take the CPU of the lcores it shares a CPU with.
+    #[test]
+    fn a_grace_period_wait_yields_the_cpu() {
+        let q = Qsbr::new(1).unwrap();
+        let reader = q.reader(0).unwrap();
+        let token = q.start();
+        let waiter = {
+            let q = q.clone();
+            std::thread::spawn(move || {
+                let (t0, c0) = (Instant::now(), thread_cpu());
+                q.wait(token);
+                (t0.elapsed(), thread_cpu() - c0)
+            })
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        reader.quiescent();
+        let (wall, cpu) = waiter.join().unwrap();
+        assert!(wall >= Duration::from_millis(250), "the wait ended before the reader reported: {wall:?}");
+        assert!(cpu < wall / 4, "waited {wall:?} using {cpu:?} of CPU");
     }
 }

@@ -22,16 +22,50 @@ use crate::wire::MacAddr;
 /// addresses and routes).
 pub const EVENT_GROUPS: u32 = 0x1 | 0x4 | 0x10 | 0x40 | 0x100 | 0x400;
 
+/// The event socket's receive buffer: 32 MiB, or `PFCSWITCH_NETLINK_RCVBUF` bytes (a test
+/// knob: a tiny buffer forces overruns, docs/routing.md "Netlink that heals").
+pub const RCVBUF_ENV: &str = "PFCSWITCH_NETLINK_RCVBUF";
+
+/// The event socket's receive buffer in bytes ([`RCVBUF_ENV`] or 32 MiB).
+pub fn event_rcvbuf() -> usize {
+    std::env::var(RCVBUF_ENV).ok().and_then(|v| v.parse().ok()).unwrap_or(32 << 20)
+}
+
+/// The read buffer a socket starts with; a datagram the kernel had to cut grows it.
+const READ_BUF: usize = 1 << 16;
+/// The largest read buffer (a netlink datagram is far smaller in practice).
+const READ_BUF_MAX: usize = 16 << 20;
+
 /// What one read returned.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum Received {
     /// Messages (with their netlink flags), in order; `done` if the answer to our dump or
-    /// request with sequence `seq` ended in this read.
-    Messages { done: Option<u32> },
-    /// Nothing within the timeout.
+    /// request with sequence `seq` ended in this read; `skipped`: messages of the datagram
+    /// that could not be decoded (left out of `out`).
+    Messages { done: Option<u32>, skipped: u32 },
+    /// Nothing within the timeout (or nothing now, for a read that does not wait).
     Timeout,
-    /// The kernel dropped events (ENOBUFS): everything must be dumped again.
+    /// Messages were lost: everything must be dumped again.
+    Lost(Loss),
+}
+
+/// How messages were lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loss {
+    /// The receive buffer overflowed (ENOBUFS): the kernel dropped events.
     Overrun,
+    /// A datagram of `len` bytes did not fit the read buffer (MSG_TRUNC); the buffer has
+    /// grown for the next one.
+    Truncated { len: usize },
+}
+
+impl std::fmt::Display for Loss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Loss::Overrun => write!(f, "overrun (ENOBUFS): events lost"),
+            Loss::Truncated { len } => write!(f, "a {len}-byte datagram was truncated"),
+        }
+    }
 }
 
 /// An rtnetlink socket.
@@ -48,28 +82,41 @@ fn nl_err(e: io::Error) -> KernelError {
 impl RtNetlink {
     /// A socket for requests and dumps (no events), in the calling thread's namespace.
     pub fn open() -> Result<RtNetlink, KernelError> {
-        Self::with_groups(0)
+        Self::with_groups(0, 0)
     }
 
     /// A socket that also receives the router's events ([`EVENT_GROUPS`]). Subscribe before
     /// dumping, so nothing that changes during the dump is missed.
     pub fn subscribe() -> Result<RtNetlink, KernelError> {
-        Self::with_groups(EVENT_GROUPS)
+        Self::subscribe_with(event_rcvbuf(), READ_BUF)
     }
 
-    fn with_groups(groups: u32) -> Result<RtNetlink, KernelError> {
+    /// [`RtNetlink::subscribe`] with a receive buffer of `rcvbuf` bytes and a read buffer
+    /// of `read_buf` (a reopened socket keeps what the last one grew to).
+    pub fn subscribe_with(rcvbuf: usize, read_buf: usize) -> Result<RtNetlink, KernelError> {
+        let mut nl = Self::with_groups(EVENT_GROUPS, rcvbuf)?;
+        nl.buf.resize(read_buf.clamp(READ_BUF, READ_BUF_MAX), 0);
+        Ok(nl)
+    }
+
+    /// The read buffer's size now.
+    pub fn read_buf(&self) -> usize {
+        self.buf.len()
+    }
+
+    fn with_groups(groups: u32, rcvbuf: usize) -> Result<RtNetlink, KernelError> {
         let mut sock = Socket::new(NETLINK_ROUTE).map_err(nl_err)?;
         sock.bind(&SocketAddr::new(0, groups)).map_err(nl_err)?;
         if groups != 0 {
             // A full table's worth of events can arrive at once (FRR installing 100k
             // routes): take a large buffer, beyond rmem_max when allowed (root).
-            let want: usize = 32 << 20;
+            let want = rcvbuf;
             if nix::sys::socket::setsockopt(&sock, nix::sys::socket::sockopt::RcvBufForce, &want).is_err() {
                 let _ = sock.set_rx_buf_sz(want);
             }
         }
         socket2::SockRef::from(&sock).set_read_timeout(Some(Duration::from_millis(100))).map_err(nl_err)?;
-        Ok(RtNetlink { sock, seq: 1, buf: vec![0; 1 << 16] })
+        Ok(RtNetlink { sock, seq: 1, buf: vec![0; READ_BUF] })
     }
 
     /// Send `msg` with `flags` (NLM_F_REQUEST added); its sequence number.
@@ -105,7 +152,22 @@ impl RtNetlink {
     /// Read once (up to the 100 ms timeout); decoded messages are appended to `out`. An
     /// error answer to one of our requests is returned as `Err`.
     pub fn recv(&mut self, out: &mut Vec<(RouteNetlinkMessage, u16)>) -> Result<Received, KernelError> {
-        let n = match self.sock.recv(&mut &mut self.buf[..], 0) {
+        self.recv_flags(out, 0)
+    }
+
+    /// [`RtNetlink::recv`] without waiting: [`Received::Timeout`] when nothing is queued.
+    pub fn recv_now(&mut self, out: &mut Vec<(RouteNetlinkMessage, u16)>) -> Result<Received, KernelError> {
+        self.recv_flags(out, libc::MSG_DONTWAIT)
+    }
+
+    fn recv_flags(&mut self, out: &mut Vec<(RouteNetlinkMessage, u16)>, flags: i32) -> Result<Received, KernelError> {
+        // MSG_TRUNC: the datagram's real length, so a cut one is seen, not parsed short.
+        let n = match self.sock.recv(&mut &mut self.buf[..], flags | libc::MSG_TRUNC) {
+            Ok(n) if n > self.buf.len() => {
+                let grown = n.next_power_of_two().min(READ_BUF_MAX);
+                self.buf.resize(grown, 0);
+                return Ok(Received::Lost(Loss::Truncated { len: n }));
+            }
             Ok(n) => n,
             // A signal delivered to this thread (a handler without SA_RESTART, a profiler
             // such as valgrind's) interrupts recv: nothing was read, read again later.
@@ -117,15 +179,18 @@ impl RtNetlink {
             {
                 return Ok(Received::Timeout)
             }
-            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => return Ok(Received::Overrun),
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => return Ok(Received::Lost(Loss::Overrun)),
             Err(e) => return Err(nl_err(e)),
         };
         let mut off = 0;
         let mut done = None;
+        let mut skipped = 0;
         while off + 16 <= n {
             let len = u32::from_ne_bytes([self.buf[off], self.buf[off + 1], self.buf[off + 2], self.buf[off + 3]]);
             let len = len as usize;
             if len < 16 || off + len > n {
+                // A header that does not fit: the rest of the datagram is unreadable.
+                skipped += 1;
                 break;
             }
             match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&self.buf[off..off + len]) {
@@ -138,15 +203,18 @@ impl RtNetlink {
                             None => done = Some(seq),
                             Some(_) => return Err(KernelError::Request { op: format!("seq {seq}"), err: e.to_io() }),
                         },
-                        NetlinkPayload::Overrun(_) => return Ok(Received::Overrun),
+                        NetlinkPayload::Overrun(_) => return Ok(Received::Lost(Loss::Overrun)),
                         _ => {}
                     }
                 }
-                Err(e) => log::debug!("rtnetlink: undecodable message skipped: {e}"),
+                Err(e) => {
+                    log::debug!("rtnetlink: undecodable message skipped: {e}");
+                    skipped += 1;
+                }
             }
             off += (len + 3) & !3;
         }
-        Ok(Received::Messages { done })
+        Ok(Received::Messages { done, skipped })
     }
 
     /// Send a request and wait for its acknowledgement; events read meanwhile are dropped
@@ -156,7 +224,7 @@ impl RtNetlink {
         let mut sink = Vec::new();
         for _ in 0..50 {
             match self.recv(&mut sink) {
-                Ok(Received::Messages { done: Some(s) }) if s == seq => return Ok(()),
+                Ok(Received::Messages { done: Some(s), .. }) if s == seq => return Ok(()),
                 Ok(_) => sink.clear(),
                 Err(KernelError::Request { err, .. }) if err.raw_os_error() == Some(ok_errno) => return Ok(()),
                 Err(KernelError::Request { err, .. }) => return Err(KernelError::Request { op: op.to_string(), err }),
@@ -182,7 +250,7 @@ impl RtNetlink {
                     }
                 }
             }
-            if matches!(r, Received::Messages { done: Some(s) } if s == seq) {
+            if matches!(r, Received::Messages { done: Some(s), .. } if s == seq) {
                 return Ok(links);
             }
         }

@@ -12,7 +12,7 @@
 //! group id no prefix uses any more is freed only after [`LpmWriter::commit`] made the
 //! change visible and a grace period ([`Grace`]) then passed.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -173,9 +173,14 @@ impl Ids {
 pub struct RibStats {
     pub events: u64,
     pub lpm_writes: u64,
-    /// Changes the tables refused (full): the prefix keeps its previous entry or none.
+    /// Prefixes the tables refused (full), each counted once until it is installed: the
+    /// prefix keeps its previous entry or none, and is retried ([`Rib::retry_refused`]).
     pub errors: u64,
     pub last_error: Option<String>,
+    /// Prefixes refused now, waiting for room (the FIB is not the kernel's while > 0).
+    pub refused: u64,
+    /// Refused prefixes installed on a later try.
+    pub retried_ok: u64,
 }
 
 /// How a prefix got into the dataplane's table (`show ip route` codes).
@@ -255,6 +260,11 @@ pub struct Rib<L: LpmWriter, G: Grace> {
     groups: Vec<Slot<(GroupKey, Vec<u16>)>>,
     group_ids: Ids,
     stats: RibStats,
+    /// Prefixes whose change the tables refused: retried after a batch that freed room and
+    /// on the control thread's timer.
+    refused: BTreeSet<Prefix>,
+    /// Something was deleted or released in this batch (room for the refused).
+    freed: bool,
 }
 
 impl<L: LpmWriter, G: Grace> Rib<L, G> {
@@ -278,6 +288,8 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
             groups: (0..MAX_GROUPS).map(|_| Slot { key: None, refs: 0 }).collect(),
             group_ids: Ids::new(MAX_GROUPS),
             stats: RibStats::default(),
+            refused: BTreeSet::new(),
+            freed: false,
         }
     }
 
@@ -434,11 +446,44 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
         for p in dirty {
             self.refresh(p);
         }
+        // Room was made: the refused get their turn in the same commit.
+        if self.freed && !self.refused.is_empty() {
+            self.retry();
+        }
+        self.commit();
+    }
+
+    fn commit(&mut self) {
         if let Err(e) = self.lpm.commit() {
             self.error(e);
         }
+        self.freed = false;
         self.nh_ids.after_commit(&*self.grace);
         self.group_ids.after_commit(&*self.grace);
+        self.stats.refused = self.refused.len() as u64;
+    }
+
+    fn retry(&mut self) {
+        let refused: Vec<Prefix> = self.refused.iter().copied().collect();
+        for p in refused {
+            self.refresh(p);
+        }
+    }
+
+    /// Prefixes refused now (waiting for room in the tables).
+    pub fn refused(&self) -> usize {
+        self.refused.len()
+    }
+
+    /// Try the refused prefixes again and commit (the control thread's timer: room can
+    /// come from a grace period ending, which frees next-hop and group ids, not only from
+    /// a batch). Returns how many are still refused.
+    pub fn retry_refused(&mut self) -> usize {
+        if !self.refused.is_empty() {
+            self.retry();
+            self.commit();
+        }
+        self.refused.len()
     }
 
     /// Start over from a full dump of the kernel (`events`): forget what the kernel said so
@@ -494,10 +539,20 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
         self.neighbours.get(&addr).and_then(|m| m.get(&port).copied().flatten())
     }
 
+    /// Counted, not logged: one refusal per route on a full table would be a line per
+    /// route (the control thread logs a rate-limited summary from the counters).
     fn error(&mut self, e: String) {
-        log::warn!("routing: {e}");
         self.stats.errors += 1;
         self.stats.last_error = Some(e);
+    }
+
+    /// `p`'s change was refused: kept for a retry, counted the first time.
+    fn refuse(&mut self, p: Prefix, e: String) {
+        if self.refused.insert(p) {
+            self.error(format!("{p}: {e}"));
+        } else {
+            self.stats.last_error = Some(format!("{p}: {e}"));
+        }
     }
 
     /// What `p` should point at now.
@@ -554,13 +609,14 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
         let want = self.want(p);
         let old = self.installed.get(&p).cloned();
         if want.as_ref() == old.as_ref().map(|o| &o.0) {
+            self.installed_as_wanted(p);
             return;
         }
         let new = match want {
             Some(w) => match self.acquire(&w) {
                 Ok(t) => Some((w, t)),
                 Err(e) => {
-                    self.error(format!("{p}: {e}"));
+                    self.refuse(p, e);
                     return;
                 }
             },
@@ -578,7 +634,7 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
             if let Some((_, t)) = new {
                 self.release(t);
             }
-            self.error(format!("{p}: {e}"));
+            self.refuse(p, e);
             return;
         }
         match new {
@@ -587,10 +643,21 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
             }
             None => {
                 self.installed.remove(&p);
+                self.freed = true;
             }
         }
+        // A replaced entry frees no table room; its ids come back after a grace period
+        // (the timer's retry).
         if let Some((_, t)) = old {
             self.release(t);
+        }
+        self.installed_as_wanted(p);
+    }
+
+    /// `p` is as the kernel wants it: no longer refused.
+    fn installed_as_wanted(&mut self, p: Prefix) {
+        if self.refused.remove(&p) && self.installed.contains_key(&p) {
+            self.stats.retried_ok += 1;
         }
     }
 

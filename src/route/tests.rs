@@ -429,6 +429,58 @@ fn view_lists_routes_with_origin_next_hops_and_neighbours() {
     assert!(v.routes.windows(2).all(|w| w[0].prefix <= w[1].prefix));
 }
 
+/// A software LPM that holds at most `cap` IPv4 prefixes (a full `rte_fib`).
+struct CappedLpm {
+    inner: SoftLpm,
+    cap: usize,
+}
+impl LpmWriter for CappedLpm {
+    fn set4(&mut self, p: Prefix4, value: u32) -> Result<(), String> {
+        if !self.inner.v4.contains_key(&p) && self.inner.v4.len() >= self.cap {
+            return Err("No space left on device".into());
+        }
+        self.inner.set4(p, value)
+    }
+    fn del4(&mut self, p: Prefix4) -> Result<(), String> {
+        self.inner.del4(p)
+    }
+    fn set6(&mut self, p: Prefix6, value: u32) -> Result<(), String> {
+        self.inner.set6(p, value)
+    }
+    fn del6(&mut self, p: Prefix6) -> Result<(), String> {
+        self.inner.del6(p)
+    }
+    fn commit(&mut self) -> Result<(), String> {
+        self.inner.commit()
+    }
+}
+
+#[test]
+fn refused_prefixes_are_retried_when_room_is_made() {
+    let tables = Arc::new(NextHopTables::new());
+    let lpm = CappedLpm { inner: SoftLpm::default(), cap: 4 };
+    let mut r = Rib::new(lpm, tables, Arc::new(NoReaders), vec!["Ethernet0".into()]);
+    r.apply([KernelEvent::Link { ifindex: E0, name: "Ethernet0".into() }]);
+    let routes: Vec<String> = (0..6).map(|i| format!("100.{i}.0.0/16")).collect();
+    r.apply(routes.iter().map(|p| route(p, &[(E0, Some("10.0.0.1"))])));
+    assert_eq!(r.lpm().inner.v4.len(), 4);
+    assert_eq!((r.refused(), r.stats().errors, r.stats().refused), (2, 2, 2));
+    // Retrying on a full table counts nothing new.
+    assert_eq!(r.retry_refused(), 2);
+    assert_eq!(r.stats().errors, 2);
+    // One delete makes room for one; a second for the other, in the same commits.
+    let installed: Vec<Prefix> = r.installed().iter().map(|(p, _)| *p).collect();
+    r.apply([del(&installed[0].to_string())]);
+    assert_eq!((r.refused(), r.lpm().inner.v4.len()), (1, 4));
+    r.apply([del(&installed[1].to_string())]);
+    assert_eq!((r.refused(), r.lpm().inner.v4.len(), r.stats().retried_ok, r.stats().refused), (0, 4, 2, 0));
+    // A refused prefix the kernel withdraws is forgotten.
+    r.apply([route("100.9.0.0/16", &[(E0, Some("10.0.0.1"))])]);
+    assert_eq!(r.refused(), 1);
+    r.apply([del("100.9.0.0/16")]);
+    assert_eq!((r.refused(), r.stats().refused), (0, 0));
+}
+
 /// docs/routing.md, "A router's contract": what a routed port never relays, and the RFC 1812
 /// / RFC 4291 checks on the routed path.
 #[test]
