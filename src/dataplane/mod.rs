@@ -179,7 +179,7 @@ fn run_with_eal(
     let port_names = spec.ports.iter().map(|p| p.name.clone()).collect();
     let io_thread = io::IoThread::spawn(shared.io.clone(), timeline_file, port_names).map_err(DataplaneError::Io)?;
     // Every thread exists now (EAL's, telemetry's, routing, I/O): the ones that are not
-    // lcores leave the lcores' CPUs, or go to SCHED_IDLE where no CPU is free.
+    // lcores leave the lcores' CPUs, or go to nice 19 where no CPU is free.
     let lcore_tids: Vec<i32> =
         spec.workers.iter().filter_map(|w| dpdk::threads::lcore_thread_id(w.lcore).ok()).collect();
     match dpdk::threads::place_non_lcore_threads(allowed, &lcore_tids) {
@@ -188,7 +188,7 @@ fn run_with_eal(
             moved.len(),
             moved.join(", "),
             p.cpus,
-            if p.idle { " at SCHED_IDLE (no CPU free of lcores)" } else { " (free of lcores)" }
+            if p.idle { " at nice 19 (no CPU free of lcores)" } else { " (free of lcores)" }
         ),
         Err(e) => log::warn!("threads: cannot move the non-lcore threads off the lcores' CPUs: {e}"),
     }

@@ -4,8 +4,8 @@
 //! are spawned by the main thread, which EAL pinned; DPDK puts its control threads there
 //! when no CPU is free), where they would take the control lcore's time. So once
 //! everything is started they move: to the CPUs the process may use that no lcore uses,
-//! or — where there is none — to every allowed CPU at `SCHED_IDLE`, the lowest scheduling
-//! class (they run only when an lcore naps, and never preempt one).
+//! or — where there is none — to every allowed CPU at nice 19, the lowest priority of the
+//! normal class (a polling lcore keeps ~98.5 % of its CPU; see [`NICE`]).
 //!
 //! Lcore threads are the main thread (the main lcore: the control loop runs there) and the
 //! worker lcores, each asked its thread id ([`lcore_thread_id`]) rather than recognised by
@@ -18,12 +18,19 @@ use std::io;
 use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 
+/// The nice value of the threads that are not lcores where no CPU is free of lcores: the
+/// lowest priority that still gets a share of a busy CPU. `SCHED_IDLE` (tried first) never
+/// runs while an lcore polls: telemetry took seconds to answer and a `show` waiting for a
+/// queue to drain timed out (tests/live_config.rs); at nice 19 a polling lcore keeps ~98.5 %
+/// of its CPU (CFS weights 1024 : 15).
+pub const NICE: i32 = 19;
+
 /// Where the threads that are not lcores go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
     /// Their CPUs.
     pub cpus: Vec<usize>,
-    /// No CPU is free of lcores: they run at `SCHED_IDLE`.
+    /// No CPU is free of lcores: they run at nice [`NICE`].
     pub idle: bool,
 }
 
@@ -124,9 +131,8 @@ pub fn place_non_lcore_threads(allowed: &[usize], lcore_tids: &[i32]) -> io::Res
             Err(e) => return Err(err(e)),
         }
         if p.idle {
-            let param = libc::sched_param { sched_priority: 0 };
-            // SAFETY: a plain syscall on a thread id of this process with a valid param.
-            let rc = unsafe { libc::sched_setscheduler(t.tid, libc::SCHED_IDLE, &param) };
+            // SAFETY: a plain syscall on a thread id of this process (Linux: a thread's nice).
+            let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, t.tid as libc::id_t, NICE) };
             if rc != 0 {
                 let e = io::Error::last_os_error();
                 if e.raw_os_error() != Some(libc::ESRCH) {
