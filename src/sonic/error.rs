@@ -1,7 +1,5 @@
 //! The import error: one line, `<file>: <TABLE|key|field>: <what is wrong>`.
 
-use thiserror::Error;
-
 /// Where in CONFIG_DB a value lives: `TABLE|key|field` (`field` absent for a whole key,
 /// `key` absent for a whole table).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -33,23 +31,34 @@ impl std::fmt::Display for At {
     }
 }
 
-/// Why a SONiC configuration cannot be imported. `Display` is always one line.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+/// Why a SONiC configuration cannot be imported. `Display` is always one line: whatever
+/// a file's names hold (a JSON key may carry `\n`), line breaks are collapsed there.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SonicError {
     /// A file could not be read.
-    #[error("{file}: cannot read: {msg}")]
     Io { file: String, msg: String },
     /// Not JSON, or not CONFIG_DB's shape.
-    #[error("{file}: line {line}, column {column}: {msg}")]
     Syntax { file: String, line: usize, column: usize, msg: String },
     /// A table, key or field is missing, malformed, inconsistent, or means something
     /// pfcswitch would do differently.
-    #[error("{file}: {at}: {msg}")]
     Field { file: String, at: String, msg: String },
     /// The port map (`--ports`).
-    #[error("{file}: {msg}")]
     PortMap { file: String, msg: String },
 }
+
+impl std::fmt::Display for SonicError {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let s = match self {
+            SonicError::Io { file, msg } => format!("{file}: cannot read: {msg}"),
+            SonicError::Syntax { file, line, column, msg } => format!("{file}: line {line}, column {column}: {msg}"),
+            SonicError::Field { file, at, msg } => format!("{file}: {at}: {msg}"),
+            SonicError::PortMap { file, msg } => format!("{file}: {msg}"),
+        };
+        f.write_str(&one_line(&s))
+    }
+}
+
+impl std::error::Error for SonicError {}
 
 impl SonicError {
     /// `TABLE|key|field` of a field error.

@@ -308,6 +308,10 @@ mod tests {
         let e = Db::from_texts(&[("a.json".into(), "{\n\"PORT\": }".into())]).unwrap_err();
         assert!(e.to_string().starts_with("a.json: line 2, column "), "{e}");
         assert_eq!(e.to_string().lines().count(), 1);
+        // A table named with line breaks (JSON escapes), as the fuzzer found: still one line.
+        let crash = "{\"\u{00d3}&\\r\\n\\r\\n[[[\\n\\n\": 6}";
+        let e = Db::from_texts(&[("a.json".into(), crash.into())]).unwrap_err();
+        assert!(!e.to_string().contains('\n'), "{e:?}");
     }
 
     #[test]

@@ -103,7 +103,8 @@ pub(crate) struct Cx<'a> {
 
 impl Cx<'_> {
     pub fn note(&mut self, kind: NoteKind, line: impl Into<String>) {
-        self.notes.push(Note { kind, line: line.into() });
+        // One line whatever the file's names hold.
+        self.notes.push(Note { kind, line: crate::sonic::error::one_line(&line.into()) });
     }
 
     pub fn prov(&mut self, path: impl Into<String>, at: At) {
