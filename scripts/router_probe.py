@@ -17,30 +17,17 @@ which ones crossed (docs/routing.md, "A router's contract"; tests/router_contrac
         COUNT ARP requests for TARGET_IP, one every INTERVAL_S, each waiting up to
         INTERVAL_S for its reply. Prints {"asked": n, "answered": m}.
 """
-import select
-import time
 import json
+import select
 import socket
 import struct
 import sys
+import time
+
+# The frame helpers the other host script has (scripts/ is on sys.path when run).
+from host_traffic import checksum, iface_mac, mac_bytes
 
 MARK = b"PFCSW-RC:"
-
-
-def mac_bytes(text):
-    return bytes.fromhex(text.replace(":", ""))
-
-
-def iface_mac(iface):
-    with open(f"/sys/class/net/{iface}/address") as f:
-        return mac_bytes(f.read().strip())
-
-
-def checksum(hdr):
-    s = sum(struct.unpack(f"!{len(hdr) // 2}H", hdr))
-    s = (s & 0xFFFF) + (s >> 16)
-    s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
 
 
 def payload(name):
@@ -161,6 +148,8 @@ def arp_ask(iface, src_ip, target_ip, count, interval):
 
 
 def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "send" and len(args) == 8:
         send(*args)

@@ -25,27 +25,6 @@ use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// The three-host routed switch: Ethernet0/4/8 on host 1/2/3's veths, each port a router
-/// interface in the host's subnet.
-fn routed_switch(d: &TestDir, p: &str, extra: &str) -> std::path::PathBuf {
-    SwitchConfig::new(&d.prefix(), "0@0,1@1")
-        .memory_mb(1024)
-        .port(Port::new("Ethernet0", &format!("net_af_packet0,iface={p}v1a")).speed("10G"))
-        .port(Port::new("Ethernet4", &format!("net_af_packet1,iface={p}v2a")).speed("10G"))
-        .port(Port::new("Ethernet8", &format!("net_af_packet2,iface={p}v3a")).speed("10G"))
-        .toml(&format!(
-            r#"[control_plane]
-netns = "{p}sw"
-[interface]
-Ethernet0 = ["198.18.1.1/24", "fd00:1::1/64"]
-Ethernet4 = ["198.18.2.1/24", "fd00:2::1/64"]
-Ethernet8 = ["198.18.3.1/24", "fd00:3::1/64"]
-{extra}"#
-        ))
-        .one_worker()
-        .write(&d.join("t.toml"))
-}
-
 #[test]
 fn routes_between_subnets_with_icmp_route_changes_and_ecmp() {
     if !is_root() {
@@ -55,7 +34,7 @@ fn routes_between_subnets_with_icmp_route_changes_and_ecmp() {
     let d = TestDir::new("routed");
     let p = format!("r{}", std::process::id() % 100_000);
     let hosts = Hosts::up_routed(&p, 3);
-    let cfg = routed_switch(&d, &p, "");
+    let cfg = three_host_routed_switch(&d, &p, "");
     let json = d.join("stats.json");
     let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);
     sw.wait_forwarding(Duration::from_secs(60));
@@ -123,19 +102,8 @@ fn routes_between_subnets_with_icmp_route_changes_and_ecmp() {
         assert!(hosts.exec(h, "ip addr add 10.60.0.1/32 dev lo").status.success());
     }
     ip_sw("route add 10.60.0.0/16 nexthop via 198.18.2.2 dev Ethernet4 nexthop via 198.18.3.2 dev Ethernet8");
-    let installed = until(Duration::from_secs(5), || {
-        let v = tel.query("/pfcswitch/routes,v4,0").expect("routes");
-        let rows: Vec<String> = v["rows"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|r| r.as_str().map(String::from)).collect())
-            .unwrap_or_default();
-        // prefix|code|metric|via|iface|mac|weight: both members, both resolved.
-        rows.iter()
-            .filter(|r| r.starts_with("10.60.0.0/16|K|") && r.split('|').nth(5).is_some_and(|m| !m.is_empty()))
-            .count()
-            == 2
-    });
-    assert!(installed.is_some(), "the multipath route is not in the dataplane with both members resolved");
+    let installed = wait_route_members(&mut tel, "10.60.0.0/16", 2, Duration::from_secs(5));
+    assert!(installed, "the multipath route is not in the dataplane with both members resolved");
     let miss0 = n(&counters(&mut tel, "Ethernet0"), "punted_neighbour_miss");
     let script = format!("{ROOT}/scripts/host_traffic.py");
     let rx: Vec<_> = [2, 3].iter().map(|&h| hosts.spawn(h, &format!("python3 {script} udp-sports 5000 3"))).collect();

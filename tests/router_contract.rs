@@ -22,26 +22,6 @@ use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// The three-host routed switch of tests/routed_hosts.rs.
-fn routed_switch(d: &TestDir, p: &str) -> std::path::PathBuf {
-    SwitchConfig::new(&d.prefix(), "0@0,1@1")
-        .memory_mb(1024)
-        .port(Port::new("Ethernet0", &format!("net_af_packet0,iface={p}v1a")).speed("10G"))
-        .port(Port::new("Ethernet4", &format!("net_af_packet1,iface={p}v2a")).speed("10G"))
-        .port(Port::new("Ethernet8", &format!("net_af_packet2,iface={p}v3a")).speed("10G"))
-        .toml(&format!(
-            r#"[control_plane]
-netns = "{p}sw"
-[interface]
-Ethernet0 = ["198.18.1.1/24", "fd00:1::1/64"]
-Ethernet4 = ["198.18.2.1/24", "fd00:2::1/64"]
-Ethernet8 = ["198.18.3.1/24", "fd00:3::1/64"]
-"#
-        ))
-        .one_worker()
-        .write(&d.join("t.toml"))
-}
-
 fn iface_mac(ns: &str, iface: &str) -> String {
     String::from_utf8_lossy(&sh(&format!("ip netns exec {ns} cat /sys/class/net/{iface}/address")).stdout)
         .trim()
@@ -64,7 +44,7 @@ fn routed_ports_never_bridge_and_rfc1812_drops_are_counted() {
     let d = TestDir::new("rcontract");
     let p = format!("rc{}", std::process::id() % 100_000);
     let hosts = Hosts::up_routed(&p, 3);
-    let cfg = routed_switch(&d, &p);
+    let cfg = three_host_routed_switch(&d, &p, "");
     let json = d.join("stats.json");
     let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);
     sw.wait_forwarding(Duration::from_secs(60));
@@ -297,7 +277,7 @@ fn a_dead_link_leaves_ecmp_at_once_and_takes_its_representor_down() {
     let d = TestDir::new("rlink");
     let p = format!("rk{}", std::process::id() % 100_000);
     let hosts = Hosts::up_routed(&p, 3);
-    let cfg = routed_switch(&d, &p);
+    let cfg = three_host_routed_switch(&d, &p, "");
     let json = d.join("stats.json");
     let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);
     sw.wait_forwarding(Duration::from_secs(60));
@@ -314,18 +294,8 @@ fn a_dead_link_leaves_ecmp_at_once_and_takes_its_representor_down() {
     ));
     assert!(o.status.success(), "ip route add: {}", text(&o));
     let mut tel = Client::connect(&socket_path(&d.prefix())).expect("telemetry socket");
-    let installed = until(Duration::from_secs(5), || {
-        let v = tel.query("/pfcswitch/routes,v4,0").expect("routes");
-        let rows: Vec<String> = v["rows"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|r| r.as_str().map(String::from)).collect())
-            .unwrap_or_default();
-        rows.iter()
-            .filter(|r| r.starts_with("10.60.0.0/16|K|") && r.split('|').nth(5).is_some_and(|m| !m.is_empty()))
-            .count()
-            == 2
-    });
-    assert!(installed.is_some(), "the multipath route is not in the dataplane with both members resolved");
+    let installed = wait_route_members(&mut tel, "10.60.0.0/16", 2, Duration::from_secs(5));
+    assert!(installed, "the multipath route is not in the dataplane with both members resolved");
     let script = format!("{ROOT}/scripts/host_traffic.py");
     let rx: Vec<_> = [2, 3].iter().map(|&h| hosts.spawn(h, &format!("python3 {script} udp-sports 5000 7"))).collect();
     for h in [2, 3] {
@@ -405,7 +375,7 @@ fn one_ports_flood_never_starves_another_ports_control_plane() {
     let d = TestDir::new("rcopp");
     let p = format!("rp{}", std::process::id() % 100_000);
     let hosts = Hosts::up_routed(&p, 3);
-    let cfg = routed_switch(&d, &p);
+    let cfg = three_host_routed_switch(&d, &p, "");
     let json = d.join("stats.json");
     let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);
     sw.wait_forwarding(Duration::from_secs(60));

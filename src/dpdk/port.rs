@@ -104,18 +104,8 @@ impl Port {
         mtu: Option<u16>,
         rss_hf: u64,
     ) -> Result<(Port, Vec<RxQueue>, Vec<TxQueue>), DpdkError> {
-        let mut info: sys::rte_eth_dev_info = Default::default();
-        // SAFETY: out-pointer to a zeroed struct.
-        let ret = unsafe { sys::rte_eth_dev_info_get(id, &mut info) };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(format!("rte_eth_dev_info_get(port {id})"), ret));
-        }
-        let driver = if info.driver_name.is_null() {
-            String::new()
-        } else {
-            // SAFETY: driver_name is a static C string.
-            unsafe { CStr::from_ptr(info.driver_name) }.to_string_lossy().into_owned()
-        };
+        let info = dev_info(id)?;
+        let driver = info.driver.clone();
         if nb_rx > info.max_rx_queues || nb_tx > info.max_tx_queues {
             return Err(DpdkError::msg(
                 format!("port {id} ({driver})"),
@@ -365,13 +355,7 @@ pub fn lcore_socket(lcore: u32) -> u32 {
 /// Link status of port `id` without waiting (`rte_eth_link_get_nowait`).
 /// The most RX and TX queues device `id` offers ((0, 0) if it cannot say).
 pub fn max_queues(id: u16) -> (u16, u16) {
-    let mut info: sys::rte_eth_dev_info = Default::default();
-    // SAFETY: out-pointer to a zeroed struct.
-    let ret = unsafe { sys::rte_eth_dev_info_get(id, &mut info) };
-    if ret != 0 {
-        return (0, 0);
-    }
-    (info.max_rx_queues, info.max_tx_queues)
+    dev_info(id).map_or((0, 0), |i| (i.max_rx_queues, i.max_tx_queues))
 }
 
 /// Set port `id`'s link administratively up or down (`rte_eth_dev_set_link_up/down`;

@@ -237,6 +237,51 @@ pub fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
+/// Whether `prefix` (e.g. "10.60.0.0/16") is in the running switch's dataplane with `n`
+/// resolved next hops (`/pfcswitch/routes` rows: prefix|code|metric|via|iface|mac|weight),
+/// polled for up to `limit`.
+pub fn wait_route_members(
+    tel: &mut pfcswitch::dpdk::telemetry::Client,
+    prefix: &str,
+    n: usize,
+    limit: std::time::Duration,
+) -> bool {
+    until(limit, || {
+        let v = tel.query("/pfcswitch/routes,v4,0").expect("routes");
+        let rows: Vec<String> = v["rows"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|r| r.as_str().map(String::from)).collect())
+            .unwrap_or_default();
+        rows.iter()
+            .filter(|r| r.starts_with(&format!("{prefix}|K|")) && r.split('|').nth(5).is_some_and(|m| !m.is_empty()))
+            .count()
+            == n
+    })
+    .is_some()
+}
+
+/// The routed switch of `scripts/hosts.sh` routed mode with three hosts (prefix `p`):
+/// Ethernet0/4/8 on host 1/2/3's veths, each port a router interface in the host's subnet
+/// (198.18.i.1/24, fd00:i::1/64), the switch in namespace `<p>sw`; `extra` is appended.
+pub fn three_host_routed_switch(d: &TestDir, p: &str, extra: &str) -> PathBuf {
+    SwitchConfig::new(&d.prefix(), "0@0,1@1")
+        .memory_mb(1024)
+        .port(Port::new("Ethernet0", &format!("net_af_packet0,iface={p}v1a")).speed("10G"))
+        .port(Port::new("Ethernet4", &format!("net_af_packet1,iface={p}v2a")).speed("10G"))
+        .port(Port::new("Ethernet8", &format!("net_af_packet2,iface={p}v3a")).speed("10G"))
+        .toml(&format!(
+            r#"[control_plane]
+netns = "{p}sw"
+[interface]
+Ethernet0 = ["198.18.1.1/24", "fd00:1::1/64"]
+Ethernet4 = ["198.18.2.1/24", "fd00:2::1/64"]
+Ethernet8 = ["198.18.3.1/24", "fd00:3::1/64"]
+{extra}"#
+        ))
+        .one_worker()
+        .write(&d.join("t.toml"))
+}
+
 /// Port `port`'s live counters over the switch's telemetry socket.
 pub fn counters(c: &mut pfcswitch::dpdk::telemetry::Client, port: &str) -> serde_json::Value {
     let v = c.query(&format!("/pfcswitch/port_counters,{port}")).expect("telemetry");
