@@ -86,7 +86,8 @@ fn run_with_eal(eal: &Eal, spec: &GenSpec, opts: &RunOptions) -> Result<Value, R
     log::info!("{} up: {} ports probed, TSC {hz} Hz", Eal::version(), eal.port_count());
     let pool = mempool(spec)?;
     let (mut ports, gp, names) = start_ports(spec, opts, &pool)?;
-    let mut gen = Generator::new(gp, &spec.streams, spec.rx_streams, pool.clone(), hz, rdtsc());
+    let mut gen =
+        Generator::with_roce(gp, &spec.streams, spec.rx_streams, pool.clone(), hz, rdtsc(), &spec.dcqcn, &spec.cnp);
     log::info!("generating: {} stream(s) on {} port(s)", spec.streams.len(), spec.ports.len());
     // Live lines from an ordinary thread: the lcore never formats or writes.
     let done = Arc::new(AtomicBool::new(false));
@@ -332,6 +333,16 @@ fn summary(gen: &Generator, pmd: &[dpdk::PortStats], elapsed: f64, now: u64) -> 
                 "tx_seconds": span, "tx_wire_bps": bps.round(), "tx_pps": pps.round(),
                 "pfc_stops": s.pauses,
             });
+            if s.spec.roce {
+                v["roce"] = json!(true);
+                v["cnp_rx"] = json!(s.cnp_rx);
+            }
+            if let Some(d) = &s.dcqcn {
+                v["dcqcn"] = json!({
+                    "line_bps": d.params().line_bps, "rate_bps": d.rate_bps(), "target_bps": d.target_bps(),
+                    "alpha": d.alpha(), "cnps": d.cnps, "min_rate_bps": d.min_seen_bps,
+                });
+            }
             // From the first PFC stop on, the stream goes at the rate PFC lets through.
             if let Some((t, bits, frames)) = s.first_stop {
                 v["tx_packets_before_first_stop"] = json!(frames);
@@ -346,6 +357,9 @@ fn summary(gen: &Generator, pmd: &[dpdk::PortStats], elapsed: f64, now: u64) -> 
             let r = rx.to_json(Some(s.seq).filter(|_| rx.frames > 0), hz);
             t.add(s.seq, &r);
             merge(&mut v, r);
+            if gen.cnp_sent[id] > 0 {
+                v["cnp_sent"] = json!(gen.cnp_sent[id]);
+            }
             v
         })
         .collect();
@@ -357,7 +371,7 @@ fn summary(gen: &Generator, pmd: &[dpdk::PortStats], elapsed: f64, now: u64) -> 
         .map(|(i, r)| {
             let v = r.to_json(None, hz);
             t.add(0, &v);
-            let mut o = json!({"id": i});
+            let mut o = json!({"id": i, "cnp_sent": gen.cnp_sent[i]});
             merge(&mut o, v);
             o
         })
@@ -367,6 +381,8 @@ fn summary(gen: &Generator, pmd: &[dpdk::PortStats], elapsed: f64, now: u64) -> 
         "totals": {
             "tx_packets": t.tx, "rx_packets": t.rx, "lost": t.lost, "reordered": t.reordered,
             "duplicates": t.duplicates, "ecn_ce": t.ce,
+            "cnp_tx": gen.ports.iter().map(|p| p.counters.cnp_tx).sum::<u64>(),
+            "cnp_rx": gen.ports.iter().map(|p| p.counters.cnp_rx).sum::<u64>(),
             "pause_frames_rx": gen.ports.iter().map(|p| {
                 let c = p.pfc.counters();
                 c.prio.iter().map(|x| x.pause_frames.get()).sum::<u64>() + c.link_pause_frames.get()
