@@ -207,9 +207,44 @@ struct Outcome {
     _dir: TestDir,
 }
 
+/// What the senders are: plain UDP (the first two tests), or RoCEv2 through B's ECN
+/// marking ([`ecn_profile`]) to a receiver that answers CE with CNPs, the senders
+/// ignoring them (`Roce`) or reacting with DCQCN (`Dcqcn`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Senders {
+    Udp,
+    Roce,
+    Dcqcn,
+}
+
+/// DCQCN-style marking (RED on the instantaneous queue, SONiC's `WRED_PROFILE`) on B's
+/// bottleneck queue 3: Kmin 5 KB, Kmax 200 KB, Pmax 1 % as in the DCQCN paper. A marked
+/// byte sits behind at most Kmax, far below the ~700 KB a PG holds before Xoff.
+fn ecn_profile() -> &'static str {
+    "[qos]\nwred_seed = 11\n[qos.wred_profile.DCQCN]\ngreen_min_threshold = 5000\ngreen_max_threshold = 200000\n\
+     green_drop_probability = 1\nwred_green_enable = true\necn = \"ecn_all\"\n\
+     [qos.queue]\n\"Ethernet4|3\" = { wred_profile = \"DCQCN\" }\n"
+}
+
+/// DCQCN's time scale for the senders and the CNP interval: 40 Gbit/s over the
+/// bottleneck, so that the paper's loop (its timers, CNP interval and rate steps, in
+/// bytes and packets) runs as at 40G (docs/dcqcn.md).
+fn time_scale() -> f64 {
+    40e9 / pfcswitch::units::parse_speed(&params().2).unwrap() as f64
+}
+
 fn run(pfc: bool) -> Outcome {
+    run_with(pfc, Senders::Udp)
+}
+
+fn run_with(pfc: bool, senders: Senders) -> Outcome {
     let (count, size, bottleneck) = params();
-    let dir = TestDir::new(if pfc { "gen-incast-on" } else { "gen-incast-off" });
+    let dir = TestDir::new(match (pfc, senders) {
+        (false, _) => "gen-incast-off",
+        (true, Senders::Udp) => "gen-incast-on",
+        (true, Senders::Roce) => "gen-incast-roce",
+        (true, Senders::Dcqcn) => "gen-incast-dcqcn",
+    });
     let prefix = dir.prefix();
     let sock = |n: &str| dir.join(&format!("{n}.sock")).display().to_string();
     let (sa0, sa1, link, sb1) = (sock("a0"), sock("a1"), sock("link"), sock("b1"));
@@ -239,20 +274,31 @@ fn run(pfc: bool) -> Outcome {
         pfc,
         size,
     )
+    .toml(if senders == Senders::Udp { "" } else { ecn_profile() })
     .write(&dir.join("b.toml"));
+    let roce = match senders {
+        Senders::Udp => "",
+        Senders::Roce => "roce = true\n",
+        Senders::Dcqcn => "roce = true\ndcqcn = true\n",
+    };
+    let cnp = if senders == Senders::Udp {
+        String::new()
+    } else {
+        format!("[cnp]\nenable = true\n[dcqcn]\ntime_scale = {}\n", time_scale())
+    };
     let gen_cfg = dir.join("gen.toml");
     let stream = |i: u32, port: &str| {
         format!(
             "[[stream]]\nname = \"s{i}\"\nport = \"{port}\"\nrate = \"{bottleneck}bit/s\"\nsize = {size}\npcp = 3\nvlan = 100\n\
              ecn = \"ect0\"\ndst_port = 4791\nsrc_port = \"49152-65535\"\nsrc_mac = \"02:00:00:00:00:a{i}\"\ndst_mac = \"{RX_MAC}\"\n\
-             src_ip = \"10.0.0.{}\"\ndst_ip = \"10.0.1.1\"\nstart = \"300ms\"\n",
+             src_ip = \"10.0.0.{}\"\ndst_ip = \"10.0.1.1\"\nstart = \"300ms\"\n{roce}",
             i + 1
         )
     };
     std::fs::write(
         &gen_cfg,
         format!(
-            "[eal]\nargs = [\"--no-huge\", \"-m\", \"256\", \"--no-pci\", \"--lcores=0@1\", \"--file-prefix={prefix}-gen\"]\n\
+            "{cnp}[eal]\nargs = [\"--no-huge\", \"-m\", \"256\", \"--no-pci\", \"--lcores=0@1\", \"--file-prefix={prefix}-gen\"]\n\
              [[port]]\nname = \"g0\"\ndevargs = \"{}\"\nspeed = \"{speed}\"\n\
              [[port]]\nname = \"g1\"\ndevargs = \"{}\"\nspeed = \"{speed}\"\n\
              [[port]]\nname = \"g2\"\ndevargs = \"{}\"\nspeed = \"{speed}\"\n\
@@ -403,4 +449,73 @@ fn pfcgen_incast_pfc_off_loses_frames() {
     let dropped = u(&b_in["tc"][3]["dropped"]);
     assert_eq!(dropped, lost, "the generator's loss is B's drops{}", ctx());
     eprintln!("pfcgen incast, PFC off: {lost} of {} frames lost at the bottleneck in {:.1} s", 2 * count, o.secs);
+}
+
+/// Switch ports' PAUSE frames sent for priority 3, summed over both switches.
+fn pause_sent(o: &Outcome) -> u64 {
+    [&o.a, &o.b].iter().flat_map(|sw| sw["ports"].as_array().unwrap().iter()).map(|p| u(&p["pfc"]["tx_pause"][3])).sum()
+}
+
+/// The DCQCN loop closed: the same RoCEv2 incast with B marking ECN and the receiver
+/// answering CE with CNPs, once with senders that ignore the CNPs and once with DCQCN.
+/// DCQCN must leave the switches sending fewer PAUSE frames (asserted loosely: fewer, the
+/// figures are printed), both runs lossless (0 lossless drops, 0 lost), and the DCQCN
+/// senders must have cut their rate on CNPs.
+#[test]
+fn pfcgen_incast_dcqcn_sends_fewer_pauses() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (count, _, _) = params();
+    let mut figures = Vec::new();
+    for senders in [Senders::Roce, Senders::Dcqcn] {
+        let o = run_with(true, senders);
+        let ctx = || format!("\ngen: {}\nA: {}\nB: {}\n{}", o.gen, o.a, o.b, o.logs);
+        assert_conserved(&o.a);
+        assert_conserved(&o.b);
+        for sw in [&o.a, &o.b] {
+            for p in sw["ports"].as_array().unwrap() {
+                assert_eq!(u(&p["lossless_drops"]), 0, "lossless drops on {}{}", p["name"], ctx());
+            }
+        }
+        let (mut cnp_rx, mut min_rate) = (0, f64::MAX);
+        for name in ["s0", "s1"] {
+            let s = stream(&o.gen, name);
+            assert_eq!(
+                (u(&s["tx_packets"]), u(&s["rx_packets"]), u(&s["lost"]), u(&s["duplicates"])),
+                (count, count, 0, 0),
+                "{name}: sent / received / lost / duplicated{}",
+                ctx()
+            );
+            cnp_rx += u(&s["cnp_rx"]);
+            if senders == Senders::Dcqcn {
+                min_rate = min_rate.min(f(&s["dcqcn"]["min_rate_bps"]));
+            }
+        }
+        let marked = u(&port(&o.b, "Ethernet4")["queues"][3]["ecn_marked_packets"]);
+        let cnp_tx = u(&o.gen["totals"]["cnp_tx"]);
+        assert!(
+            marked > 0 && cnp_tx > 0 && cnp_rx > 0,
+            "B marked {marked}, CNPs sent {cnp_tx}, received {cnp_rx}{}",
+            ctx()
+        );
+        if senders == Senders::Dcqcn {
+            assert!(min_rate < 0.75 * f(&stream(&o.gen, "s0")["dcqcn"]["line_bps"]), "DCQCN never cut{}", ctx());
+        }
+        figures.push((pause_sent(&o), marked, cnp_tx, o.secs, min_rate));
+    }
+    let (pfc, dcqcn) = (figures[0], figures[1]);
+    eprintln!(
+        "pfcgen incast, RoCEv2 + ECN: PAUSE frames sent by the switches {} without DCQCN, {} with; CE marks {} / {}; \
+         CNPs {} / {}; run {:.1} / {:.1} s; lowest DCQCN rate {:.2} Mb/s",
+        pfc.0,
+        dcqcn.0,
+        pfc.1,
+        dcqcn.1,
+        pfc.2,
+        dcqcn.2,
+        pfc.3,
+        dcqcn.3,
+        dcqcn.4 / 1e6
+    );
+    assert!(pfc.0 > 0, "no PAUSE without DCQCN: the incast did not congest");
+    assert!(dcqcn.0 < pfc.0, "DCQCN did not reduce PAUSE: {} with, {} without", dcqcn.0, pfc.0);
 }

@@ -457,8 +457,12 @@ pub fn print_summary(s: &Value) {
             })
             .map(|i| format!("prio {i}: {} PAUSE {} RESUME, paused {} us", pause[i], resume[i], dur[i]))
             .collect();
+        let cnp = match (p["cnp_tx"].as_u64().unwrap_or(0), p["cnp_rx"].as_u64().unwrap_or(0)) {
+            (0, 0) => String::new(),
+            (tx, rx) => format!(", CNP sent {tx} ({} CE within the interval) received {rx}", p["cnp_suppressed"]),
+        };
         println!(
-            "  port {}: tx {} rx {} (pfcgen frames and other), PFC {}{}",
+            "  port {}: tx {} rx {} (pfcgen frames and other), PFC {}{cnp}{}",
             p["name"].as_str().unwrap_or("?"),
             p["tx_packets"],
             p["rx_packets"],
