@@ -124,11 +124,11 @@ struct SpecArgs {
     #[arg(long)]
     roce: bool,
     /// Every stream is RoCEv2 and its rate follows DCQCN (cut on CNPs, timers and byte
-    /// counter raise it again); parameters in the file's [dcqcn] (docs/dcqcn.md).
+    /// counter raise it again); parameters in the file's `[dcqcn]` table (docs/dcqcn.md).
     #[arg(long)]
     dcqcn: bool,
     /// Answer CE-marked RoCEv2 frames with CNPs (a notification point), at most one per
-    /// flow per [cnp] interval (default 50 µs × the DCQCN time scale).
+    /// flow per `[cnp]` interval (default 50 µs × the DCQCN time scale).
     #[arg(long)]
     cnp: bool,
     /// Multiply DCQCN's time constants and the CNP interval (links slower than 40G).
