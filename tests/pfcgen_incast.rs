@@ -319,27 +319,39 @@ fn run_with(pfc: bool, senders: Senders) -> Outcome {
         c.args(["run", "--config", cfg.to_str().unwrap(), "--stats-json", json.to_str().unwrap(), "--duration", "600"]);
         c
     };
+    // By hand (PFCGEN_INCAST_PLOT=DIR): the senders' rates, B's bottleneck queue and the
+    // switches' PAUSE frames over time, for scripts/plot_dcqcn.py (docs/dcqcn.md).
+    let plot = std::env::var("PFCGEN_INCAST_PLOT").ok().filter(|_| senders != Senders::Udp);
+    let tag = if senders == Senders::Dcqcn { "dcqcn" } else { "pfc" };
     let t0 = Instant::now();
     let mut b = Proc::spawn("switch-b", &dir, &mut run_sw(&b_cfg, &b_json));
     b.wait_log("forwarding:", Duration::from_secs(20));
     let mut a = Proc::spawn("switch-a", &dir, &mut run_sw(&a_cfg, &a_json));
     a.wait_log("forwarding:", Duration::from_secs(20));
-    let mut g = Proc::spawn(
-        "pfcgen",
-        &dir,
-        Command::new(GEN_BIN).args([
-            "run",
-            "--config",
-            gen_cfg.to_str().unwrap(),
-            "--count",
-            &count.to_string(),
-            "--drain",
-            "1s",
-            "--stats-json",
-            gen_json.to_str().unwrap(),
-        ]),
-    );
+    let mut gen_cmd = Command::new(GEN_BIN);
+    gen_cmd.args([
+        "run",
+        "--config",
+        gen_cfg.to_str().unwrap(),
+        "--count",
+        &count.to_string(),
+        "--drain",
+        "1s",
+        "--stats-json",
+        gen_json.to_str().unwrap(),
+    ]);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let poller = plot.as_ref().map(|d| {
+        gen_cmd.args(["--stats-interval", "100ms", "--rates-csv", &format!("{d}/{tag}-rates.csv")]);
+        let (done, path, prefix) = (done.clone(), format!("{d}/{tag}-switch.csv"), prefix.clone());
+        std::thread::spawn(move || poll_switches(&path, &prefix, &done))
+    });
+    let mut g = Proc::spawn("pfcgen", &dir, &mut gen_cmd);
     g.wait_ok(Duration::from_secs(60 + 2 * count * (size + 20) * 8 / 1_000_000));
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(p) = poller {
+        p.join().unwrap();
+    }
     let secs = t0.elapsed().as_secs_f64();
     a.interrupt();
     a.wait_ok(Duration::from_secs(20));
@@ -449,6 +461,28 @@ fn pfcgen_incast_pfc_off_loses_frames() {
     let dropped = u(&b_in["tc"][3]["dropped"]);
     assert_eq!(dropped, lost, "the generator's loss is B's drops{}", ctx());
     eprintln!("pfcgen incast, PFC off: {lost} of {} frames lost at the bottleneck in {:.1} s", 2 * count, o.secs);
+}
+
+/// Every 100 ms until `done`: B's bottleneck queue 3 (packets), PAUSE frames B and A have
+/// sent on priority 3, from `pfcswitch show --json` (CSV `t_unix_s,b_queue3_pkts,b_pause_tx,a_pause_tx`).
+fn poll_switches(path: &str, prefix: &str, done: &std::sync::atomic::AtomicBool) {
+    use std::io::Write;
+    let show = |sw: &str, view: &[&str]| -> serde_json::Value {
+        let o = Command::new(BIN).args(["show", "--prefix", &format!("{prefix}-{sw}"), "--json"]).args(view).output();
+        o.ok().and_then(|o| serde_json::from_slice(&o.stdout).ok()).unwrap_or_default()
+    };
+    let pause = |j: &serde_json::Value| -> u64 {
+        j.as_object().map_or(0, |m| m.values().map(|p| p["tx_pfc3"].as_u64().unwrap_or(0)).sum())
+    };
+    let mut f = std::fs::File::create(path).unwrap();
+    writeln!(f, "t_unix_s,b_queue3_pkts,b_pause_tx,a_pause_tx").unwrap();
+    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+        let q = show("b", &["queue", "counters"])["Ethernet4"]["UC3_depth"].as_u64().unwrap_or(0);
+        let (pb, pa) = (pause(&show("b", &["pfc", "counters"])), pause(&show("a", &["pfc", "counters"])));
+        writeln!(f, "{t:.3},{q},{pb},{pa}").unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Switch ports' PAUSE frames sent for priority 3, summed over both switches.

@@ -73,6 +73,10 @@ enum Cmd {
         /// Write the JSON summary here.
         #[arg(long)]
         stats_json: Option<PathBuf>,
+        /// Write each sending stream's rate per --stats-interval here (CSV: t_unix_s,
+        /// stream, tx_bps): a DCQCN flow's rate over time.
+        #[arg(long)]
+        rates_csv: Option<PathBuf>,
         /// Wait up to this long for the ports' links before sending (a memif client
         /// connecting to its server).
         #[arg(long, default_value = "10s", allow_hyphen_values = true)]
@@ -209,7 +213,7 @@ fn main() -> ExitCode {
             }
             Err(c) => c,
         },
-        Cmd::Run { spec, duration: dur, drain, stats_interval, stats_json, link_wait, idle, eal } => {
+        Cmd::Run { spec, duration: dur, drain, stats_interval, stats_json, rates_csv, link_wait, idle, eal } => {
             let parsed = (|| {
                 let d = dur.as_deref().map(|t| duration("--duration", t)).transpose()?;
                 Ok::<_, ExitCode>((
@@ -238,7 +242,11 @@ fn main() -> ExitCode {
                 }
             }
             let idle = if idle == "nap" { run::Idle::Nap } else { run::Idle::Poll };
-            let opts = RunOptions { duration, drain, stats_interval, stop, eal_extra: eal, link_wait, idle };
+            if rates_csv.is_some() && stats_interval.is_none() {
+                eprintln!("--rates-csv: needs a --stats-interval above 0 (its sampling period)");
+                return ExitCode::from(2);
+            }
+            let opts = RunOptions { duration, drain, stats_interval, stop, eal_extra: eal, link_wait, idle, rates_csv };
             let summary = match run::run(&spec, &opts) {
                 Ok(s) => s,
                 Err(e) => {

@@ -30,6 +30,8 @@ pub enum RunError {
     Port { name: String, devargs: String, err: dpdk::DpdkError },
     #[error("mempool: {0}")]
     Mempool(dpdk::DpdkError),
+    #[error("{0}: {1}")]
+    Io(String, std::io::Error),
 }
 
 /// How long to run and what to print.
@@ -49,6 +51,9 @@ pub struct RunOptions {
     pub link_wait: Duration,
     /// Busy-poll, or nap when idle.
     pub idle: Idle,
+    /// Per `stats_interval`, each sending stream's rate as CSV rows
+    /// `t_unix_s,stream,tx_bps` (a DCQCN flow's rate over time, for plots).
+    pub rates_csv: Option<std::path::PathBuf>,
 }
 
 /// What the lcore does between frames.
@@ -91,7 +96,15 @@ fn run_with_eal(eal: &Eal, spec: &GenSpec, opts: &RunOptions) -> Result<Value, R
     log::info!("generating: {} stream(s) on {} port(s)", spec.streams.len(), spec.ports.len());
     // Live lines from an ordinary thread: the lcore never formats or writes.
     let done = Arc::new(AtomicBool::new(false));
-    let printer = opts.stats_interval.map(|every| spawn_printer(gen.live(), names, every, done.clone()));
+    let rates = match &opts.rates_csv {
+        Some(p) => {
+            let f = std::fs::File::create(p).map_err(|e| RunError::Io(p.display().to_string(), e))?;
+            let ids = spec.streams.iter().map(|s| (usize::from(s.id), s.name.clone())).collect();
+            Some((std::io::BufWriter::new(f), ids))
+        }
+        None => None,
+    };
+    let printer = opts.stats_interval.map(|every| spawn_printer(gen.live(), names, every, done.clone(), rates));
     let (start, sent_until, now) = generate(&mut gen, spec, opts, hz);
     done.store(true, Ordering::Relaxed);
     if let Some(t) = printer {
@@ -202,15 +215,22 @@ fn start_ports(spec: &GenSpec, opts: &RunOptions, pool: &Arc<Mempool>) -> Result
 }
 
 /// The live-line printer: an ordinary thread reading the generator's live counters.
+/// With `rates`, also each stream's rate per interval as CSV rows.
 fn spawn_printer(
     live: Arc<Live>,
     names: Vec<String>,
     every: Duration,
     done: Arc<AtomicBool>,
+    mut rates: Option<RatesCsv>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let t0 = Instant::now();
         let (mut last, mut last_t) = (live.snapshot(), t0);
+        let bits = |id: usize| live.streams.get(id).map_or(0, |s| s.tx_wire_bits.get());
+        let mut last_bits: Vec<u64> = rates.as_ref().map_or(Vec::new(), |r| r.1.iter().map(|s| bits(s.0)).collect());
+        if let Some((w, _)) = &mut rates {
+            let _ = writeln!(w, "t_unix_s,stream,tx_bps");
+        }
         while !done.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(20));
             if last_t.elapsed() < every {
@@ -222,10 +242,23 @@ fn spawn_printer(
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{line}");
             let _ = out.flush();
+            if let Some((w, ids)) = &mut rates {
+                let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                let dt = (now - last_t).as_secs_f64().max(1e-9);
+                for (k, (id, name)) in ids.iter().enumerate() {
+                    let b = bits(*id);
+                    let _ = writeln!(w, "{:.3},{name},{:.0}", t.as_secs_f64(), (b - last_bits[k]) as f64 / dt);
+                    last_bits[k] = b;
+                }
+                let _ = w.flush();
+            }
             (last, last_t) = (cur, now);
         }
     })
 }
+
+/// The rates file and the streams (id, name) it follows.
+type RatesCsv = (std::io::BufWriter<std::fs::File>, Vec<(usize, String)>);
 
 /// Send (and receive) until every stream is done, `--duration` or a signal; then only
 /// receive until nothing of ours arrived for `--drain` (what is still on its way is
