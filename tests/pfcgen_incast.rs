@@ -284,7 +284,8 @@ fn run_with(pfc: bool, senders: Senders) -> Outcome {
     let cnp = if senders == Senders::Udp {
         String::new()
     } else {
-        format!("[cnp]\nenable = true\n[dcqcn]\ntime_scale = {}\n", time_scale())
+        // PFCGEN_INCAST_DCQCN="byte_counter = \"64KiB\"" (TOML lines): other reaction-point parameters, by hand.
+        format!("[cnp]\nenable = true\n[dcqcn]\ntime_scale = {}\n{}\n", time_scale(), env_or("PFCGEN_INCAST_DCQCN", ""))
     };
     let gen_cfg = dir.join("gen.toml");
     let stream = |i: u32, port: &str| {
