@@ -202,7 +202,8 @@ fn agree(seed: u64, vlans: bool) -> Result<(), TestCaseError> {
 }
 
 fn check(vlans: bool) {
-    let mut runner = TestRunner::new(Config { cases: 6, failure_persistence: None, max_shrink_iters: 0, ..Config::default() });
+    let mut runner =
+        TestRunner::new(Config { cases: 6, failure_persistence: None, max_shrink_iters: 0, ..Config::default() });
     runner.run(&any::<u64>(), |seed| agree(seed, vlans)).unwrap();
 }
 

@@ -64,7 +64,7 @@ impl Admit {
     pub fn run(&mut self, x: Ctx, burst: &mut MbufBurst, v: &Vector, out: &mut Out, bridge: &Bridge) {
         for i in 0..burst.len() {
             match v.step[i] {
-                Step::Out => self.push(x, burst, out, i, v.out[i], v.class[i], v.lossless[i]),
+                Step::Out => self.push(x, burst, out, i, v.len[i], (v.out[i], v.class[i], v.lossless[i])),
                 Step::Flood => {
                     self.flush(x, burst, out);
                     let Some(m) = burst.take(i) else { continue };
@@ -80,11 +80,16 @@ impl Admit {
 
     /// Add the packet in slot `i` to the run (same egress port and class), flushing the
     /// run before if it differs.
-    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn push(&mut self, x: Ctx, burst: &mut MbufBurst, out: &mut Out, i: usize, to: u16, class: Class, lossless: bool) {
-        let Some(m) = burst.get(i) else { return };
-        let len = m.len() as u32;
+    fn push(
+        &mut self,
+        x: Ctx,
+        burst: &mut MbufBurst,
+        out: &mut Out,
+        i: usize,
+        len: u32,
+        (to, class, lossless): (u16, Class, bool),
+    ) {
         let key = key(to, class, lossless);
         if self.key != key {
             self.flush(x, burst, out);
@@ -111,7 +116,8 @@ impl Admit {
             if !vlan_edit(m, vlans.egress(vid, usize::from(p), false, class.tc), false) {
                 return count_forwarding_drop(x.c, x.in_port, class.tc, DropReason::Malformed);
             }
-            return self.push(x, burst, out, i, p, class, lossless);
+            let len = m.len() as u32;
+            return self.push(x, burst, out, i, len, (p, class, lossless));
         }
         if lossless && !bridge.flood_lossless() && !dst.is_multicast() {
             return count_forwarding_drop(x.c, x.in_port, class.tc, DropReason::LosslessUnknownUnicast);

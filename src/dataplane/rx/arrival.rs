@@ -9,7 +9,7 @@ use crate::dpdk::{Mbuf, MbufBurst};
 use crate::wire::{self, MacAddr, MacControl, MIN_FRAME_LEN};
 
 use super::mac_control::MacControlRx;
-use super::vector::{Step, Vector};
+use super::vector::{mac_word, Step, Vector};
 use super::Ctx;
 
 /// Per port, what arrival checks.
@@ -43,7 +43,9 @@ impl Arrival {
                 x.c.count_drop(DropSite::arrival(x.in_port), why, 1);
                 continue;
             }
-            match wire::parse(m.data()) {
+            let d = m.data();
+            (v.len[i], v.dst[i], v.src[i]) = (d.len() as u32, mac_word(d, 0), mac_word(d, 6));
+            match wire::parse(d) {
                 Ok(p) => v.parsed[i] = p,
                 Err(_) => {
                     x.c.count_drop(DropSite::arrival(x.in_port), DropReason::Malformed, 1);

@@ -7,7 +7,6 @@
 use crate::classify::Class;
 use crate::counters::{DropReason, DropSite};
 use crate::dpdk::{Mbuf, MbufBurst};
-use crate::fdb::vkey;
 
 use super::super::spec::SwitchSpec;
 use super::drops::{count_forwarding_drop, watchdog_rx_drops};
@@ -16,7 +15,7 @@ use super::out::Out;
 use super::vector::{Step, Vector};
 use super::Ctx;
 
-/// No FDB key ([`crate::fdb::vkey`]) is this: it leaves the top bits 0.
+/// No key is this: (VID, MAC) keys leave the top bits 0.
 const NO_KEY: u64 = u64::MAX;
 
 /// The bridge's configuration.
@@ -63,7 +62,7 @@ impl Bridge {
                 continue;
             }
             let (p, vid, class) = (&v.parsed[i], v.vid[i], v.class[i]);
-            let src_key = vkey(vid, p.src.0);
+            let src_key = v.src[i] | u64::from(vid) << 48;
             if learned != src_key {
                 fdb.learn(vid, p.src.0, x.in_port as u16, x.now);
                 learned = src_key;
@@ -77,7 +76,7 @@ impl Bridge {
             let found = if multicast {
                 None
             } else {
-                let dst_key = vkey(vid, p.dst.0);
+                let dst_key = v.dst[i] | u64::from(vid) << 48;
                 if looked_up.0 != dst_key {
                     looked_up = (dst_key, fdb.lookup(vid, p.dst.0, x.now));
                 }
@@ -107,10 +106,13 @@ impl Bridge {
             };
             let tagged_in = p.vlan.is_some();
             let Some(m) = burst.get_mut(i) else { continue };
-            if vlan_aware && !vlan_edit(m, vlans.egress(vid, usize::from(to), tagged_in, class.tc), tagged_in) {
-                v.step[i] = Step::Done;
-                count_forwarding_drop(x.c, x.in_port, class.tc, DropReason::Malformed);
-                continue;
+            if vlan_aware {
+                if !vlan_edit(m, vlans.egress(vid, usize::from(to), tagged_in, class.tc), tagged_in) {
+                    v.step[i] = Step::Done;
+                    count_forwarding_drop(x.c, x.in_port, class.tc, DropReason::Malformed);
+                    continue;
+                }
+                v.len[i] = m.len() as u32;
             }
             (v.step[i], v.out[i]) = (Step::Out, to);
         }

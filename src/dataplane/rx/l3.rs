@@ -64,6 +64,7 @@ fn pass1(x: Ctx, burst: &mut MbufBurst, v: &mut Vector, r: &mut Router, out: &mu
             return count_forwarding_drop(x.c, x.in_port, class.tc, DropReason::Malformed);
         }
         l3_offset -= wire::VLAN_TAG_LEN as u16;
+        v.len[i] = m.len() as u32;
     }
     let wd_rx = x.shared.ports[x.in_port].pfcwd.as_ref().map_or(0, |w| w.ignore_pfc_mask());
     if wd_rx & (1 << class.priority) != 0 && watchdog_rx_drops(x.shared, x.in_port, class, x.c) {
@@ -191,7 +192,7 @@ fn too_big(x: Ctx, r: &mut Router, burst: &mut MbufBurst, v: &mut Vector, i: usi
     if burst.put(i, icmp).is_err() {
         return;
     }
-    v.lossless[i] = false;
+    (v.lossless[i], v.len[i]) = (false, n as u32);
     match r.vlan_of(rif as u16) {
         // On a VLAN interface: back to the previous hop's member port.
         Some(vid) => (v.step[i], v.vid[i]) = (Step::Vlan, vid),

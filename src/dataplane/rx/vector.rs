@@ -40,6 +40,12 @@ pub struct Vector {
     pub lossless: [bool; BURST_CAP],
     /// Egress port (`Step::Out`).
     pub out: [u16; BURST_CAP],
+    /// The frame's length, kept up to date by every stage that edits it.
+    pub len: [u32; BURST_CAP],
+    /// Destination and source MAC as 48-bit words (little-endian loads of the frame's
+    /// first bytes): the bridge's keys for "same as the previous packet".
+    pub dst: [u64; BURST_CAP],
+    pub src: [u64; BURST_CAP],
 }
 
 impl Vector {
@@ -52,6 +58,18 @@ impl Vector {
             class: [Class::default(); BURST_CAP],
             lossless: [false; BURST_CAP],
             out: [0; BURST_CAP],
+            len: [0; BURST_CAP],
+            dst: [0; BURST_CAP],
+            src: [0; BURST_CAP],
         })
+    }
+}
+
+/// The 48-bit word of the MAC at `at` in `frame` (0 if the frame is shorter).
+#[inline(always)]
+pub fn mac_word(frame: &[u8], at: usize) -> u64 {
+    match frame.get(at..at + 8) {
+        Some(b) => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) & 0xffff_ffff_ffff,
+        None => 0,
     }
 }
