@@ -821,25 +821,25 @@ fn find_socket(prefix: Option<String>) -> Result<PathBuf, String> {
 }
 
 /// `show ip route` / `ipv6 route` / `arp` / `ndp`: the router's tables, page by page.
-fn show_rows(prefix: Option<String>, json: bool, t: pfcswitch::show::RouteTable) -> Outcome {
+fn show_rows(prefix: Option<String>, json: bool, view: pfcswitch::show::View) -> Outcome {
     let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
     let rows = pfcswitch::dpdk::telemetry::Client::connect(&sock)
         .map_err(|e| e.to_string())
-        .and_then(|mut c| pfcswitch::show::fetch_rows(t, &mut |cmd| c.query(cmd)).map_err(|e| e.to_string()))
+        .and_then(|mut c| pfcswitch::show::fetch_rows(view, &mut |cmd| c.query(cmd)).map_err(|e| e.to_string()))
         .map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
     if json {
         println!("{}", serde_json::to_string_pretty(&rows).expect("json"));
     } else {
-        print!("{}", pfcswitch::show::render_rows(t, &rows));
+        print!("{}", pfcswitch::show::render(view, &serde_json::json!(rows)));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// `show routing`: the routing control thread's health.
-fn show_routing(prefix: Option<String>, json: bool) -> Outcome {
+/// `show routing`: one switch-wide reply (the routing control thread's health).
+fn show_status(prefix: Option<String>, json: bool, view: pfcswitch::show::View) -> Outcome {
     let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
     let v = pfcswitch::dpdk::telemetry::Client::connect(&sock)
-        .and_then(|mut c| c.query(pfcswitch::show::ROUTING_COMMAND))
+        .and_then(|mut c| c.query(view.command()))
         .map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
     if let Some(e) = v.get("error").and_then(serde_json::Value::as_str) {
         return Err(Fail::Input(format!("pfcswitch: {e}")));
@@ -847,7 +847,7 @@ fn show_routing(prefix: Option<String>, json: bool) -> Outcome {
     if json {
         println!("{}", serde_json::to_string_pretty(&v).expect("json"));
     } else {
-        print!("{}", pfcswitch::show::render_routing(&v));
+        print!("{}", pfcswitch::show::render(view, &v));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -871,17 +871,18 @@ fn clear_fdb(prefix: Option<String>, cmd: &str) -> Outcome {
 /// `show` (and `clear`, which stores what `show` would print as the new zero): read the
 /// running instance's telemetry socket and print its tables.
 fn show(prefix: Option<String>, json: bool, what: &[String], clear: bool) -> Outcome {
-    use pfcswitch::show::{self, render, Instance, Snapshot, View};
-    if let Some(t) = show::RouteTable::parse(what).filter(|_| !clear) {
-        return show_rows(prefix, json, t);
-    }
-    if what == ["routing"] && !clear {
-        return show_routing(prefix, json);
-    }
+    use pfcswitch::show::{self, render, Fetch, Instance, Snapshot, View};
     if let (true, Some(cmd)) = (clear, show::fdb_clear_command(what)) {
         return clear_fdb(prefix, &cmd.map_err(|e| Fail::Input(format!("pfcswitch: {e}")))?);
     }
     let view = View::parse(what).map_err(|e| Fail::Input(format!("pfcswitch: {e}")))?;
+    match view.def().fetch {
+        Fetch::Ports { .. } => {}
+        // `clear` takes counters only: the router's views are not views to it.
+        _ if clear => return Err(Fail::Input(format!("pfcswitch: {}", View::unknown(what)))),
+        Fetch::Rows { .. } => return show_rows(prefix, json, view),
+        Fetch::Status { .. } => return show_status(prefix, json, view),
+    }
     if clear && !view.clearable() {
         return Err(Fail::Input(format!(
             "pfcswitch: {} shows gauges and watermarks, nothing to clear",
