@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
         --quick) QUICK=1 ;;
         --workers) WORKERS="${2:-}"; shift ;;
         --workers=*) WORKERS="${1#--workers=}" ;;
-        -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
         *) echo "usage: $0 [--quick] [--workers N]" >&2; exit 2 ;;
     esac
     shift
