@@ -89,7 +89,7 @@ def routed(work, seconds):
         wait("routing", 120, lambda: all(
             telemetry(prefix, f"/pfcswitch/port_counters,{n}")[n]["routed_packets"] > 0 for n in RIF))
         return rate(prefix, seconds), None
-    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+    except (RuntimeError, OSError, subprocess.SubprocessError, ValueError, KeyError, TypeError) as e:
         return None, f"pfcswitch routed: {e} (see {log.name})"
     finally:
         stop(p, prefix)
@@ -106,7 +106,7 @@ def l3fwd(work, binary, seconds):
     p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
         return rate(prefix, seconds), None
-    except (RuntimeError, OSError) as e:
+    except (RuntimeError, OSError, ValueError, KeyError, TypeError) as e:
         return None, f"l3fwd: {e} (see {log.name})"
     finally:
         stop(p, prefix)

@@ -231,7 +231,7 @@ def one_run(work, routed, seconds):
         subprocess.run(["callgrind_control", "-i", "off", str(p.pid)], capture_output=True, check=True, timeout=120)
         p.send_signal(signal.SIGINT)
         p.wait(timeout=600)
-    except (RuntimeError, subprocess.SubprocessError, OSError) as e:
+    except (RuntimeError, subprocess.SubprocessError, OSError, ValueError) as e:
         return {"missing": f"{type(e).__name__}: {e}"}
     finally:
         if p.poll() is None:
