@@ -415,7 +415,7 @@ pub fn gather<E: std::fmt::Display>(query: &mut dyn FnMut(&str) -> Result<Value,
         add(&mut m, &r.value);
     }
     // Without a router the command answers an error: no routing metrics.
-    if let Ok(v) = query(crate::show::ROUTING_COMMAND) {
+    if let Ok(v) = query(crate::show::commands::ROUTING.name) {
         add_routing(&mut m, &v);
     }
     m.gauge("up", "1 when the switch's telemetry was read for this scrape", Vec::new(), 1);
