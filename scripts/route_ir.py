@@ -253,6 +253,7 @@ def one_run(work, routed, seconds):
 
 def main():
     work = sys.argv[1]
+    os.makedirs(work, exist_ok=True)
     seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     h0, h1, r0, r1 = MAC["h0"], MAC["h1"], MAC["r0"], MAC["r1"]
     sports = range(49152, 49152 + 64)

@@ -218,8 +218,14 @@ impl Worker {
                 }
             }
         }
-        // Stop: account pauses that ended. Wait until no worker enqueues any more, then
-        // free what this lcore holds or what is on its way to it, releasing the charges.
+        self.stop(&shared, counters);
+    }
+}
+
+impl Worker {
+    /// Stop: account pauses that ended. Wait until no worker enqueues any more, then free
+    /// what this lcore holds or what is on its way to it, releasing the charges.
+    fn stop(&mut self, shared: &Shared, counters: &LcoreCounters) {
         if let Some(r) = &self.router {
             r.reader.offline();
         }
@@ -233,7 +239,7 @@ impl Worker {
             std::hint::spin_loop();
         }
         for t in &mut self.out.txs {
-            t.flush(&shared, counters);
+            t.flush(shared, counters);
         }
         // Empty the RX rings (bounded: a peer may still be sending).
         for (_, rxq) in self.rxqs.iter_mut() {
@@ -247,9 +253,7 @@ impl Worker {
             }
         }
     }
-}
 
-impl Worker {
     /// Refresh the PAUSEs this lcore sent while the control lcore has not taken them over
     /// (it naps up to `lcores.control_nap`, longer than a refresh interval at 100G):
     /// whenever the PG is OFF and the last PAUSE is a refresh interval old.
