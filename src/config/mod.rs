@@ -123,6 +123,8 @@
 //!                               # EAL starts: representors, rtnetlink, af_packet live there
 //! accept_martian_sources = []   # router interfaces that route IPv4 martian sources
 //!                               # (RFC 1812 5.3.7 relaxed; default none: docs/routing.md)
+//! max_neighbours = 16384        # ARP/ND neighbours mirrored (IPv4 + IPv6), 1..=16384; the
+//! max_neighbours_per_interface = 16384   # rest are punted (docs/routing.md "Neighbours, bounded")
 //!
 //! [vlan.Vlan1000]               # VLAN|Vlan1000: the name is Vlan<1..4094>
 //! vlanid = 1000                 # optional; must match the name

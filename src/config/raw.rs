@@ -343,6 +343,9 @@ pub(crate) struct RawControlPlane {
     pub accept_martian_sources: Option<Vec<String>>,
     /// Deserialized on its own, so its errors name `control_plane.copp.<key>`.
     pub copp: Option<Value>,
+    /// Neighbours mirrored into the FIB, all interfaces / one interface.
+    pub max_neighbours: Option<IntLike>,
+    pub max_neighbours_per_interface: Option<IntLike>,
 }
 
 /// `[control_plane.copp]`: punt rate limits per trap group and port, packets per second.

@@ -603,6 +603,9 @@ pub struct RoutingConfig {
     pub interfaces: Vec<RouterInterface>,
     /// `[control_plane.copp]`: punt rate limits per class.
     pub copp: CoppConfig,
+    /// `[control_plane] max_neighbours`, `max_neighbours_per_interface`: the kernel
+    /// neighbours mirrored into the FIB (a flood from spoofed sources cannot fill it).
+    pub neighbours: crate::route::NeighbourLimits,
     /// `[vlan_interface]` (SONiC `VLAN_INTERFACE|Vlan1000|192.168.0.1/21`): the VLANs that
     /// route, with their addresses (filled in once the VLANs are resolved).
     pub vlan_interfaces: Vec<VlanInterface>,

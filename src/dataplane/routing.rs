@@ -99,7 +99,8 @@ impl Routing {
         let names: Vec<String> = spec.ports.iter().map(|p| p.name.clone()).collect();
         let vlan_of: Vec<u16> = spec.ports.iter().map(|p| p.vlan_interface_of.unwrap_or(0)).collect();
         let seed = cfg.ecmp_seed.unwrap_or_else(|| crate::route::seed_from_mac(macs[0]));
-        let rib = Rib::new(writer, tables.clone(), qsbr.clone(), names.clone());
+        let mut rib = Rib::new(writer, tables.clone(), qsbr.clone(), names.clone());
+        rib.set_neighbour_limits(cfg.neighbours);
         let stop = Arc::new(AtomicBool::new(false));
         // Already in the namespace (entered before EAL): the thread inherits it.
         let (thread, status) = kernel::sync::spawn(None, rib, stop.clone()).map_err(err)?;

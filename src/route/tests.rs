@@ -594,3 +594,70 @@ fn dead_ecmp_members_are_skipped() {
     assert_eq!(on(1 << 1), [64, 0], "port 1 down");
     assert_eq!(on(0b11), both, "every member down: as if none were (dropped as link_down)");
 }
+
+/// An ND flood from spoofed sources (each a new STALE neighbour with a MAC) mirrors at most
+/// the bound of neighbours, counts the rest, and leaves the next-hop table room: a route
+/// through a new gateway still resolves, on the flooded interface too.
+#[test]
+fn a_neighbour_flood_is_bounded() {
+    let (mut r, t, _) = rib();
+    r.apply([
+        KernelEvent::Addr { add: true, ifindex: E0, addr: ip("fd00:1::1"), len: 64 },
+        route("fd00:1::/64", &[(E0, None)]),
+    ]);
+    r.set_neighbour_limits(NeighbourLimits { total: 300, per_interface: 200 });
+    let flood: Vec<KernelEvent> = (0..30_000u32)
+        .map(|i| neigh(E0, &format!("fd00:1::{:x}:{:x}", 0x100 + (i >> 16), i & 0xffff), Some(i as u8)))
+        .collect();
+    r.apply(flood);
+    assert_eq!(r.neighbour_count(), 200);
+    assert_eq!(r.stats().neighbours_refused, 30_000 - 200);
+    let hosts = r.installed().iter().filter(|(p, _)| p.prefix_len() == 128).count();
+    assert!(hosts <= 201, "{hosts} host routes mirrored");
+    // Another interface still has room up to the total.
+    r.apply([neigh(E4, "10.0.0.3", Some(3))]);
+    assert!(matches!(lookup(&r, "10.0.0.3"), Some(Target::NextHop(_))));
+    // A gateway on the flooded interface: its route, then its neighbour (exempt from the bound).
+    r.apply([route("2001:db8:7::/64", &[(E0, Some("fd00:1::9"))])]);
+    r.apply([neigh(E0, "fd00:1::9", Some(9))]);
+    let Some(Target::NextHop(id)) = lookup(&r, "2001:db8:7::1") else { panic!("{:?}", r.stats()) };
+    assert_eq!(t.next_hop(id).unwrap().mac, Some(MacAddr([2, 0, 0, 0, 0xee, 9])));
+    // The flood withdrawn (the kernel's GC): room again.
+    let gone: Vec<KernelEvent> = (0..30_000u32)
+        .map(|i| KernelEvent::Neigh {
+            add: false,
+            ifindex: E0,
+            addr: ip(&format!("fd00:1::{:x}:{:x}", 0x100 + (i >> 16), i & 0xffff)),
+            mac: None,
+        })
+        .collect();
+    r.apply(gone);
+    assert_eq!(r.neighbour_count(), 2);
+    r.apply([neigh(E0, "fd00:1::5", Some(5))]);
+    assert!(matches!(lookup(&r, "fd00:1::5"), Some(Target::NextHop(_))));
+}
+
+/// With the default bound, a flood larger than the next-hop table cannot fill it: routes
+/// through new gateways are still installed after 40 000 spoofed neighbours.
+#[test]
+fn a_neighbour_flood_leaves_next_hops_for_routes() {
+    let (mut r, _, _) = rib();
+    r.apply([
+        KernelEvent::Addr { add: true, ifindex: E0, addr: ip("fd00:1::1"), len: 64 },
+        route("fd00:1::/64", &[(E0, None)]),
+    ]);
+    let flood: Vec<KernelEvent> = (0..40_000u32)
+        .map(|i| neigh(E0, &format!("fd00:1::{:x}:{:x}", 0x100 + (i >> 16), i & 0xffff), Some(i as u8)))
+        .collect();
+    r.apply(flood);
+    let gateways: Vec<KernelEvent> =
+        (0..2000u32).map(|i| route(&format!("2001:db8:{i:x}::/64"), &[(E4, Some("10.0.0.3"))])).collect();
+    r.apply(gateways);
+    r.apply(
+        (0..100u32)
+            .map(|i| route(&format!("2001:db9:{i:x}::/64"), &[(E0, Some(&format!("fd00:1::{:x}", 0x9000 + i)))])),
+    );
+    assert_eq!(r.stats().refused, 0, "{:?}", r.stats());
+    assert!(matches!(lookup(&r, "2001:db9:63::1"), Some(Target::NextHop(_))));
+    assert!(r.stats().neighbours_refused >= 40_000 - 16_384);
+}
