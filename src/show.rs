@@ -627,21 +627,26 @@ fn render_port_counters(ps: &[(String, Map<String, Value>)]) -> String {
 fn render_mac(v: &Value) -> String {
     let h: Vec<String> = ["No.", "Vlan", "MacAddress", "Port", "Type"].iter().map(|s| s.to_string()).collect();
     // Entries are `"<vid>|<mac>|<port>"`, sorted here by VLAN (as a number), then MAC.
-    let mut e: Vec<(u16, String, String)> = v
+    // A fourth field `flapping`: held on its port for moving too often (Type `Dynamic*`).
+    let mut e: Vec<(u16, String, String, bool)> = v
         .get("entries")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(|x| {
-            let mut f = x.as_str()?.splitn(3, '|');
-            Some((f.next()?.parse().ok()?, f.next()?.to_uppercase(), f.next()?.to_string()))
+            let mut f = x.as_str()?.splitn(4, '|');
+            let (vid, mac, port) = (f.next()?.parse().ok()?, f.next()?.to_uppercase(), f.next()?.to_string());
+            Some((vid, mac, port, f.next() == Some("flapping")))
         })
         .collect();
     e.sort();
+    let flapping = e.iter().filter(|x| x.3).count();
     let rows: Vec<Vec<String>> = e
         .into_iter()
         .enumerate()
-        .map(|(i, (vid, mac, port))| vec![(i + 1).to_string(), vid.to_string(), mac, port, "Dynamic".to_string()])
+        .map(|(i, (vid, mac, port, flap))| {
+            vec![(i + 1).to_string(), vid.to_string(), mac, port, if flap { "Dynamic*" } else { "Dynamic" }.to_string()]
+        })
         .collect();
     let total = v.get("total").and_then(Value::as_u64).unwrap_or(rows.len() as u64);
     let mut s = table(&h, &rows);
@@ -649,6 +654,9 @@ fn render_mac(v: &Value) -> String {
         s.push_str(&format!("(the first {} shown)\n", rows.len()));
     }
     s.push_str(&format!("Total number of entries {total}\n"));
+    if flapping > 0 {
+        s.push_str(&format!("* flapping ({flapping}): moved too often, held on the port shown (fdb_move_limit)\n"));
+    }
     s
 }
 
@@ -965,6 +973,16 @@ mod tests {
             ["1", "3", "02:00:00:00:00:4D", "Ethernet4", "Dynamic"]
         );
         assert_eq!(lines[4], "Total number of entries 2");
+        assert_eq!(lines.len(), 5, "no flapping note");
+        // A MAC held on its port for moving too often is flagged.
+        let v = json!({ "entries": ["0|02:00:00:00:00:07|Ethernet0|flapping"], "total": 1 });
+        let t = render(View::Mac, &v);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(
+            lines[2].split_whitespace().collect::<Vec<_>>(),
+            ["1", "0", "02:00:00:00:00:07", "Ethernet0", "Dynamic*"]
+        );
+        assert!(lines[4].starts_with("* flapping (1): "), "{t}");
         let more = json!({ "entries": ["0|02:00:00:00:00:01|Ethernet0"], "total": 300 });
         assert!(render(View::Mac, &more).contains("(the first 1 shown)\nTotal number of entries 300"));
         assert_eq!(View::parse(&["mac".to_string()]).unwrap(), View::Mac);

@@ -24,6 +24,9 @@
 //! [switch]                      # optional; defaults shown
 //! fdb_aging_time = 600          # seconds (SONiC SWITCH|fdb_aging_time), 0 = never, ≤ 1000000
 //! fdb_size = 65536              # FDB entries, power of two, 16..=2^24
+//! fdb_move_limit = 5            # a MAC moving between ports more than this many times
+//! fdb_move_window = 10          # within this many seconds is held on its port for
+//! fdb_move_hold = 60            # this many seconds (0..=255 moves, 0 = never held)
 //! burst_size = 32               # rx/tx burst, 1..=256, ≤ rx_ring_size
 //! rx_ring_size = 1024           # RX descriptors per queue, power of two, 32..=32768
 //! tx_ring_size = 1024           # TX descriptors (one TX queue per port), same range

@@ -98,6 +98,9 @@ pub(crate) struct RawEal {
 pub(crate) struct RawSwitch {
     pub fdb_aging_time: Option<i64>,
     pub fdb_size: Option<i64>,
+    pub fdb_move_limit: Option<i64>,
+    pub fdb_move_window: Option<i64>,
+    pub fdb_move_hold: Option<i64>,
     pub burst_size: Option<i64>,
     pub rx_ring_size: Option<i64>,
     pub tx_ring_size: Option<i64>,

@@ -56,6 +56,9 @@ pub struct SwitchConfig {
     pub fdb_aging_time: u32,
     /// FDB entries (power of two).
     pub fdb_size: usize,
+    /// `fdb_move_limit`, `fdb_move_window`, `fdb_move_hold`: when a MAC that moves
+    /// between ports is held on its port (docs/switching.md, "MAC moves").
+    pub fdb_move_damping: crate::fdb::MoveDamping,
     pub burst_size: u16,
     /// RX descriptors per queue.
     pub rx_ring_size: u16,
