@@ -204,7 +204,12 @@ impl RouteWriter {
         // active); this writer is the only one.
         unsafe { t.rebuild()? };
         for (p, v) in &self.routes6 {
-            t.add_shared(&p.octets(), p.prefix_len(), *v)?;
+            // Cannot fail in practice: a fresh table holds what the old one held, in fewer
+            // groups. If it does, this copy lacks routes until the next rebuild: say so.
+            if let Err(e) = t.add_shared(&p.octets(), p.prefix_len(), *v) {
+                log::error!("routing: rte_fib6 copy {copy} rebuilt without {p}: {e}");
+                return Err(e);
+            }
         }
         self.dels6[copy] = 0;
         self.rebuilds6 += 1;
@@ -254,6 +259,10 @@ impl LpmWriter for RouteWriter {
             return Ok(());
         }
         self.change(Op::Del6(p))
+    }
+
+    fn rebuilds(&self) -> u64 {
+        self.rebuilds6
     }
 
     /// Swap the copies, wait until no worker can still be reading the old one (a QSBR grace

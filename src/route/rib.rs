@@ -55,6 +55,10 @@ pub trait LpmWriter {
     /// End of a batch: every change made so far becomes visible to readers when this
     /// returns (a double-buffered table flips here).
     fn commit(&mut self) -> Result<(), String>;
+    /// Table copies rebuilt to take back what the table lost (`rte_fib6`'s tbl8 groups).
+    fn rebuilds(&self) -> u64 {
+        0
+    }
 }
 
 /// A kernel route's type, as far as forwarding cares.
@@ -181,6 +185,8 @@ pub struct RibStats {
     pub refused: u64,
     /// Refused prefixes installed on a later try.
     pub retried_ok: u64,
+    /// IPv6 table copies rebuilt to take back the tbl8 groups `rte_fib6` lost.
+    pub fib_rebuilds: u64,
     /// Neighbours the kernel reported beyond [`NeighbourLimits`] (not mirrored: their
     /// packets are punted `neighbour_miss` and the kernel forwards them).
     pub neighbours_refused: u64,
@@ -530,6 +536,7 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
         self.nh_ids.after_commit(&*self.grace);
         self.group_ids.after_commit(&*self.grace);
         self.stats.refused = self.refused.len() as u64;
+        self.stats.fib_rebuilds = self.lpm.rebuilds();
     }
 
     fn retry(&mut self) {
