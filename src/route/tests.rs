@@ -661,3 +661,48 @@ fn a_neighbour_flood_leaves_next_hops_for_routes() {
     assert!(matches!(lookup(&r, "2001:db9:63::1"), Some(Target::NextHop(_))));
     assert!(r.stats().neighbours_refused >= 40_000 - 16_384);
 }
+
+/// ECMP failover at scale (issue 44): 131 072 routes over the same 4 next hops are one
+/// group, so a dead link is one bit in the mask the router reads per burst: no route, group
+/// or next hop is rewritten before every route stops using the dead member (the kernel's
+/// withdrawals come later, and then also change one group, not 131 072).
+#[test]
+fn ecmp_failover_at_scale_is_one_shared_group() {
+    let tables = Arc::new(NextHopTables::new());
+    let grace = Arc::new(ManualGrace::default());
+    let names = ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"].map(String::from).to_vec();
+    let mut r = Rib::new(SoftLpm::default(), tables.clone(), grace, names);
+    let mut ev: Vec<KernelEvent> = (0..4u32)
+        .flat_map(|i| {
+            [
+                KernelEvent::Link { ifindex: 20 + i, name: format!("Ethernet{}", 4 * i) },
+                KernelEvent::Addr { add: true, ifindex: 20 + i, addr: ip(&format!("10.1.{i}.0")), len: 31 },
+                route(&format!("10.1.{i}.0/31"), &[(20 + i, None)]),
+                neigh(20 + i, &format!("10.1.{i}.1"), Some(i as u8)),
+            ]
+        })
+        .collect();
+    let paths: Vec<(u32, String)> = (0..4u32).map(|i| (20 + i, format!("10.1.{i}.1"))).collect();
+    let paths: Vec<(u32, Option<&str>)> = paths.iter().map(|(i, g)| (*i, Some(g.as_str()))).collect();
+    ev.extend(
+        (0..131_072u32).map(|n| route(&format!("{}.{}.{}.0/24", 100 + (n >> 16), (n >> 8) & 255, n & 255), &paths)),
+    );
+    r.apply(ev);
+    let targets: std::collections::BTreeSet<Target> =
+        r.installed().into_iter().filter(|(p, _)| p.prefix_len() == 24).map(|(_, t)| t).collect();
+    assert_eq!(targets.len(), 1, "131 072 routes over the same paths share one group: {targets:?}");
+    let target = *targets.iter().next().unwrap();
+    let writes = r.stats().lpm_writes;
+    // Port 2 goes down: nothing is rewritten, and no flow of any route resolves to it.
+    let down = 1u64 << 2;
+    let mut per_port = [0u32; 4];
+    for hash in (0..1_000_000u32).map(|h| h.wrapping_mul(2_654_435_761)) {
+        match tables.resolve_live(target, hash, down) {
+            Resolved::Forward { port, .. } => per_port[usize::from(port)] += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(per_port[2], 0, "a flow still on the dead member: {per_port:?}");
+    assert!(per_port.iter().enumerate().all(|(p, &n)| p == 2 || n > 200_000), "{per_port:?}");
+    assert_eq!(r.stats().lpm_writes, writes);
+}
