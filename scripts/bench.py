@@ -31,6 +31,7 @@ LIVE = re.compile(r"^\[\s*([\d.]+)s\]")
 PORTRATE = re.compile(r"(\S+): rx (\S+) tx (\S+) drop (\d+)")
 notes = []
 extra = {}
+missing = {}  # figure -> why it is null (in the JSON as "missing")
 
 def r3m(x):
     return None if x is None else round(x / 1e6, 3)
@@ -469,7 +470,7 @@ else:
 # routing. Full mode, root (the routed run owns a network namespace).
 route_ir = None
 if QUICK:
-    notes.append("routed_vs_l2_instructions: full mode only")
+    missing["routed_instructions_per_packet"] = "full mode only"
 elif shutil.which("valgrind") and os.geteuid() == 0:
     log("callgrind: routed vs bridged on net_pcap (scripts/route_ir.py)")
     try:
@@ -477,12 +478,44 @@ elif shutil.which("valgrind") and os.geteuid() == 0:
                            capture_output=True, text=True, timeout=1200)
         route_ir = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else None
         if route_ir is None:
-            notes.append("route_ir.py failed: " + p.stderr.strip()[-240:])
+            missing["routed_instructions_per_packet"] = "route_ir.py failed: " + p.stderr.strip()[-240:]
     except (subprocess.TimeoutExpired, ValueError, IndexError) as e:
-        notes.append(f"route_ir.py: {e}")
+        missing["routed_instructions_per_packet"] = f"route_ir.py: {e}"
     extra["route_ir"] = route_ir
+    # route_ir.py names what it could not measure (and why) under its own keys.
+    for k, key in (("routed_ir_per_packet", "routed_instructions_per_packet"), ("ratio", "routed_vs_l2_instructions")):
+        if route_ir and route_ir.get("missing", {}).get(k):
+            missing[key] = route_ir["missing"][k]
 else:
-    notes.append("routed_vs_l2_instructions: needs valgrind and root")
+    missing["routed_instructions_per_packet"] = "needs valgrind and root"
+
+# ---------------------------------------------------------------- 3c. l3fwd ----------
+# The routed reference (scripts/l3fwd_ref.py): pfcswitch routing and DPDK's l3fwd in FIB
+# mode (built by bench.sh from Debian's dpdk-doc sources) on route_ir.py's net_pcap replay,
+# forwarding lcore on CPU 1 for both, one after the other.
+l3ref = None
+L3FWD = os.environ.get("BENCH_L3FWD") or None
+if QUICK:
+    missing["l3fwd_mpps"] = "full mode only"
+elif not L3FWD:
+    missing["l3fwd_mpps"] = os.environ.get("BENCH_L3FWD_WHY") or "l3fwd not built"
+elif os.geteuid() != 0:
+    missing["l3fwd_mpps"] = "needs root (the routed run owns a network namespace)"
+else:
+    log("l3fwd: pfcswitch routed vs DPDK l3fwd (FIB) on the same net_pcap replay (scripts/l3fwd_ref.py)")
+    try:
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts/l3fwd_ref.py"), WORK, L3FWD, "5"],
+                           capture_output=True, text=True, timeout=600)
+        l3ref = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else None
+        if l3ref is None:
+            missing["l3fwd_mpps"] = "l3fwd_ref.py failed: " + p.stderr.strip()[-240:]
+        else:
+            missing.update(l3ref.get("missing", {}))
+    except (subprocess.TimeoutExpired, ValueError, IndexError) as e:
+        missing["l3fwd_mpps"] = f"l3fwd_ref.py: {e}"
+    extra["l3fwd_ref"] = l3ref
+if "l3fwd_mpps" in missing:
+    missing.setdefault("routed_vs_l3fwd", "needs l3fwd_mpps")
 
 # perf: no hardware counters in this VM (perf stat -e instructions: <not supported>), but
 # timer sampling (cpu-clock) of the worker's CPU works and weighs atomics by their real cost.
@@ -682,6 +715,8 @@ res = {
     "cache_misses_per_packet": round(cmpp, 2) if cmpp is not None else None,
     "routed_instructions_per_packet": route_ir and route_ir["routed_ir_per_packet"],
     "routed_vs_l2_instructions": route_ir and route_ir["ratio"],
+    "l3fwd_mpps": l3ref and l3ref["l3fwd_mpps"],
+    "routed_vs_l3fwd": l3ref and l3ref["routed_vs_l3fwd"],
     "latency_p50_us": None if lat["p50"] is None else round(lat["p50"], 2),
     "latency_p99_us": None if lat["p99"] is None else round(lat["p99"], 2),
     "latency_p999_us": None if lat["p999"] is None else round(lat["p999"], 2),
@@ -713,6 +748,7 @@ rows = [
     ("cycles / packet, ECN deciding", fmt(extra["ecn_cycles_per_packet"]), f"WRED/ECN on every packet (Kmin 0, Pmax 0): +{fmt(extra['ecn_cost_cycles_per_packet'])} cycles"),
     ("instructions / packet (callgrind)", fmt(res["instructions_per_packet"]), "worker thread Ir / forwarded packets; goal <= 400"),
     ("routed / bridged Ir per packet (callgrind)", f"{fmt(res['routed_instructions_per_packet'])} / {fmt(route_ir and route_ir['l2_ir_per_packet'])}", f"net_pcap replay, same frames; ratio {fmt(res['routed_vs_l2_instructions'])}, goal <= 1.15"),
+    ("routed: pfcswitch / l3fwd FIB (Mpps)", f"{fmt(l3ref and l3ref['routed_mpps'])} / {fmt(res['l3fwd_mpps'])}", f"same net_pcap replay, CPU 1; routed_vs_l3fwd {fmt(res['routed_vs_l3fwd'])}, goal >= 0.6"),
     ("D1 data misses / packet (callgrind)", fmt(res["cache_misses_per_packet"]), f"cache simulation; last level {fmt(extra.get('ll_data_misses_per_packet'))}"),
     ("latency p50 / p99 / p99.9 (us)", f"{fmt(res['latency_p50_us'])} / {fmt(res['latency_p99_us'])} / {fmt(res['latency_p999_us'])}", "switch histograms at 50% of memif_mpps; goal p99 <= 20"),
     ("latency e2e via pacer (us)", (lambda e: f"{e['p50']} / {e['p99']} / {e['p999']}" if e else "n/a")(extra.get("latency_e2e_us")), "generator TX -> switch -> generator RX (includes memif both ways)"),
@@ -737,7 +773,10 @@ if perf_top:
         print(f"  {v:5.1f}%  {k[:110]}")
 for n in notes:
     print("note: " + n)
+for k, why in missing.items():
+    print(f"missing: {k}: {why}")
 print(f"total {elapsed:.0f}s (build {extra['build_s']}s); work dir {WORK if os.environ.get('BENCH_KEEP') == '1' else '(removed)'}")
+res["missing"] = missing
 res["extra"] = extra
 res["notes"] = notes
 print(json.dumps(res, separators=(", ", ": ")))

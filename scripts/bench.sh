@@ -20,6 +20,9 @@
 #             instructions: callgrind Ir of the worker thread / forwarded packets.
 #   routed    callgrind Ir/packet of the routed path beside the bridged one, same frames
 #             replayed by net_pcap (net_null's frames carry no IP): scripts/route_ir.py.
+#   l3fwd     DPDK's l3fwd (FIB mode, built from dpdk-doc's sources) on that same replay and
+#             CPU vs pfcswitch routing: l3fwd_mpps, routed_vs_l3fwd (scripts/l3fwd_ref.py).
+#             A figure that could not be measured is null and named in "missing" with why.
 #   latency   at 50% of memif_mpps offered by scripts/pktgen/pacer.c (rate-paced), from the
 #             switch's own histograms (stats JSON "latency") when present, else n/a; the
 #             pacer's own end-to-end latency is reported under "extra".
@@ -43,7 +46,7 @@ while [ $# -gt 0 ]; do
         --scale) SCALE=1 ;;
         --workers) WORKERS="${2:-}"; shift ;;
         --workers=*) WORKERS="${1#--workers=}" ;;
-        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
         *) echo "usage: $0 [--quick] [--workers N] [--scale]" >&2; exit 2 ;;
     esac
     shift
@@ -103,11 +106,39 @@ if command -v cc >/dev/null 2>&1; then
     fi
 fi
 
+# The routed reference (full mode): DPDK's l3fwd, built from Debian's dpdk-doc sources with its
+# own Makefile against the installed libdpdk. If it cannot be had, the JSON says why
+# (BENCH_L3FWD_WHY -> "missing"); the bench goes on.
+L3FWD=""
+L3FWD_WHY=""
+EX=/usr/share/dpdk/examples
+if [ "$QUICK" = 0 ] && [ -z "$WORKERS" ]; then
+    if [ ! -f "$EX/l3fwd/Makefile" ]; then
+        echo "bench: scripts/setup.sh --bench (dpdk-doc: l3fwd's source)" >&2
+        bash scripts/setup.sh --bench >&2 || true
+    fi
+    if [ ! -f "$EX/l3fwd/Makefile" ]; then
+        L3FWD_WHY="no $EX/l3fwd (package dpdk-doc: scripts/setup.sh --bench)"
+    else
+        mkdir -p "$WORK/examples"
+        cp -r "$EX/l3fwd" "$EX/common" "$WORK/examples/"
+        # l3fwd 22.11 asks for RX checksum offload on every port; net_pcap has none.
+        sed -i 's|\.offloads = RTE_ETH_RX_OFFLOAD_CHECKSUM,|.offloads = 0,|' "$WORK/examples/l3fwd/main.c"
+        # Its Makefile leaves out examples/common (meson adds it): CFLAGS from the environment.
+        if CFLAGS="-I../common" make -C "$WORK/examples/l3fwd" >"$WORK/l3fwd-build.log" 2>&1; then
+            L3FWD="$WORK/examples/l3fwd/build/l3fwd"
+        else
+            L3FWD_WHY="l3fwd did not build: $(grep -m1 -i error "$WORK/l3fwd-build.log" || tail -1 "$WORK/l3fwd-build.log")"
+            echo "bench: $L3FWD_WHY" >&2
+        fi
+    fi
+fi
+
 if [ -n "$WORKERS" ]; then
     BENCH_ROOT="$ROOT" BENCH_WORK="$WORK" BENCH_WORKERS="$WORKERS" python3 "$ROOT/scripts/bench_scale.py"
     exit 0
 fi
 
 export BENCH_ROOT="$ROOT" BENCH_WORK="$WORK" BENCH_QUICK="$QUICK" BENCH_PACER="$PACER" \
-    BENCH_BUILD_S="$BUILD_S" BENCH_T0="$T0"
+    BENCH_BUILD_S="$BUILD_S" BENCH_T0="$T0" BENCH_L3FWD="$L3FWD" BENCH_L3FWD_WHY="$L3FWD_WHY"
 python3 "$ROOT/scripts/bench.py"

@@ -88,9 +88,9 @@ class Fabric:
     """One bring-up of clos-2-4-4. `up()` makes everything, `down()` removes everything it
     made; `children` are the scenario's processes (killed at teardown if still running)."""
 
-    def __init__(self, work, dataplane="kernel", pfc=True, timeline=False):
+    def __init__(self, work, dataplane="kernel", pfc=True, timeline=False, ecn=False):
         self.t = topo.Clos()
-        self.work, self.dataplane, self.pfc, self.timeline = work, dataplane, pfc, timeline
+        self.work, self.dataplane, self.pfc, self.timeline, self.ecn = work, dataplane, pfc, timeline, ecn
         self.switch_procs, self.frr_procs, self.children = {}, [], []
         self.locked = False
         self.started = {}
@@ -188,7 +188,7 @@ class Fabric:
         i = list(self.t.switches).index(sw.name)
         path = os.path.join(self.work, sw.name + ".toml")
         with open(path, "w") as f:
-            f.write(topo.pfcswitch_toml(sw, ns, (i % 2, (i + 1) % 2), pfc=self.pfc))
+            f.write(topo.pfcswitch_toml(sw, ns, (i % 2, (i + 1) % 2), pfc=self.pfc, ecn=self.ecn))
         cmd = [BIN, "run", "--config", path, "--stats-json", os.path.join(self.work, sw.name + ".json")]
         if self.timeline:
             cmd += ["--timeline", os.path.join(self.work, sw.name + ".csv"), "--timeline-interval-us", "5000"]
@@ -375,9 +375,10 @@ class Fabric:
         self.children.append(p)
         return p
 
-    def pfcgen(self, host, streams, duration, json_path, cpu, rx_streams=0, pfc=True):
+    def pfcgen(self, host, streams, duration, json_path, cpu, rx_streams=0, pfc=True, extra=()):
         """pfcgen on a host's eth0 (af_packet), obeying PFC on priority 3 at the ToR port's
-        nominal speed (the quanta's unit), napping between frames."""
+        nominal speed (the quanta's unit), napping between frames; `extra`: more options
+        (--cnp, --dcqcn-time-scale)."""
         cmd = nsx(self.ns(host), PFCGEN, "run", "--port", "net_af_packet0,iface=eth0", "--speed",
                   topo.NOMINAL_SPEED, "--pfc-enable", "3" if pfc else "none", "--idle", "nap",
                   "--stats-interval", "0", "--stats-json", json_path, "--link-wait", "2s")
@@ -387,6 +388,7 @@ class Fabric:
             cmd += ["--duration", str(duration)]
         if rx_streams:
             cmd += ["--rx-streams", str(rx_streams), "--drain", "2s"]
+        cmd += list(extra)
         cmd += ["--", "--no-huge", "-m", "128", "--no-pci", f"--lcores=0@{cpu}", f"--file-prefix={self.ns(host)}"]
         return self.spawn(cmd, json_path + ".log")
 

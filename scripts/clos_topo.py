@@ -213,7 +213,15 @@ MBUFS = 4096
 NOMINAL_SPEED = "100M"
 
 
-def pfcswitch_toml(sw, ns, cpus, pfc=True):
+# DCQCN-style marking (RED on the instantaneous queue) on every lossless queue when `ecn`:
+# the paper's Kmin 5 KB / Kmax 200 KB / Pmax 1 % are for 40G switches with MBs of buffer;
+# here a congested ToR's PG crosses Xoff at ~18 KB (its shared pool at alpha = 1/8 over two
+# PGs), so marking starts at 2 frames and is certain at 10, with a Pmax of 20 %
+# (docs/dcqcn.md, "The switch side").
+ECN_KMIN, ECN_KMAX, ECN_PMAX = 2000, 10000, 20
+
+
+def pfcswitch_toml(sw, ns, cpus, pfc=True, ecn=False):
     """pfcswitch's configuration of switch `sw` in namespace `ns`: every port an af_packet
     port on the switch's end of a veth (its raw_iface), a router interface with its /31 (the
     representor, named like the port, is where FRR talks BGP), shaped to the link rate, PFC
@@ -245,6 +253,10 @@ def pfcswitch_toml(sw, ns, cpus, pfc=True):
     out += ["[buffer.queue]"]
     for p in sw.ports:
         out += [f'"{p.name}|0-2" = "queue_lossy_profile"', f'"{p.name}|4-7" = "queue_lossy_profile"']
+    if ecn:
+        out += ["[qos.wred_profile.DCQCN]", f"green_min_threshold = {ECN_KMIN}", f"green_max_threshold = {ECN_KMAX}",
+                f"green_drop_probability = {ECN_PMAX}", "wred_green_enable = true", 'ecn = "ecn_all"', "[qos.queue]"]
+        out += [f'"{p.name}|{LOSSLESS_TC}" = {{ wred_profile = "DCQCN" }}' for p in sw.ports]
     names = ", ".join(f'"{p.name}:0"' for p in sw.ports)
     tx = ", ".join(f'"{p.name}"' for p in sw.ports)
     out += ["", "[lcores]", "control = 0", 'worker_idle = "adaptive"', "[[lcores.worker]]", "lcore = 1",

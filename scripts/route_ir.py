@@ -13,16 +13,25 @@ only in routing:
 * routed: frames to the port's router MAC, [interface] on both ports, [control_plane]
           netns; the neighbours are added in the namespace once the representors exist.
 
-Each run: `valgrind --tool=callgrind --separate-threads=yes`; once the data ports forward
-(and, routed, the routed counter moves), the port counters are read over telemetry and
-callgrind's counters zeroed (`callgrind_control -z`), so start-up and the punts before the
-neighbours exist are not in the figure; SECONDS later the counters are read again and
-instrumentation switched off (`callgrind_control -i off`) before the switch is stopped, so
-the stop is not in it either. Ir/packet = the worker thread's Ir / the packets of that window,
-counted by callgrind itself (full bursts of 32 from net_pcap's replay × calls of
-process_burst; the telemetry counters read around the window are printed beside it, but
-valgrind takes seconds to act on -z and -i off while the worker forwards). Prints ONE JSON line:
-{"l2_ir_per_packet": .., "routed_ir_per_packet": .., "ratio": .., ...}.
+Each run: `valgrind --tool=callgrind --separate-threads=yes --fair-sched=yes` (fair: the
+switch's routing thread must get its turns beside the busy-polling worker). The window is
+counted by callgrind alone, never over telemetry (under valgrind the busy-polling worker
+starves the telemetry thread: reads timed out or never answered, 2026-12-06):
+
+1. routed: once the representors carry their addresses (`ip`, not telemetry), the neighbours
+   are added in the namespace;
+2. `callgrind_control -d` every few seconds (each dump also zeroes the counters) until the
+   worker thread's dump shows process_burst calls and, routed, the representors' kernel RX
+   counters (the punts: neighbours not yet in the switch) stood still since the last dump;
+3. SECONDS later one more dump: THE WINDOW. Its worker thread file holds both the Ir and the
+   calls of that same interval, so however late valgrind acts on a dump both agree.
+   Ir/packet = the worker thread's Ir / (process_burst calls x BURST): net_pcap's infinite
+   replay hands out full bursts of BURST, one process_burst call each;
+4. instrumentation off (`callgrind_control -i off`), then the switch is stopped.
+
+Prints ONE JSON line: {"l2_ir_per_packet": .., "routed_ir_per_packet": .., "ratio": .., ...,
+"missing": {"<key>": "<why>"}}: a figure that could not be measured is null and named in
+"missing" with the reason (the script exits 0 all the same).
 """
 import glob
 import re
@@ -41,7 +50,10 @@ SW = os.path.join(ROOT, "target/release/pfcswitch")
 BURST = 32
 NS = "pfcbench%d" % (os.getpid() % 100000)
 MAC = {"r0": "02:00:00:00:00:10", "r1": "02:00:00:00:00:14", "h0": "02:00:00:00:01:01", "h1": "02:00:00:00:01:02"}
-IP = {"h0": "10.0.0.2", "h1": "10.0.1.2"}
+# 198.18.0.0/24 and 198.18.1.0/24: the subnets of l3fwd's own route table, so the
+# routed reference (scripts/l3fwd_ref.py) replays these same frames.
+IP = {"h0": "198.18.0.2", "h1": "198.18.1.2"}
+RIF = {"Ethernet0": "198.18.0.1/24", "Ethernet4": "198.18.1.1/24"}
 
 
 def mac_bytes(m):
@@ -86,8 +98,8 @@ pfc_enable = [3, 4]
     routing = f"""[control_plane]
 netns = "{NS}"
 [interface]
-Ethernet0 = ["10.0.0.1/24"]
-Ethernet4 = ["10.0.1.1/24"]
+Ethernet0 = ["{RIF['Ethernet0']}"]
+Ethernet4 = ["{RIF['Ethernet4']}"]
 """ if routed else ""
     text = f"""[eal]
 args = ["--no-huge", "-m", "1024", "--no-pci", "--lcores=0@0,1@1", "--file-prefix={prefix}"]
@@ -106,21 +118,6 @@ tx = ["Ethernet0", "Ethernet4"]
     with open(path, "w") as f:
         f.write(text)
     return path
-
-
-def telemetry(prefix, cmd):
-    path = f"/var/run/dpdk/{prefix}/dpdk_telemetry.v2"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
-        s.settimeout(20)
-        s.connect(path)
-        s.recv(65536)
-        s.send(cmd.encode())
-        v = json.loads(s.recv(1 << 20))
-    return v.get(cmd.split(",")[0], v)
-
-
-def port_counters(prefix):
-    return {p: telemetry(prefix, f"/pfcswitch/port_counters,{p}")[p] for p in ("Ethernet0", "Ethernet4")}
 
 
 def wait(what, limit, f):
@@ -160,7 +157,37 @@ def calls_to(f, needle):
     return total
 
 
+def kernel_rx(routed):
+    """Packets the representors' kernel side received (the switch's punts); 0 bridged."""
+    if not routed:
+        return 0
+    out = subprocess.run(["ip", "-n", NS, "-s", "-j", "link", "show"], capture_output=True, text=True).stdout
+    return sum(link.get("stats64", {}).get("rx", {}).get("packets", 0)
+               for link in json.loads(out or "[]") if link.get("ifname") in RIF)
+
+
+class Dumps:
+    """`callgrind_control -d` of one valgrind process; each dump zeroes the counters, so a
+    dump holds what happened since the one before. Files: OUT.<part>-<thread>."""
+
+    def __init__(self, pid, out):
+        self.pid, self.out, self.part = pid, out, 0
+
+    def dump(self):
+        """The worker thread's file of a new dump (the thread that called process_burst;
+        None if none did) and its process_burst calls."""
+        subprocess.run(["callgrind_control", "-d", str(self.pid)], capture_output=True, check=True, timeout=120)
+        self.part += 1
+        best = (None, 0)
+        for f in glob.glob(f"{self.out}.{self.part}-*"):
+            n = calls_to(f, "process_burst")
+            if n > best[1]:
+                best = (f, n)
+        return best
+
+
 def one_run(work, routed, seconds):
+    """The window's figures, or {"missing": why}."""
     tag = "routed" if routed else "l2"
     prefix = f"route-ir-{tag}-{os.getpid()}"
     cfg = config(work, routed, prefix)
@@ -169,31 +196,43 @@ def one_run(work, routed, seconds):
     log = open(os.path.join(work, f"route-ir-{tag}.log"), "w")
     # The run lasts until stopped: start-up under valgrind (the routed one loads the kernel's
     # tables) takes a varying share of any fixed duration.
-    cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={cg}",
-           SW, "run", "--config", cfg, "--duration", "3600", "--stats-json", js]
+    cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--fair-sched=yes",
+           f"--callgrind-out-file={cg}", SW, "run", "--config", cfg, "--duration", "3600", "--stats-json", js]
     p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    dumps = Dumps(p.pid, cg)
     try:
         if routed:
             # Configured (MAC, up, then the addresses): a neighbour added before the MAC
             # is set would be flushed by the change.
             wait("representors", 300, lambda: all(
                 a in subprocess.run(["ip", "-n", NS, "addr", "show", "dev", d], capture_output=True, text=True).stdout
-                for d, a in (("Ethernet0", "10.0.0.1/24"), ("Ethernet4", "10.0.1.1/24"))))
+                for d, a in RIF.items()))
             time.sleep(1)
             for h, dev in (("h0", "Ethernet0"), ("h1", "Ethernet4")):
                 subprocess.run(["ip", "-n", NS, "neigh", "replace", IP[h], "lladdr", MAC[h], "dev", dev,
                                 "nud", "permanent"], check=True)
-        key = "routed_packets" if routed else "tx_packets"
-        wait("forwarding", 300, lambda: all(c[key] > 0 for c in port_counters(prefix).values()))
-        base = port_counters(prefix)
-        subprocess.run(["callgrind_control", "-z", str(p.pid)], capture_output=True, check=True, timeout=120)
-        # The window: `seconds` of forwarding, then the counters, then instrumentation off
-        # (the stop that follows spins and frees, which is not a packet's cost).
+        # Settled: the worker forwards and (routed) punts nothing any more.
+        punts, end = kernel_rx(routed), time.monotonic() + 600
+        while True:
+            if p.poll() is not None:
+                return {"missing": f"the switch exited ({p.returncode}) before forwarding: see {log.name}"}
+            if time.monotonic() > end:
+                return {"missing": "not forwarding (no process_burst calls) or still punting within 600 s"}
+            time.sleep(3)
+            _, calls = dumps.dump()
+            now = kernel_rx(routed)
+            settled = calls > 0 and now == punts
+            punts = now
+            if settled:
+                break
         time.sleep(seconds)
-        end = port_counters(prefix)
+        worker, calls = dumps.dump()
+        punted = kernel_rx(routed) - punts
         subprocess.run(["callgrind_control", "-i", "off", str(p.pid)], capture_output=True, check=True, timeout=120)
         p.send_signal(signal.SIGINT)
         p.wait(timeout=600)
+    except (RuntimeError, subprocess.SubprocessError, OSError, ValueError) as e:
+        return {"missing": f"{type(e).__name__}: {e}"}
     finally:
         if p.poll() is None:
             p.kill()
@@ -201,19 +240,15 @@ def one_run(work, routed, seconds):
         log.close()
         # A switch that did not stop cleanly leaves its EAL runtime directory (~10 MB).
         shutil.rmtree(os.path.join("/var/run/dpdk", prefix), ignore_errors=True)
-    with open(js) as f:
-        j = json.load(f)
-    sent = sum(end[n]["tx_packets"] - base[n]["tx_packets"] for n in base)
-    routed_n = sum(q.get("routed_packets", 0) for q in j["ports"] if q["name"] in base)
-    worker = max(glob.glob(cg + "-*"), key=total_ir)
-    ir = total_ir(worker)
-    # The packets of the instrumented window, from callgrind itself: net_pcap's infinite
-    # replay hands out full bursts of BURST, one process_burst call each. The telemetry
-    # counters around the window are skewed by how long valgrind takes to act on -z and
-    # -i off (seconds, while the worker forwards), which made the figure swing 2x.
-    packets = BURST * calls_to(worker, "Worker::process_burst")
-    return {"ir": ir, "packets": packets, "ir_per_packet": ir / packets if packets else None,
-            "window_counter_packets": sent, "routed_total": routed_n, "file": worker}
+    if not worker:
+        return {"missing": "no process_burst call in the window"}
+    packets = BURST * calls
+    out = {"ir": total_ir(worker), "packets": packets, "punted_in_window": punted, "file": worker}
+    out["ir_per_packet"] = out["ir"] / packets
+    # A window with punts in it is not the routed path alone.
+    if punted > packets // 100:
+        out["missing"] = f"{punted} packets punted in the window of {packets}: neighbours not settled"
+    return out
 
 
 def main():
@@ -232,14 +267,21 @@ def main():
         routed = one_run(work, True, seconds)
     finally:
         subprocess.run(["ip", "netns", "del", NS])
-    ratio = routed["ir_per_packet"] / l2["ir_per_packet"] if routed["ir_per_packet"] and l2["ir_per_packet"] else None
-    print(json.dumps({"l2_ir_per_packet": l2["ir_per_packet"] and round(l2["ir_per_packet"], 1),
-                      "routed_ir_per_packet": routed["ir_per_packet"] and round(routed["ir_per_packet"], 1),
-                      "ratio": ratio and round(ratio, 3),
-                      "l2_packets": l2["packets"], "routed_packets": routed["packets"],
-                      "l2_window_counter_packets": l2["window_counter_packets"],
-                      "routed_window_counter_packets": routed["window_counter_packets"],
-                      "l2_file": l2["file"], "routed_file": routed["file"]}))
+    missing = {}
+    for key, r in (("l2_ir_per_packet", l2), ("routed_ir_per_packet", routed)):
+        if r.get("missing"):
+            missing[key] = r["missing"]
+    fig = {k: None if k in missing else round(r["ir_per_packet"], 1)
+           for k, r in (("l2_ir_per_packet", l2), ("routed_ir_per_packet", routed))}
+    ratio = None
+    if fig["l2_ir_per_packet"] and fig["routed_ir_per_packet"]:
+        ratio = round(routed["ir_per_packet"] / l2["ir_per_packet"], 3)
+    else:
+        missing["ratio"] = "needs both figures"
+    print(json.dumps({**fig, "ratio": ratio,
+                      "l2_packets": l2.get("packets"), "routed_packets": routed.get("packets"),
+                      "routed_punted_in_window": routed.get("punted_in_window"),
+                      "l2_file": l2.get("file"), "routed_file": routed.get("file"), "missing": missing}))
 
 
 if __name__ == "__main__":

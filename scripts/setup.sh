@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Idempotent setup on Debian 12: the packages pfcswitch builds and tests with.
+# Idempotent setup on Debian 12: the packages pfcswitch builds and tests with
+# (scripts/setup.sh --bench: and what scripts/bench.sh's references need).
 # Hugepages are optional and never required (the configs run with --no-huge).
 set -euo pipefail
 
@@ -7,6 +8,12 @@ PKGS=(libdpdk-dev dpdk dpdk-dev pkg-config clang libclang-dev build-essential
       tshark iproute2 iputils-ping python3-scapy python3-matplotlib libpcap-dev valgrind
       pyflakes3 shellcheck ethtool frr iperf3 lldpad
       dpkg-dev help2man lintian systemd)   # scripts/deb.sh: dpkg-shlibdeps, man pages; tests/deb_package.rs: lintian, systemd-analyze
+
+# --bench: also what scripts/bench.sh's references need (dpdk-doc: DPDK's examples' source,
+# l3fwd built from it). Not needed by the build or the tests.
+if [ "${1:-}" = "--bench" ]; then
+    PKGS+=(dpdk-doc)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do

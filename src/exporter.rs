@@ -435,10 +435,10 @@ pub fn gather<E: std::fmt::Display>(query: &mut dyn FnMut(&str) -> Result<Value,
         add(&mut m, &r.value);
     }
     // Without a router the command answers an error: no routing metrics.
-    if let Ok(v) = query(crate::show::ROUTING_COMMAND) {
+    if let Ok(v) = query(crate::show::commands::ROUTING.name) {
         add_routing(&mut m, &v);
     }
-    if let Ok(v) = query("/pfcswitch/fdb") {
+    if let Ok(v) = query(crate::show::commands::FDB.name) {
         add_fdb(&mut m, &v);
     }
     m.gauge("up", "1 when the switch's telemetry was read for this scrape", Vec::new(), 1);

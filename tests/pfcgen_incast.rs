@@ -207,9 +207,44 @@ struct Outcome {
     _dir: TestDir,
 }
 
+/// What the senders are: plain UDP (the first two tests), or RoCEv2 through B's ECN
+/// marking ([`ecn_profile`]) to a receiver that answers CE with CNPs, the senders
+/// ignoring them (`Roce`) or reacting with DCQCN (`Dcqcn`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Senders {
+    Udp,
+    Roce,
+    Dcqcn,
+}
+
+/// DCQCN-style marking (RED on the instantaneous queue, SONiC's `WRED_PROFILE`) on B's
+/// bottleneck queue 3: Kmin 5 KB, Kmax 200 KB, Pmax 1 % as in the DCQCN paper. A marked
+/// byte sits behind at most Kmax, far below the ~700 KB a PG holds before Xoff.
+fn ecn_profile() -> &'static str {
+    "[qos]\nwred_seed = 11\n[qos.wred_profile.DCQCN]\ngreen_min_threshold = 5000\ngreen_max_threshold = 200000\n\
+     green_drop_probability = 1\nwred_green_enable = true\necn = \"ecn_all\"\n\
+     [qos.queue]\n\"Ethernet4|3\" = { wred_profile = \"DCQCN\" }\n"
+}
+
+/// DCQCN's time scale for the senders and the CNP interval: 40 Gbit/s over the
+/// bottleneck, so that the paper's loop (its timers, CNP interval and rate steps, in
+/// bytes and packets) runs as at 40G (docs/dcqcn.md).
+fn time_scale() -> f64 {
+    40e9 / pfcswitch::units::parse_speed(&params().2).unwrap() as f64
+}
+
 fn run(pfc: bool) -> Outcome {
+    run_with(pfc, Senders::Udp)
+}
+
+fn run_with(pfc: bool, senders: Senders) -> Outcome {
     let (count, size, bottleneck) = params();
-    let dir = TestDir::new(if pfc { "gen-incast-on" } else { "gen-incast-off" });
+    let dir = TestDir::new(match (pfc, senders) {
+        (false, _) => "gen-incast-off",
+        (true, Senders::Udp) => "gen-incast-on",
+        (true, Senders::Roce) => "gen-incast-roce",
+        (true, Senders::Dcqcn) => "gen-incast-dcqcn",
+    });
     let prefix = dir.prefix();
     let sock = |n: &str| dir.join(&format!("{n}.sock")).display().to_string();
     let (sa0, sa1, link, sb1) = (sock("a0"), sock("a1"), sock("link"), sock("b1"));
@@ -239,20 +274,32 @@ fn run(pfc: bool) -> Outcome {
         pfc,
         size,
     )
+    .toml(if senders == Senders::Udp { "" } else { ecn_profile() })
     .write(&dir.join("b.toml"));
+    let roce = match senders {
+        Senders::Udp => "",
+        Senders::Roce => "roce = true\n",
+        Senders::Dcqcn => "roce = true\ndcqcn = true\n",
+    };
+    let cnp = if senders == Senders::Udp {
+        String::new()
+    } else {
+        // PFCGEN_INCAST_DCQCN="byte_counter = \"64KiB\"" (TOML lines): other reaction-point parameters, by hand.
+        format!("[cnp]\nenable = true\n[dcqcn]\ntime_scale = {}\n{}\n", time_scale(), env_or("PFCGEN_INCAST_DCQCN", ""))
+    };
     let gen_cfg = dir.join("gen.toml");
     let stream = |i: u32, port: &str| {
         format!(
             "[[stream]]\nname = \"s{i}\"\nport = \"{port}\"\nrate = \"{bottleneck}bit/s\"\nsize = {size}\npcp = 3\nvlan = 100\n\
              ecn = \"ect0\"\ndst_port = 4791\nsrc_port = \"49152-65535\"\nsrc_mac = \"02:00:00:00:00:a{i}\"\ndst_mac = \"{RX_MAC}\"\n\
-             src_ip = \"10.0.0.{}\"\ndst_ip = \"10.0.1.1\"\nstart = \"300ms\"\n",
+             src_ip = \"10.0.0.{}\"\ndst_ip = \"10.0.1.1\"\nstart = \"300ms\"\n{roce}",
             i + 1
         )
     };
     std::fs::write(
         &gen_cfg,
         format!(
-            "[eal]\nargs = [\"--no-huge\", \"-m\", \"256\", \"--no-pci\", \"--lcores=0@1\", \"--file-prefix={prefix}-gen\"]\n\
+            "{cnp}[eal]\nargs = [\"--no-huge\", \"-m\", \"256\", \"--no-pci\", \"--lcores=0@1\", \"--file-prefix={prefix}-gen\"]\n\
              [[port]]\nname = \"g0\"\ndevargs = \"{}\"\nspeed = \"{speed}\"\n\
              [[port]]\nname = \"g1\"\ndevargs = \"{}\"\nspeed = \"{speed}\"\n\
              [[port]]\nname = \"g2\"\ndevargs = \"{}\"\nspeed = \"{speed}\"\n\
@@ -273,27 +320,39 @@ fn run(pfc: bool) -> Outcome {
         c.args(["run", "--config", cfg.to_str().unwrap(), "--stats-json", json.to_str().unwrap(), "--duration", "600"]);
         c
     };
+    // By hand (PFCGEN_INCAST_PLOT=DIR): the senders' rates, B's bottleneck queue and the
+    // switches' PAUSE frames over time, for scripts/plot_dcqcn.py (docs/dcqcn.md).
+    let plot = std::env::var("PFCGEN_INCAST_PLOT").ok().filter(|_| senders != Senders::Udp);
+    let tag = if senders == Senders::Dcqcn { "dcqcn" } else { "pfc" };
     let t0 = Instant::now();
     let mut b = Proc::spawn("switch-b", &dir, &mut run_sw(&b_cfg, &b_json));
     b.wait_log("forwarding:", Duration::from_secs(20));
     let mut a = Proc::spawn("switch-a", &dir, &mut run_sw(&a_cfg, &a_json));
     a.wait_log("forwarding:", Duration::from_secs(20));
-    let mut g = Proc::spawn(
-        "pfcgen",
-        &dir,
-        Command::new(GEN_BIN).args([
-            "run",
-            "--config",
-            gen_cfg.to_str().unwrap(),
-            "--count",
-            &count.to_string(),
-            "--drain",
-            "1s",
-            "--stats-json",
-            gen_json.to_str().unwrap(),
-        ]),
-    );
+    let mut gen_cmd = Command::new(GEN_BIN);
+    gen_cmd.args([
+        "run",
+        "--config",
+        gen_cfg.to_str().unwrap(),
+        "--count",
+        &count.to_string(),
+        "--drain",
+        "1s",
+        "--stats-json",
+        gen_json.to_str().unwrap(),
+    ]);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let poller = plot.as_ref().map(|d| {
+        gen_cmd.args(["--stats-interval", "100ms", "--rates-csv", &format!("{d}/{tag}-rates.csv")]);
+        let (done, path, prefix) = (done.clone(), format!("{d}/{tag}-switch.csv"), prefix.clone());
+        std::thread::spawn(move || poll_switches(&path, &prefix, &done))
+    });
+    let mut g = Proc::spawn("pfcgen", &dir, &mut gen_cmd);
     g.wait_ok(Duration::from_secs(60 + 2 * count * (size + 20) * 8 / 1_000_000));
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(p) = poller {
+        p.join().unwrap();
+    }
     let secs = t0.elapsed().as_secs_f64();
     a.interrupt();
     a.wait_ok(Duration::from_secs(20));
@@ -403,4 +462,95 @@ fn pfcgen_incast_pfc_off_loses_frames() {
     let dropped = u(&b_in["tc"][3]["dropped"]);
     assert_eq!(dropped, lost, "the generator's loss is B's drops{}", ctx());
     eprintln!("pfcgen incast, PFC off: {lost} of {} frames lost at the bottleneck in {:.1} s", 2 * count, o.secs);
+}
+
+/// Every 100 ms until `done`: B's bottleneck queue 3 (packets), PAUSE frames B and A have
+/// sent on priority 3, from `pfcswitch show --json` (CSV `t_unix_s,b_queue3_pkts,b_pause_tx,a_pause_tx`).
+fn poll_switches(path: &str, prefix: &str, done: &std::sync::atomic::AtomicBool) {
+    use std::io::Write;
+    let show = |sw: &str, view: &[&str]| -> serde_json::Value {
+        let o = Command::new(BIN).args(["show", "--prefix", &format!("{prefix}-{sw}"), "--json"]).args(view).output();
+        o.ok().and_then(|o| serde_json::from_slice(&o.stdout).ok()).unwrap_or_default()
+    };
+    let pause = |j: &serde_json::Value| -> u64 {
+        j.as_object().map_or(0, |m| m.values().map(|p| p["tx_pfc3"].as_u64().unwrap_or(0)).sum())
+    };
+    let mut f = std::fs::File::create(path).unwrap();
+    writeln!(f, "t_unix_s,b_queue3_pkts,b_pause_tx,a_pause_tx").unwrap();
+    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+        let q = show("b", &["queue", "counters"])["Ethernet4"]["UC3_depth"].as_u64().unwrap_or(0);
+        let (pb, pa) = (pause(&show("b", &["pfc", "counters"])), pause(&show("a", &["pfc", "counters"])));
+        writeln!(f, "{t:.3},{q},{pb},{pa}").unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Switch ports' PAUSE frames sent for priority 3, summed over both switches.
+fn pause_sent(o: &Outcome) -> u64 {
+    [&o.a, &o.b].iter().flat_map(|sw| sw["ports"].as_array().unwrap().iter()).map(|p| u(&p["pfc"]["tx_pause"][3])).sum()
+}
+
+/// The DCQCN loop closed: the same RoCEv2 incast with B marking ECN and the receiver
+/// answering CE with CNPs, once with senders that ignore the CNPs and once with DCQCN.
+/// DCQCN must leave the switches sending fewer PAUSE frames (asserted loosely: fewer, the
+/// figures are printed), both runs lossless (0 lossless drops, 0 lost), and the DCQCN
+/// senders must have cut their rate on CNPs.
+#[test]
+fn pfcgen_incast_dcqcn_sends_fewer_pauses() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (count, _, _) = params();
+    let mut figures = Vec::new();
+    for senders in [Senders::Roce, Senders::Dcqcn] {
+        let o = run_with(true, senders);
+        let ctx = || format!("\ngen: {}\nA: {}\nB: {}\n{}", o.gen, o.a, o.b, o.logs);
+        assert_conserved(&o.a);
+        assert_conserved(&o.b);
+        for sw in [&o.a, &o.b] {
+            for p in sw["ports"].as_array().unwrap() {
+                assert_eq!(u(&p["lossless_drops"]), 0, "lossless drops on {}{}", p["name"], ctx());
+            }
+        }
+        let (mut cnp_rx, mut min_rate) = (0, f64::MAX);
+        for name in ["s0", "s1"] {
+            let s = stream(&o.gen, name);
+            assert_eq!(
+                (u(&s["tx_packets"]), u(&s["rx_packets"]), u(&s["lost"]), u(&s["duplicates"])),
+                (count, count, 0, 0),
+                "{name}: sent / received / lost / duplicated{}",
+                ctx()
+            );
+            cnp_rx += u(&s["cnp_rx"]);
+            if senders == Senders::Dcqcn {
+                min_rate = min_rate.min(f(&s["dcqcn"]["min_rate_bps"]));
+            }
+        }
+        let marked = u(&port(&o.b, "Ethernet4")["queues"][3]["ecn_marked_packets"]);
+        let cnp_tx = u(&o.gen["totals"]["cnp_tx"]);
+        assert!(
+            marked > 0 && cnp_tx > 0 && cnp_rx > 0,
+            "B marked {marked}, CNPs sent {cnp_tx}, received {cnp_rx}{}",
+            ctx()
+        );
+        if senders == Senders::Dcqcn {
+            assert!(min_rate < 0.75 * f(&stream(&o.gen, "s0")["dcqcn"]["line_bps"]), "DCQCN never cut{}", ctx());
+        }
+        figures.push((pause_sent(&o), marked, cnp_tx, o.secs, min_rate));
+    }
+    let (pfc, dcqcn) = (figures[0], figures[1]);
+    eprintln!(
+        "pfcgen incast, RoCEv2 + ECN: PAUSE frames sent by the switches {} without DCQCN, {} with; CE marks {} / {}; \
+         CNPs {} / {}; run {:.1} / {:.1} s; lowest DCQCN rate {:.2} Mb/s",
+        pfc.0,
+        dcqcn.0,
+        pfc.1,
+        dcqcn.1,
+        pfc.2,
+        dcqcn.2,
+        pfc.3,
+        dcqcn.3,
+        dcqcn.4 / 1e6
+    );
+    assert!(pfc.0 > 0, "no PAUSE without DCQCN: the incast did not congest");
+    assert!(dcqcn.0 < pfc.0, "DCQCN did not reduce PAUSE: {} with, {} without", dcqcn.0, pfc.0);
 }

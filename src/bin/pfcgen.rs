@@ -22,7 +22,13 @@ STREAM KEYS (--stream key=value,... or a [[stream]] table):
   src_port / dst_port    1234 or 49152-65535 (RoCEv2: dst_port=4791)
   dscp 0-63   ecn not-ect|ect0|ect1|ce   pcp 0-7 / vlan VID (either makes the frame 802.1Q-tagged)
   priority   PFC priority that stops the stream (default: pcp if tagged, else the TC of SONiC's DSCP map)
+  roce=true  RoCEv2 (UDP 4791, BTH RC SEND-only, QP 0x10000 + id, ICRC; default size 1086)
+  dcqcn=true RoCEv2 whose rate DCQCN sets from the CNPs it gets (line rate = its rate)
 Bit rates count wire bits: (size + 20) x 8 per frame.
+
+[dcqcn] (file): g, alpha_period, timer, byte_counter, f, ai_rate, hai_rate, min_rate, initial_alpha,
+time_scale (paper defaults at 40G: 1/256, 55us, 55us, 10MiB, 5, line/1000, 10 x ai_rate, line/1000, 1, 1).
+[cnp] (file): enable, interval (50us), dscp (48), pcp (6). docs/dcqcn.md.
 
 PORT KEYS ([[port]] tables): name, devargs, speed (PFC quanta and % rates; default the link's,
 else 10G), pfc_enable (priorities obeyed, default all; [] = ignore PFC), pause_8023x, mac.
@@ -67,6 +73,10 @@ enum Cmd {
         /// Write the JSON summary here.
         #[arg(long)]
         stats_json: Option<PathBuf>,
+        /// Write each sending stream's rate per --stats-interval here (CSV: t_unix_s,
+        /// stream, tx_bps): a DCQCN flow's rate over time.
+        #[arg(long)]
+        rates_csv: Option<PathBuf>,
         /// Wait up to this long for the ports' links before sending (a memif client
         /// connecting to its server).
         #[arg(long, default_value = "10s", allow_hyphen_values = true)]
@@ -114,6 +124,20 @@ struct SpecArgs {
     /// generator).
     #[arg(long)]
     rx_streams: Option<usize>,
+    /// Every stream is RoCEv2 (UDP 4791, BTH, ICRC; its QP is its flow).
+    #[arg(long)]
+    roce: bool,
+    /// Every stream is RoCEv2 and its rate follows DCQCN (cut on CNPs, timers and byte
+    /// counter raise it again); parameters in the file's `[dcqcn]` table (docs/dcqcn.md).
+    #[arg(long)]
+    dcqcn: bool,
+    /// Answer CE-marked RoCEv2 frames with CNPs (a notification point), at most one per
+    /// flow per `[cnp]` interval (default 50 µs × the DCQCN time scale).
+    #[arg(long)]
+    cnp: bool,
+    /// Multiply DCQCN's time constants and the CNP interval (links slower than 40G).
+    #[arg(long)]
+    dcqcn_time_scale: Option<f64>,
 }
 
 impl SpecArgs {
@@ -135,6 +159,10 @@ impl SpecArgs {
             pfc_enable: self.pfc_enable.clone(),
             count: self.count,
             rx_streams: self.rx_streams,
+            roce: self.roce,
+            dcqcn: self.dcqcn,
+            cnp: self.cnp,
+            dcqcn_time_scale: self.dcqcn_time_scale,
         };
         spec::resolve(text.as_ref().map(|(o, t)| (o.as_str(), t.as_str())), &cli).map_err(|e| {
             eprintln!("{e}");
@@ -166,8 +194,18 @@ fn main() -> ExitCode {
                 }
                 for st in &s.streams {
                     println!(
-                        "stream {} (id {}): port {}, rate {:?}, size {:?}, priority {}",
-                        st.name, st.id, s.ports[st.port].name, st.rate, st.size, st.priority
+                        "stream {} (id {}): port {}, rate {:?}, size {:?}, priority {}{}",
+                        st.name,
+                        st.id,
+                        s.ports[st.port].name,
+                        st.rate,
+                        st.size,
+                        st.priority,
+                        match (st.roce, st.dcqcn) {
+                            (_, true) => ", RoCEv2 with DCQCN",
+                            (true, false) => ", RoCEv2",
+                            _ => "",
+                        }
                     );
                 }
                 println!("ok");
@@ -175,7 +213,7 @@ fn main() -> ExitCode {
             }
             Err(c) => c,
         },
-        Cmd::Run { spec, duration: dur, drain, stats_interval, stats_json, link_wait, idle, eal } => {
+        Cmd::Run { spec, duration: dur, drain, stats_interval, stats_json, rates_csv, link_wait, idle, eal } => {
             let parsed = (|| {
                 let d = dur.as_deref().map(|t| duration("--duration", t)).transpose()?;
                 Ok::<_, ExitCode>((
@@ -204,7 +242,11 @@ fn main() -> ExitCode {
                 }
             }
             let idle = if idle == "nap" { run::Idle::Nap } else { run::Idle::Poll };
-            let opts = RunOptions { duration, drain, stats_interval, stop, eal_extra: eal, link_wait, idle };
+            if rates_csv.is_some() && stats_interval.is_none() {
+                eprintln!("--rates-csv: needs a --stats-interval above 0 (its sampling period)");
+                return ExitCode::from(2);
+            }
+            let opts = RunOptions { duration, drain, stats_interval, stop, eal_extra: eal, link_wait, idle, rates_csv };
             let summary = match run::run(&spec, &opts) {
                 Ok(s) => s,
                 Err(e) => {

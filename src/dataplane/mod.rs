@@ -24,6 +24,8 @@ mod reconfig_shared;
 mod report;
 mod router;
 mod routing;
+mod rx;
+mod scalar;
 mod setup;
 mod shared;
 pub mod spec;

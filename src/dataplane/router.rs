@@ -49,6 +49,9 @@ pub struct Router {
     // Pass 1's scratch, fixed arrays indexed by the held count: a header is parsed once
     // into its slot (no copy between the passes), and nothing checks a capacity.
     held: MbufBurst,
+    /// The vector path's held packets stay in the RX burst: their slots there.
+    at: Box<[u8; BURST_CAP]>,
+    nat: usize,
     l3: Box<[L3Header; BURST_CAP]>,
     meta: Box<[Held; BURST_CAP]>,
     dst4: Box<[u32; BURST_CAP]>,
@@ -91,6 +94,8 @@ impl Router {
             vlan_of: vlan_of.to_vec(),
             limiter,
             held: MbufBurst::new(),
+            at: Box::new([0; BURST_CAP]),
+            nat: 0,
             l3: Box::new([L3Header::EMPTY; BURST_CAP]),
             meta: Box::new([Held::default(); BURST_CAP]),
             dst4: Box::new([0; BURST_CAP]),
@@ -135,14 +140,14 @@ impl Router {
     /// only if the packet is then [`Router::hold`]-ed.
     #[inline(always)]
     pub fn ingress(&mut self, rif: usize, p: &Parsed, frame: &[u8]) -> Ingress {
-        let slot = &mut self.l3[self.held.len().min(BURST_CAP - 1)];
+        let slot = &mut self.l3[self.held().min(BURST_CAP - 1)];
         route::ingress(p, frame, &self.ports[rif], slot)
     }
 
     /// The L3 header [`Router::ingress`] parsed last (meaningful for IP frames).
     #[inline(always)]
     pub fn ingress_l3(&self) -> &L3Header {
-        &self.l3[self.held.len().min(BURST_CAP - 1)]
+        &self.l3[self.held().min(BURST_CAP - 1)]
     }
 
     /// The L3 header of the `k`-th held packet.
@@ -161,17 +166,28 @@ impl Router {
         }
     }
 
+    /// The vector path's [`Router::hold`]: the packet in slot `i` of the RX burst.
+    #[inline]
+    pub fn hold_at(&mut self, i: usize, h: Held) {
+        let k = self.held();
+        if k < BURST_CAP {
+            self.at[k] = i as u8;
+            self.meta[k] = h;
+            self.nat += 1;
+        }
+    }
+
     /// Packets held in this burst.
     #[inline(always)]
     pub fn held(&self) -> usize {
-        self.held.len()
+        self.held.len() + self.nat
     }
 
     /// Look every held destination up, a family at a time, in bulk (straight into the
     /// per-packet values when the burst is of one family, as it mostly is).
     #[inline]
     pub fn lookup_held(&mut self) {
-        let n = self.held.len();
+        let n = self.held();
         let (mut n4, mut n6) = (0, 0);
         for (i, l3) in self.l3[..n].iter().enumerate() {
             match &l3.addrs {
@@ -216,9 +232,20 @@ impl Router {
         Some((m, h, d))
     }
 
+    /// The vector path's [`Router::decide_held`]: the RX burst slot of the `k`-th held
+    /// packet, what pass 1 knew of it, and its decision.
+    #[inline]
+    pub fn decide_at(&self, k: usize, down: u64) -> (usize, Held, Decision) {
+        let h = self.meta[k];
+        let v4_sources = !self.ports.get(usize::from(h.rif)).is_some_and(|p| p.accept_martian_v4);
+        let d = route::forward(&self.l3[k], self.vals[k], &self.tables, self.seed, &self.ip_mtu, v4_sources, down);
+        (usize::from(self.at[k]), h, d)
+    }
+
     /// End of pass 2.
     #[inline]
     pub fn clear_held(&mut self) {
         self.held.clear();
+        self.nat = 0;
     }
 }

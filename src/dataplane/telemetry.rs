@@ -17,6 +17,7 @@ use serde_json::{json, Map, Value};
 use crate::counters::{DropReason, Totals, PG_COUNTERS, QUEUE_COUNTERS, TC_COUNTERS};
 use crate::dpdk::{stats_of, telemetry};
 use crate::pfc::{PfcPrioStats, PfcTxCounters};
+use crate::show::commands::{self, Command};
 
 use super::shared::Shared;
 
@@ -458,19 +459,19 @@ impl Views {
 
     /// The reply to `cmd` with `params`; an error object when the parameter is wrong or
     /// the whole reply would not fit DPDK's limit.
-    fn reply(&self, cmd: &'static str, scope: Scope, params: &str) -> Value {
-        let v = match scope {
-            Scope::PerPort(f) => match self.select(params) {
+    fn reply(&self, cmd: &'static str, handler: Handler, params: &str) -> Value {
+        let v = match handler {
+            Handler::PerPort(f) => match self.select(params) {
                 Ok(ports) => self.per_port(&ports, f),
                 Err(e) => return error(e),
             },
-            Scope::Switch(f) => {
+            Handler::Switch(f) => {
                 if !params.trim().is_empty() {
                     return error(format!("{cmd} is switch-wide and takes no parameter"));
                 }
                 f(self)
             }
-            Scope::Action(f) => match f(self, params) {
+            Handler::Action(f) => match f(self, params) {
                 Ok(v) => v,
                 Err(e) => return error(e),
             },
@@ -500,9 +501,9 @@ fn parse_vid(params: &str, empty_ok: bool) -> Result<Option<u16>, String> {
         .ok_or_else(|| format!("parameter: 'all', a VID 0..=4095 or VlanN, not '{p}'"))
 }
 
-/// What a command answers for.
+/// A command's handler, of its [`commands::Scope`].
 #[derive(Clone, Copy)]
-enum Scope {
+enum Handler {
     /// One object per port; the optional parameter names one port.
     PerPort(PortView),
     /// The whole switch.
@@ -511,104 +512,47 @@ enum Scope {
     Action(fn(&Views, &str) -> Result<Value, String>),
 }
 
-/// The commands, their help, and what they answer for.
-const COMMANDS: [(&str, &str, Scope); 19] = [
-    (
-        "/pfcswitch/ports",
-        "Port names (for the per-port commands' parameter), pid and start time",
-        Scope::Switch(Views::ports),
-    ),
-    (
-        "/pfcswitch/pfcwd",
-        "PFC watchdog per port and priority: status, storms detected/restored, drops. Param: port",
-        Scope::PerPort(Views::pfcwd),
-    ),
-    (
-        "/pfcswitch/pfc_counters",
-        "PFC frames per port and priority (SAI PFC_n_RX/TX_PKTS, durations, ON2OFF). Param: port",
-        Scope::PerPort(Views::pfc_counters),
-    ),
-    (
-        "/pfcswitch/queue_counters",
-        "Per egress queue packets, bytes, drops, depth. Param: port",
-        Scope::PerPort(Views::queue_counters),
-    ),
-    (
-        "/pfcswitch/pg_watermark",
-        "Per ingress PG shared/headroom watermarks, occupancy, lossless drops. Param: port",
-        Scope::PerPort(Views::pg_watermark),
-    ),
-    (
-        "/pfcswitch/buffer_pool",
-        "Buffer pools: occupancy, watermarks, current DT threshold",
-        Scope::Switch(Views::buffer_pool),
-    ),
-    ("/pfcswitch/latency", "RX to tx_burst latency per port and TC (ns). Param: port", Scope::PerPort(Views::latency)),
-    (
-        "/pfcswitch/port_counters",
-        "Per port packets, bytes, drops by reason, lossless loss. Param: port",
-        Scope::PerPort(Views::port_counters),
-    ),
-    (
-        "/pfcswitch/conservation",
-        "Per ingress port and TC: rx + flood copies = tx + dropped + in flight. Param: port",
-        Scope::PerPort(Views::conservation),
-    ),
-    (
-        "/pfcswitch/lldp",
-        "LLDP/DCBX per port: the TLVs sent, the peer's, PFC mismatch, counters. Param: port",
-        Scope::PerPort(Views::lldp),
-    ),
-    (
-        "/pfcswitch/fdb",
-        "FDB entries (one table for every worker), capacity, MAC moves, flaps and refusals",
-        Scope::Switch(Views::fdb),
-    ),
-    (
-        "/pfcswitch/routes",
-        "Installed routes, one row per next hop: prefix|code|metric|via|iface|mac|weight. Params: v4|v6,offset",
-        Scope::Action(Views::routes),
-    ),
-    (
-        "/pfcswitch/neighbours",
-        "Neighbours of the router interfaces: address|mac|iface. Params: v4|v6,offset",
-        Scope::Action(Views::neighbours),
-    ),
-    (
-        "/pfcswitch/routing",
-        "Routing thread health: alive, synced, resyncs, last batch age, routes refused, FIB out of sync; writer counters",
-        Scope::Action(Views::routing_status),
-    ),
-    (
-        "/pfcswitch/mac",
-        "Learned MACs as [vlan, mac, port] (SONiC show mac; VLAN 0 = ports in no VLAN). Param: VID",
-        Scope::Action(Views::mac),
-    ),
-    ("/pfcswitch/fdb_clear", "Remove learned MACs. Param: all | VID", Scope::Action(Views::fdb_clear)),
-    (
-        "/pfcswitch/tx_release",
-        "Test knob: let N more data packets leave a port with tx_enable = false. Params: port,N",
-        Scope::Action(Views::tx_release),
-    ),
-    (
-        crate::reconfig::COMMAND,
-        "Live change, validated like the file. Params: <profile|wred|port|pfcwd>,<name>,<key>=<value>[,<key>=<value>...]",
-        Scope::Action(Views::config),
-    ),
-    (
-        "/pfcswitch/running_config",
-        "The running configuration (TOML), in %-escaped pieces",
-        Scope::Switch(Views::running_config),
-    ),
+impl Handler {
+    fn scope(self) -> commands::Scope {
+        match self {
+            Handler::PerPort(_) => commands::Scope::PerPort,
+            Handler::Switch(_) => commands::Scope::Switch,
+            Handler::Action(_) => commands::Scope::Action,
+        }
+    }
+}
+
+/// The commands ([`crate::show::commands`]) and their handlers.
+const COMMANDS: [(&Command, Handler); 19] = [
+    (&commands::PORTS, Handler::Switch(Views::ports)),
+    (&commands::PFCWD, Handler::PerPort(Views::pfcwd)),
+    (&commands::PFC_COUNTERS, Handler::PerPort(Views::pfc_counters)),
+    (&commands::QUEUE_COUNTERS, Handler::PerPort(Views::queue_counters)),
+    (&commands::PG_WATERMARK, Handler::PerPort(Views::pg_watermark)),
+    (&commands::BUFFER_POOL, Handler::Switch(Views::buffer_pool)),
+    (&commands::LATENCY, Handler::PerPort(Views::latency)),
+    (&commands::PORT_COUNTERS, Handler::PerPort(Views::port_counters)),
+    (&commands::CONSERVATION, Handler::PerPort(Views::conservation)),
+    (&commands::LLDP, Handler::PerPort(Views::lldp)),
+    (&commands::FDB, Handler::Switch(Views::fdb)),
+    (&commands::ROUTES, Handler::Action(Views::routes)),
+    (&commands::NEIGHBOURS, Handler::Action(Views::neighbours)),
+    (&commands::ROUTING, Handler::Action(Views::routing_status)),
+    (&commands::MAC, Handler::Action(Views::mac)),
+    (&commands::FDB_CLEAR, Handler::Action(Views::fdb_clear)),
+    (&commands::TX_RELEASE, Handler::Action(Views::tx_release)),
+    (&commands::CONFIG, Handler::Action(Views::config)),
+    (&commands::RUNNING_CONFIG, Handler::Switch(Views::running_config)),
 ];
 
 /// Register every command. Failures are logged, not fatal (telemetry may be disabled
 /// with `--no-telemetry`).
 pub fn register(v: Views) {
     start_time_ns();
-    for (cmd, help, scope) in COMMANDS {
+    for (c, handler) in COMMANDS {
+        debug_assert_eq!(c.scope, handler.scope(), "{}", c.name);
         let v = v.clone();
-        if let Err(e) = telemetry::register(cmd, help, move |params| v.reply(cmd, scope, params)) {
+        if let Err(e) = telemetry::register(c.name, c.help, move |params| v.reply(c.name, handler, params)) {
             log::warn!("telemetry: {e}");
         }
     }
@@ -616,12 +560,28 @@ pub fn register(v: Views) {
 
 #[cfg(test)]
 mod tests {
+    use super::{commands, COMMANDS};
+
     /// DPDK 22.11 refuses to register a command whose name reaches 56 bytes or whose help
     /// reaches 128 (`rte_telemetry_register_cmd`: -EINVAL), and the command then answers null.
     #[test]
     fn names_and_help_fit_dpdk() {
-        for (cmd, help, _) in super::COMMANDS {
-            assert!(cmd.len() < 56 && help.len() < 128, "{cmd}: {} bytes of help", help.len());
+        for (c, _) in COMMANDS {
+            assert!(c.name.len() < 56 && c.help.len() < 128, "{}: {} bytes of help", c.name, c.help.len());
         }
+    }
+
+    /// Each command's handler answers as its declaration says, once, and every `show`
+    /// view asks a command that is registered.
+    #[test]
+    fn handlers_match_their_declarations() {
+        for (i, (c, h)) in COMMANDS.iter().enumerate() {
+            assert_eq!(c.scope, h.scope(), "{}", c.name);
+            assert!(COMMANDS[..i].iter().all(|(d, _)| d.name != c.name), "{} twice", c.name);
+        }
+        for d in crate::show::VIEWS {
+            assert!(COMMANDS.iter().any(|(c, _)| *c == d.command), "{:?}: {}", d.view, d.command.name);
+        }
+        assert!(COMMANDS.iter().any(|(c, _)| **c == commands::PORTS));
     }
 }

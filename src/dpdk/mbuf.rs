@@ -279,6 +279,19 @@ impl MbufBurst {
         Ok(())
     }
 
+    /// Put `m` back into slot `i` (< len), emptied by a `take`; gives it back if the
+    /// slot is out of range or full. A stage replaces a packet with another this way (an
+    /// ICMP error in place of the packet it answers).
+    pub fn put(&mut self, i: usize, m: Mbuf) -> Result<(), Mbuf> {
+        match self.slots.get_mut(i) {
+            Some(s) if i < self.len && s.is_none() => {
+                *s = Some(m);
+                Ok(())
+            }
+            _ => Err(m),
+        }
+    }
+
     /// The i-th mbuf (None if i >= len or already taken).
     #[inline(always)]
     pub fn get(&self, i: usize) -> Option<&Mbuf> {

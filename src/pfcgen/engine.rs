@@ -14,12 +14,14 @@
 
 use std::sync::Arc;
 
+use super::dcqcn::Dcqcn;
 use super::frame::{self, FrameBuilder, Received};
 use super::live::{Live, LivePort, LiveStream};
 use super::pacer::{self, PaceRate, Pacer};
 use super::payload;
+use super::roce::{self, CnpMark};
 use super::rxstats::RxStream;
-use super::spec::{RateSpec, StreamSpec};
+use super::spec::{CnpSpec, DcqcnSpec, RateSpec, StreamSpec};
 use crate::dpdk::{Mbuf, MbufBurst, Mempool, RxQueue, TxQueue, BURST_CAP};
 use crate::pfc::{PauseDeadlines, PfcRx};
 use crate::wire::MacAddr;
@@ -65,6 +67,16 @@ pub struct PortCounters {
     pub tx_refused: u64,
     /// Polls where the mempool had no mbuf for a frame.
     pub tx_nombuf: u64,
+    /// CNPs sent (this port received CE-marked RoCEv2 frames: a notification point).
+    pub cnp_tx: u64,
+    /// CE-marked RoCEv2 frames not answered: a CNP for their flow went out less than the
+    /// CNP interval before.
+    pub cnp_suppressed: u64,
+    /// CNPs built but refused by a full TX ring (or no mbuf).
+    pub cnp_tx_failed: u64,
+    /// CNPs received (a reaction point), and those naming no stream of this process.
+    pub cnp_rx: u64,
+    pub cnp_rx_unknown_qp: u64,
 }
 
 impl GenPort {
@@ -126,9 +138,22 @@ pub struct TxStream {
     pub first_stop: Option<(u64, u64, u64)>,
     pub first_tx: Option<u64>,
     pub last_tx: u64,
+    /// DCQCN's reaction point, for a stream with `dcqcn`.
+    pub dcqcn: Option<Dcqcn>,
+    /// CNPs received for this stream's QP.
+    pub cnp_rx: u64,
 }
 
 impl TxStream {
+    /// The pacer follows DCQCN's current rate.
+    #[inline]
+    fn follow_dcqcn(&mut self, now: u64, max_lag: u64) {
+        if let Some(d) = &self.dcqcn {
+            self.rate = PaceRate::bps(d.rate_bps());
+            self.pacer.set_rate(self.rate, now, max_lag);
+        }
+    }
+
     #[inline]
     fn done(&self, now: u64) -> bool {
         self.seq >= self.count || now >= self.end
@@ -157,18 +182,44 @@ pub struct Generator {
     live: Arc<Live>,
     /// Last TSC any data frame arrived.
     pub last_rx: u64,
+    /// Notification point: CNP interval (ticks) and marking, when answering CE.
+    cnp: Option<(u64, CnpMark)>,
+    /// Per stream id: the earliest TSC its next CNP may leave, and CNPs sent for it.
+    cnp_next: Vec<u64>,
+    pub cnp_sent: Vec<u64>,
+    cnp_out: MbufBurst,
+    /// Stream id → index into `streams` (u32::MAX: not sent here), for CNPs.
+    by_id: Vec<u32>,
+    /// The backlog a DCQCN rate change keeps (ticks).
+    max_lag: u64,
 }
 
 impl Generator {
     /// A generator over `ports` sending `streams` from `start` (TSC), with receive slots
     /// for stream ids `0..rx_streams`.
     pub fn new(
+        ports: Vec<GenPort>,
+        streams: &[StreamSpec],
+        rx_streams: usize,
+        pool: Arc<Mempool>,
+        hz: u64,
+        start: u64,
+    ) -> Generator {
+        Generator::with_roce(ports, streams, rx_streams, pool, hz, start, &DcqcnSpec::default(), &CnpSpec::default())
+    }
+
+    /// [`Generator::new`] with DCQCN's parameters for the streams that have `dcqcn`, and
+    /// a notification point answering CE with CNPs when `cnp.enable`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_roce(
         mut ports: Vec<GenPort>,
         streams: &[StreamSpec],
         rx_streams: usize,
         pool: Arc<Mempool>,
         hz: u64,
         start: u64,
+        dcqcn: &DcqcnSpec,
+        cnp: &CnpSpec,
     ) -> Generator {
         let tx: Vec<TxStream> = streams
             .iter()
@@ -176,12 +227,23 @@ impl Generator {
             .map(|(i, s)| {
                 let port = &mut ports[s.port];
                 port.streams.push(i);
-                let rate = match s.rate {
+                let mut rate = match s.rate {
                     RateSpec::Max => PaceRate::Max,
                     RateSpec::Pps(p) => PaceRate::pps(p),
                     RateSpec::Bps(b) => PaceRate::bps(b),
                     RateSpec::Percent(p) => PaceRate::bps(port.speed_bps as f64 * p / 100.0),
                 };
+                // DCQCN's line rate is the stream's configured rate (the port's for max).
+                let dcqcn = s.dcqcn.then(|| {
+                    let line = match s.rate {
+                        RateSpec::Max => port.speed_bps as f64,
+                        RateSpec::Pps(p) => p * (s.size.mean() + pacer::WIRE_OVERHEAD as f64) * 8.0,
+                        RateSpec::Bps(b) => b,
+                        RateSpec::Percent(p) => port.speed_bps as f64 * p / 100.0,
+                    };
+                    rate = PaceRate::bps(line);
+                    Dcqcn::new(dcqcn.params(line, hz), start)
+                });
                 let t0 = start + ns_to_ticks(s.start_ns, hz);
                 let burst = s.burst.map(|b| (ns_to_ticks(b.on_ns, hz), ns_to_ticks(b.off_ns, hz)));
                 TxStream {
@@ -198,6 +260,8 @@ impl Generator {
                     first_stop: None,
                     first_tx: None,
                     last_tx: 0,
+                    dcqcn,
+                    cnp_rx: 0,
                     spec: s.clone(),
                 }
             })
@@ -211,8 +275,20 @@ impl Generator {
                 .map(|p| LivePort { name: p.name.clone(), paused: Default::default(), pfc: p.pfc.counters() })
                 .collect(),
         });
+        let n_ids = live.streams.len();
+        let mut by_id = vec![u32::MAX; n_ids];
+        for (i, s) in tx.iter().enumerate() {
+            by_id[usize::from(s.spec.id)] = i as u32;
+        }
+        let scaled = (cnp.interval_ns as f64 * dcqcn.time_scale).round() as u64;
         Generator {
-            rx: (0..live.streams.len()).map(|_| RxStream::new(hz)).collect(),
+            cnp: cnp.enable.then(|| (ns_to_ticks(scaled, hz), CnpMark { dscp: cnp.dscp, pcp: cnp.pcp })),
+            cnp_next: vec![0; n_ids],
+            cnp_sent: vec![0; n_ids],
+            cnp_out: MbufBurst::new(),
+            by_id,
+            max_lag: hz / 1000,
+            rx: (0..n_ids).map(|_| RxStream::new(hz)).collect(),
             ports,
             streams: tx,
             pool,
@@ -284,7 +360,23 @@ impl Generator {
     /// Receive on port `p`: up to [`RX_BURSTS`] bursts, so that a PFC frame queued behind
     /// a burst of data is applied before this poll transmits. Returns the frames received.
     pub fn receive(&mut self, p: usize, now: u64) -> usize {
-        let Generator { ports, rx, rx_burst, live, hz, last_rx, .. } = self;
+        let Generator {
+            ports,
+            rx,
+            rx_burst,
+            live,
+            hz,
+            last_rx,
+            cnp,
+            cnp_next,
+            cnp_sent,
+            cnp_out,
+            pool,
+            streams,
+            by_id,
+            max_lag,
+            ..
+        } = self;
         let port = &mut ports[p];
         let mut got = 0;
         for _ in 0..RX_BURSTS {
@@ -293,9 +385,23 @@ impl Generator {
             for m in rx_burst.drain() {
                 port.counters.rx_packets += 1;
                 match frame::receive(m.data()) {
-                    Received::Ours { payload: pl, ecn } => {
+                    Received::Ours { payload: pl, ecn, roce } => {
                         *last_rx = now;
                         let id = usize::from(pl.stream);
+                        // Notification point: CE on RoCEv2 → a CNP, one per flow per interval.
+                        if let (true, 3, Some((every, mark)), Some(next)) = (roce, ecn, *cnp, cnp_next.get_mut(id)) {
+                            if now < *next {
+                                port.counters.cnp_suppressed += 1;
+                            } else if let Some(c) = cnp_reply(pool, m.data(), mark) {
+                                *next = now + every;
+                                cnp_sent[id] += 1;
+                                if cnp_out.push(c).is_err() {
+                                    port.counters.cnp_tx_failed += 1;
+                                }
+                            } else {
+                                port.counters.cnp_tx_failed += 1;
+                            }
+                        }
                         match rx.get_mut(id) {
                             Some(r) => {
                                 r.on_frame(
@@ -315,6 +421,20 @@ impl Generator {
                             None => port.counters.rx_unknown_stream += 1,
                         }
                     }
+                    Received::Cnp { qp } => {
+                        port.counters.cnp_rx += 1;
+                        let i = qp.checked_sub(roce::QP_BASE).and_then(|i| by_id.get(i as usize)).copied();
+                        match i.and_then(|i| streams.get_mut(i as usize)) {
+                            Some(s) => {
+                                s.cnp_rx += 1;
+                                if let Some(d) = &mut s.dcqcn {
+                                    d.on_cnp(now);
+                                    s.follow_dcqcn(now, *max_lag);
+                                }
+                            }
+                            None => port.counters.cnp_rx_unknown_qp += 1,
+                        }
+                    }
                     Received::MacControl(Ok(f)) => {
                         port.counters.mac_control_rx += 1;
                         port.pfc.on_frame(&f, now, *hz);
@@ -322,6 +442,13 @@ impl Generator {
                     Received::MacControl(Err(_)) => port.counters.bad_mac_control += 1,
                     Received::Other => port.counters.rx_other += 1,
                 }
+            }
+            if !cnp_out.is_empty() {
+                let k = cnp_out.len();
+                let sent = port.txq.tx_burst(cnp_out);
+                port.counters.cnp_tx += sent as u64;
+                port.counters.cnp_tx_failed += (k - sent) as u64;
+                cnp_out.clear();
             }
             if n < BURST {
                 break;
@@ -334,12 +461,15 @@ impl Generator {
 
     /// Build and send what is due on port `p` at `now`. Returns the frames the device took.
     pub fn transmit(&mut self, p: usize, now: u64) -> usize {
-        let Generator { ports, streams, pool, burst, stash, owners, live, .. } = self;
+        let Generator { ports, streams, pool, burst, stash, owners, live, max_lag, .. } = self;
         let port = &mut ports[p];
         let paused = port.pfc.paused_mask(now);
         live.ports[p].paused.set(u64::from(paused));
         for &si in &port.streams {
             let s = &mut streams[si];
+            if s.dcqcn.as_mut().is_some_and(|d| d.tick(now)) {
+                s.follow_dcqcn(now, *max_lag);
+            }
             let now_paused = paused & (1 << s.spec.priority) != 0;
             if s.paused && !now_paused {
                 // Resumed (RESUME or expiry): no catch-up for the paused time.
@@ -404,10 +534,13 @@ impl Generator {
         port.budget = if sent < k { sent.max(1) } else { (port.budget * 2).min(BURST) };
         port.counters.tx_packets += sent as u64;
         burst.clear();
-        for &(si, _) in &owners[..sent] {
+        for &(si, size) in &owners[..sent] {
             let s = &mut streams[si as usize];
             s.first_tx.get_or_insert(now);
             s.last_tx = now;
+            if s.dcqcn.as_mut().is_some_and(|d| d.on_sent(u64::from(size))) {
+                s.follow_dcqcn(now, *max_lag);
+            }
         }
         for &si in &port.streams {
             let s = &streams[si];
@@ -417,6 +550,19 @@ impl Generator {
         }
         sent
     }
+}
+
+/// The CNP answering the RoCEv2 frame `rx`, in a fresh mbuf (None: no mbuf, or `rx` is
+/// not one).
+#[inline]
+fn cnp_reply(pool: &Mempool, rx: &[u8], mark: CnpMark) -> Option<Mbuf> {
+    const ROOM: u16 = 128;
+    let mut m = pool.alloc()?;
+    if !m.set_len(ROOM) {
+        return None;
+    }
+    let len = roce::build_cnp(rx, m.data_mut(), mark);
+    (len > 0 && m.trim(ROOM - len as u16)).then_some(m)
 }
 
 /// An mbuf holding `len` bytes of frame (contents to be written), from `stash` (refilled

@@ -2,12 +2,14 @@
 //!
 //! A frame is a function of (stream, sequence number, TX TSC) alone: Ethernet (the
 //! stream's MACs), an optional 802.1Q tag, IPv4 (DSCP/ECN, DF, TTL 64, a valid header
-//! checksum), UDP (checksum 0, allowed for IPv4 and what RoCEv2 senders use), the
-//! [`payload`] header, zero padding. Every ranged field and a size drawn
+//! checksum), UDP (checksum 0, allowed for IPv4 and what RoCEv2 senders use), for a
+//! RoCEv2 stream a BTH ([`roce`]), the [`payload`] header, zero padding, and for RoCEv2
+//! the ICRC. Every ranged field and a size drawn
 //! from a range or an IMIX depend on the sequence number only, so a frame the device
 //! refused is undone by stepping the sequence number back (see the engine).
 
 use super::payload;
+use super::roce::{self, Bth};
 use super::spec::{Range, SizeSpec, StreamSpec};
 use crate::wire::{self, MacAddr, MacControl, ETHERTYPE_IPV4, ETHERTYPE_MAC_CONTROL, ETHERTYPE_VLAN};
 
@@ -43,6 +45,7 @@ pub struct FrameBuilder {
     dst_port: Range,
     tos: u8,
     tci: Option<u16>,
+    roce: bool,
 }
 
 impl FrameBuilder {
@@ -85,6 +88,7 @@ impl FrameBuilder {
             dst_port: s.dst_port,
             tos: (s.dscp << 2) | (s.ecn & 3),
             tci: s.vlan.map(|(pcp, vid)| wire::VlanTag { pcp, dei: false, vid }.tci()),
+            roce: s.roce,
         }
     }
 
@@ -104,14 +108,22 @@ impl FrameBuilder {
     /// Writes frame `seq` stamped with `tsc` into `out`, which is the frame without FCS
     /// (`size(seq) − 4` bytes). Returns the bytes written (0 if `out` is too short for
     /// the headers).
+    ///
+    /// A RoCEv2 frame's BTH payload ends on a 4-byte boundary (pad count 0): the IPv4
+    /// packet is up to 3 bytes shorter than the frame, which ends in an Ethernet trailer
+    /// of zeros (as a minimum-size frame does), so the frame keeps the stream's size.
     #[inline]
     pub fn build(&self, seq: u64, tsc: u64, out: &mut [u8]) -> usize {
         let len = out.len();
         let l2 = if self.tci.is_some() { 18 } else { 14 };
-        let hdr = l2 + 20 + 8;
+        let hdr = l2 + 20 + 8 + if self.roce { roce::OVERHEAD } else { 0 };
         if len < hdr + payload::LEN || len - l2 > usize::from(u16::MAX) {
             return 0;
         }
+        let trailer = if self.roce { (len - hdr) % 4 } else { 0 };
+        let (out, tail) = out.split_at_mut(len - trailer);
+        tail.fill(0);
+        let len = out.len();
         let (eth, rest) = out.split_at_mut(l2);
         eth[0..6].copy_from_slice(&self.dst_mac.at(seq).to_be_bytes()[2..]);
         eth[6..12].copy_from_slice(&self.src_mac.at(seq).to_be_bytes()[2..]);
@@ -142,9 +154,29 @@ impl FrameBuilder {
         udp[2..4].copy_from_slice(&(self.dst_port.at(seq) as u16).to_be_bytes());
         udp[4..6].copy_from_slice(&(ip_len - 20).to_be_bytes());
         udp[6..8].fill(0);
+        let data = if self.roce {
+            let (bth, data) = data.split_at_mut(roce::BTH_LEN);
+            Bth {
+                opcode: roce::OPCODE_RC_SEND_ONLY,
+                pad: 0,
+                pkey: roce::PKEY_DEFAULT,
+                becn: false,
+                dqp: roce::QP_BASE + u32::from(self.stream),
+                ack_req: false,
+                psn: seq as u32 & 0x00ff_ffff,
+            }
+            .write(bth);
+            let n = data.len() - roce::ICRC_LEN;
+            &mut data[..n]
+        } else {
+            data
+        };
         payload::write(data, self.stream, seq, tsc);
         data[payload::LEN..].fill(0);
-        len
+        if self.roce {
+            roce::seal(&mut out[l2..]);
+        }
+        len + trailer
     }
 }
 
@@ -153,8 +185,11 @@ impl FrameBuilder {
 pub enum Received {
     /// A MAC Control frame (PFC, PAUSE), decoded; or `Err` if malformed.
     MacControl(Result<MacControl, wire::MacControlError>),
-    /// One of ours: the payload header and the ECN codepoint it arrived with.
-    Ours { payload: payload::Payload, ecn: u8 },
+    /// One of ours: the payload header, the ECN codepoint it arrived with, whether it is
+    /// RoCEv2 (a notification point answers CE with a CNP).
+    Ours { payload: payload::Payload, ecn: u8, roce: bool },
+    /// A RoCEv2 CNP for the destination QP `qp`.
+    Cnp { qp: u32 },
     /// Anything else (not IPv4/UDP, not our magic, a runt).
     Other,
 }
@@ -174,8 +209,23 @@ pub fn receive(frame: &[u8]) -> Received {
     if frame.get(l3 + 9) != Some(&17) {
         return Received::Other;
     }
-    match frame.get(l3 + ihl + 8..).and_then(payload::read) {
-        Some(payload) => Received::Ours { payload, ecn: p.ecn.unwrap_or(0) },
+    let udp = l3 + ihl;
+    let roce = frame.get(udp + 2..udp + 4) == Some(&roce::UDP_PORT.to_be_bytes());
+    let ecn = p.ecn.unwrap_or(0);
+    // Port 4791 without a BTH: a plain pfcgen stream sent to the RoCEv2 port (the magic
+    // is no BTH opcode pfcgen sends).
+    if let Some(payload) = frame.get(udp + 8..).and_then(payload::read) {
+        return Received::Ours { payload, ecn, roce: false };
+    }
+    if !roce {
+        return Received::Other;
+    }
+    match frame.get(udp + 8..).and_then(Bth::read) {
+        Some(b) if b.opcode == roce::OPCODE_CNP => Received::Cnp { qp: b.dqp },
+        Some(_) => match frame.get(udp + 8 + roce::BTH_LEN..).and_then(payload::read) {
+            Some(payload) => Received::Ours { payload, ecn, roce: true },
+            None => Received::Other,
+        },
         None => Received::Other,
     }
 }
@@ -211,12 +261,47 @@ mod tests {
         assert_eq!(u16::from_be_bytes([f[40], f[41]]), 4791);
         assert_eq!(u16::from_be_bytes([f[42], f[43]]), 22, "UDP length");
         match receive(&f) {
-            Received::Ours { payload, ecn } => {
-                assert_eq!((payload.stream, payload.seq32, payload.tsc48, ecn), (9, 1, 0x1234, 2));
+            Received::Ours { payload, ecn, roce } => {
+                assert_eq!((payload.stream, payload.seq32, payload.tsc48, ecn, roce), (9, 1, 0x1234, 2, false));
             }
             other => panic!("{other:?}"),
         }
         assert_eq!(b.build(0, 0, &mut [0u8; 55]), 0, "too short for the headers");
+    }
+
+    #[test]
+    fn roce_frames_carry_a_bth_and_a_right_icrc() {
+        for (kv, l2) in [("size=1000,roce=true,id=3,ecn=ect0", 14), ("size=82-90,roce=true,id=3,pcp=3,vlan=7", 18)] {
+            let s = stream(kv);
+            let b = FrameBuilder::new(&s, MacAddr([2, 0, 0, 0, 0, 1]));
+            for seq in [0u64, 1, 2, 3, 0x0123_4567] {
+                let size = usize::from(b.size(seq));
+                let mut f = vec![0xaau8; size - 4];
+                assert_eq!(b.build(seq, 99, &mut f), f.len());
+                let ip_len = usize::from(u16::from_be_bytes([f[l2 + 2], f[l2 + 3]]));
+                // Payload and pad end on 4 bytes; the rest (< 4 bytes) is an Ethernet trailer of zeros.
+                assert_eq!((ip_len - 20 - 8 - roce::OVERHEAD) % 4, 0, "{kv} seq {seq}");
+                assert!(f.len() - l2 - ip_len < 4 && f[l2 + ip_len..].iter().all(|&x| x == 0));
+                let ip = &f[l2..l2 + ip_len];
+                assert!(roce::icrc_ok(ip), "{kv} seq {seq}");
+                assert_eq!(u16::from_be_bytes([ip[22], ip[23]]), roce::UDP_PORT);
+                let bth = Bth::read(&ip[28..]).unwrap();
+                assert_eq!(
+                    (bth.opcode, bth.pkey, bth.dqp, bth.psn, bth.pad),
+                    (roce::OPCODE_RC_SEND_ONLY, 0xffff, roce::QP_BASE + 3, seq as u32 & 0xff_ffff, 0)
+                );
+                match receive(&f) {
+                    Received::Ours { payload, roce, .. } => {
+                        assert_eq!((payload.stream, payload.seq32, roce), (3, seq as u32, true));
+                    }
+                    other => panic!("{other:?}"),
+                }
+                // Its CNP comes back to the stream's QP.
+                let mut c = [0u8; 128];
+                let n = roce::build_cnp(&f, &mut c, roce::CnpMark { dscp: 48, pcp: 6 });
+                assert_eq!(receive(&c[..n]), Received::Cnp { qp: roce::QP_BASE + 3 });
+            }
+        }
     }
 
     #[test]
@@ -265,7 +350,7 @@ mod tests {
             let l3 = if tagged { 18 } else { 14 };
             prop_assert!(Ipv4Packet::new_checked(&buf[l3..]).unwrap().verify_checksum());
             match receive(&buf) {
-                Received::Ours { payload, ecn } => {
+                Received::Ours { payload, ecn, .. } => {
                     prop_assert_eq!(payload.seq32, seq as u32);
                     prop_assert_eq!(payload.tsc48, tsc & ((1 << 48) - 1));
                     prop_assert_eq!(ecn, 3);

@@ -6,12 +6,16 @@
 //! (per port: receive PFC and pfcgen frames, then build and send what [`pacer`] says is
 //! due and PFC allows, frames from [`frame`] carrying a [`payload`] header) → [`rxstats`]
 //! (loss, reordering, duplicates, latency, CE per stream) → [`live`] lines and the JSON
-//! summary of [`run`]. Everything but `engine` and `run` is pure and tested without EAL.
+//! summary of [`run`]. RoCEv2 streams carry a BTH and ICRC ([`roce`]); a sink answers
+//! their CE marks with CNPs, and a sender's [`dcqcn`] reaction point sets its rate from
+//! the CNPs it gets. Everything but `engine` and `run` is pure and tested without EAL.
 
+pub mod dcqcn;
 pub mod frame;
 pub mod live;
 pub mod pacer;
 pub mod payload;
+pub mod roce;
 pub mod rxstats;
 pub mod spec;
 

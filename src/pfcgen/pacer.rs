@@ -129,6 +129,17 @@ impl Pacer {
         self.sent = self.sent.saturating_sub(c);
     }
 
+    /// Change the rate at `now` (DCQCN): the next frame is due when it was under the old
+    /// rate, frames after it go at the new one. A backlog (a late poll) is kept up to
+    /// `max_lag` ticks, not more: a rate change is no licence for a burst.
+    #[inline]
+    pub fn set_rate(&mut self, rate: PaceRate, now: u64, max_lag: u64) {
+        let due = self.due();
+        self.anchor = due.max(now.saturating_sub(max_lag));
+        self.sent = 0;
+        self.rate = rate;
+    }
+
     /// Restart the schedule at `now` (after a pause): the next frame may leave now.
     #[inline]
     pub fn rebase(&mut self, now: u64) {
@@ -200,6 +211,25 @@ mod tests {
         // Restarted (before its first frame, by the engine): from the new start only.
         p.restart_at(90_000);
         assert!(!p.ready(89_999) && p.ready(90_000));
+    }
+
+    #[test]
+    fn set_rate_keeps_the_next_due_time() {
+        let hz = 1_000_000;
+        let mut p = Pacer::new(PaceRate::pps(1000.0), hz, 0, None);
+        p.sent(1);
+        p.set_rate(PaceRate::pps(100.0), 500, 2000);
+        assert!(!p.ready(999) && p.ready(1000), "frame 1 is due at 1000 as before");
+        p.sent(1);
+        assert!(!p.ready(10_999) && p.ready(11_000), "then at 100 pps");
+        // Late by 50 000 ticks: at most 2000 of backlog survive a change.
+        p.set_rate(PaceRate::pps(1000.0), 61_000, 2000);
+        let mut n = 0;
+        while p.ready(61_000) {
+            p.sent(1);
+            n += 1;
+        }
+        assert_eq!(n, 3, "frames due at 59 000, 60 000 and 61 000");
     }
 
     #[test]

@@ -30,6 +30,8 @@ pub enum RunError {
     Port { name: String, devargs: String, err: dpdk::DpdkError },
     #[error("mempool: {0}")]
     Mempool(dpdk::DpdkError),
+    #[error("{0}: {1}")]
+    Io(String, std::io::Error),
 }
 
 /// How long to run and what to print.
@@ -49,6 +51,9 @@ pub struct RunOptions {
     pub link_wait: Duration,
     /// Busy-poll, or nap when idle.
     pub idle: Idle,
+    /// Per `stats_interval`, each sending stream's rate as CSV rows
+    /// `t_unix_s,stream,tx_bps` (a DCQCN flow's rate over time, for plots).
+    pub rates_csv: Option<std::path::PathBuf>,
 }
 
 /// What the lcore does between frames.
@@ -86,11 +91,20 @@ fn run_with_eal(eal: &Eal, spec: &GenSpec, opts: &RunOptions) -> Result<Value, R
     log::info!("{} up: {} ports probed, TSC {hz} Hz", Eal::version(), eal.port_count());
     let pool = mempool(spec)?;
     let (mut ports, gp, names) = start_ports(spec, opts, &pool)?;
-    let mut gen = Generator::new(gp, &spec.streams, spec.rx_streams, pool.clone(), hz, rdtsc());
+    let mut gen =
+        Generator::with_roce(gp, &spec.streams, spec.rx_streams, pool.clone(), hz, rdtsc(), &spec.dcqcn, &spec.cnp);
     log::info!("generating: {} stream(s) on {} port(s)", spec.streams.len(), spec.ports.len());
     // Live lines from an ordinary thread: the lcore never formats or writes.
     let done = Arc::new(AtomicBool::new(false));
-    let printer = opts.stats_interval.map(|every| spawn_printer(gen.live(), names, every, done.clone()));
+    let rates = match &opts.rates_csv {
+        Some(p) => {
+            let f = std::fs::File::create(p).map_err(|e| RunError::Io(p.display().to_string(), e))?;
+            let ids = spec.streams.iter().map(|s| (usize::from(s.id), s.name.clone())).collect();
+            Some((std::io::BufWriter::new(f), ids))
+        }
+        None => None,
+    };
+    let printer = opts.stats_interval.map(|every| spawn_printer(gen.live(), names, every, done.clone(), rates));
     let (start, sent_until, now) = generate(&mut gen, spec, opts, hz);
     done.store(true, Ordering::Relaxed);
     if let Some(t) = printer {
@@ -201,15 +215,22 @@ fn start_ports(spec: &GenSpec, opts: &RunOptions, pool: &Arc<Mempool>) -> Result
 }
 
 /// The live-line printer: an ordinary thread reading the generator's live counters.
+/// With `rates`, also each stream's rate per interval as CSV rows.
 fn spawn_printer(
     live: Arc<Live>,
     names: Vec<String>,
     every: Duration,
     done: Arc<AtomicBool>,
+    mut rates: Option<RatesCsv>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let t0 = Instant::now();
         let (mut last, mut last_t) = (live.snapshot(), t0);
+        let bits = |id: usize| live.streams.get(id).map_or(0, |s| s.tx_wire_bits.get());
+        let mut last_bits: Vec<u64> = rates.as_ref().map_or(Vec::new(), |r| r.1.iter().map(|s| bits(s.0)).collect());
+        if let Some((w, _)) = &mut rates {
+            let _ = writeln!(w, "t_unix_s,stream,tx_bps");
+        }
         while !done.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(20));
             if last_t.elapsed() < every {
@@ -221,10 +242,23 @@ fn spawn_printer(
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{line}");
             let _ = out.flush();
+            if let Some((w, ids)) = &mut rates {
+                let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                let dt = (now - last_t).as_secs_f64().max(1e-9);
+                for (k, (id, name)) in ids.iter().enumerate() {
+                    let b = bits(*id);
+                    let _ = writeln!(w, "{:.3},{name},{:.0}", t.as_secs_f64(), (b - last_bits[k]) as f64 / dt);
+                    last_bits[k] = b;
+                }
+                let _ = w.flush();
+            }
             (last, last_t) = (cur, now);
         }
     })
 }
+
+/// The rates file and the streams (id, name) it follows.
+type RatesCsv = (std::io::BufWriter<std::fs::File>, Vec<(usize, String)>);
 
 /// Send (and receive) until every stream is done, `--duration` or a signal; then only
 /// receive until nothing of ours arrived for `--drain` (what is still on its way is
@@ -332,6 +366,16 @@ fn summary(gen: &Generator, pmd: &[dpdk::PortStats], elapsed: f64, now: u64) -> 
                 "tx_seconds": span, "tx_wire_bps": bps.round(), "tx_pps": pps.round(),
                 "pfc_stops": s.pauses,
             });
+            if s.spec.roce {
+                v["roce"] = json!(true);
+                v["cnp_rx"] = json!(s.cnp_rx);
+            }
+            if let Some(d) = &s.dcqcn {
+                v["dcqcn"] = json!({
+                    "line_bps": d.params().line_bps, "rate_bps": d.rate_bps(), "target_bps": d.target_bps(),
+                    "alpha": d.alpha(), "cnps": d.cnps, "min_rate_bps": d.min_seen_bps,
+                });
+            }
             // From the first PFC stop on, the stream goes at the rate PFC lets through.
             if let Some((t, bits, frames)) = s.first_stop {
                 v["tx_packets_before_first_stop"] = json!(frames);
@@ -346,6 +390,9 @@ fn summary(gen: &Generator, pmd: &[dpdk::PortStats], elapsed: f64, now: u64) -> 
             let r = rx.to_json(Some(s.seq).filter(|_| rx.frames > 0), hz);
             t.add(s.seq, &r);
             merge(&mut v, r);
+            if gen.cnp_sent[id] > 0 {
+                v["cnp_sent"] = json!(gen.cnp_sent[id]);
+            }
             v
         })
         .collect();
@@ -357,7 +404,7 @@ fn summary(gen: &Generator, pmd: &[dpdk::PortStats], elapsed: f64, now: u64) -> 
         .map(|(i, r)| {
             let v = r.to_json(None, hz);
             t.add(0, &v);
-            let mut o = json!({"id": i});
+            let mut o = json!({"id": i, "cnp_sent": gen.cnp_sent[i]});
             merge(&mut o, v);
             o
         })
@@ -367,6 +414,8 @@ fn summary(gen: &Generator, pmd: &[dpdk::PortStats], elapsed: f64, now: u64) -> 
         "totals": {
             "tx_packets": t.tx, "rx_packets": t.rx, "lost": t.lost, "reordered": t.reordered,
             "duplicates": t.duplicates, "ecn_ce": t.ce,
+            "cnp_tx": gen.ports.iter().map(|p| p.counters.cnp_tx).sum::<u64>(),
+            "cnp_rx": gen.ports.iter().map(|p| p.counters.cnp_rx).sum::<u64>(),
             "pause_frames_rx": gen.ports.iter().map(|p| {
                 let c = p.pfc.counters();
                 c.prio.iter().map(|x| x.pause_frames.get()).sum::<u64>() + c.link_pause_frames.get()
@@ -441,8 +490,12 @@ pub fn print_summary(s: &Value) {
             })
             .map(|i| format!("prio {i}: {} PAUSE {} RESUME, paused {} us", pause[i], resume[i], dur[i]))
             .collect();
+        let cnp = match (p["cnp_tx"].as_u64().unwrap_or(0), p["cnp_rx"].as_u64().unwrap_or(0)) {
+            (0, 0) => String::new(),
+            (tx, rx) => format!(", CNP sent {tx} ({} CE within the interval) received {rx}", p["cnp_suppressed"]),
+        };
         println!(
-            "  port {}: tx {} rx {} (pfcgen frames and other), PFC {}{}",
+            "  port {}: tx {} rx {} (pfcgen frames and other), PFC {}{cnp}{}",
             p["name"].as_str().unwrap_or("?"),
             p["tx_packets"],
             p["rx_packets"],

@@ -275,12 +275,94 @@ pub struct StreamSpec {
     pub vlan: Option<(u8, u16)>,
     /// The PFC priority whose PAUSE stops this stream.
     pub priority: u8,
+    /// RoCEv2: a BTH after UDP (its QP is the flow) and an ICRC at the end.
+    pub roce: bool,
+    /// DCQCN: the stream's rate follows the CNPs it gets (a RoCEv2 stream only).
+    pub dcqcn: bool,
 }
 
 impl StreamSpec {
-    /// Bytes of the Ethernet, tag, IPv4 and UDP headers before the payload.
+    /// Bytes of the Ethernet, tag, IPv4 and UDP headers (and BTH) before the payload.
     pub fn header_len(&self) -> usize {
-        14 + if self.vlan.is_some() { 4 } else { 0 } + 20 + 8
+        14 + if self.vlan.is_some() { 4 } else { 0 } + 20 + 8 + if self.roce { super::roce::BTH_LEN } else { 0 }
+    }
+}
+
+/// DCQCN's reaction point parameters (`[dcqcn]`), before they meet a stream's line rate
+/// and the TSC. Defaults: the DCQCN paper's (Zhu et al. 2015) at 40 Gbit/s; rates not
+/// given are the same fractions of the stream's line rate. `time_scale` multiplies every
+/// time constant (and the CNP interval): links here are slower than 40 Gbit/s by that
+/// much or more (docs/dcqcn.md).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DcqcnSpec {
+    pub g: f64,
+    pub alpha_period_ns: u64,
+    pub timer_ns: u64,
+    pub byte_counter: u64,
+    pub f: u32,
+    /// None: line / 1000 (the paper's 40 Mbit/s of 40 Gbit/s).
+    pub ai_bps: Option<f64>,
+    /// None: 10 × the additive step.
+    pub hai_bps: Option<f64>,
+    /// None: line / 1000.
+    pub min_bps: Option<f64>,
+    pub initial_alpha: f64,
+    pub time_scale: f64,
+}
+
+impl Default for DcqcnSpec {
+    fn default() -> DcqcnSpec {
+        DcqcnSpec {
+            g: 1.0 / 256.0,
+            alpha_period_ns: 55_000,
+            timer_ns: 55_000,
+            byte_counter: 10 << 20,
+            f: 5,
+            ai_bps: None,
+            hai_bps: None,
+            min_bps: None,
+            initial_alpha: 1.0,
+            time_scale: 1.0,
+        }
+    }
+}
+
+impl DcqcnSpec {
+    /// The reaction point of a flow whose line rate is `line_bps`, timers in ticks of `hz`.
+    pub fn params(&self, line_bps: f64, hz: u64) -> super::dcqcn::DcqcnParams {
+        let ticks = |ns: u64| (ns as f64 * self.time_scale * hz as f64 / 1e9).round().max(1.0) as u64;
+        let ai = self.ai_bps.unwrap_or(line_bps / 1000.0);
+        super::dcqcn::DcqcnParams {
+            line_bps,
+            min_bps: self.min_bps.unwrap_or(line_bps / 1000.0),
+            ai_bps: ai,
+            hai_bps: self.hai_bps.unwrap_or(ai * 10.0),
+            g: self.g,
+            alpha_ticks: ticks(self.alpha_period_ns),
+            timer_ticks: ticks(self.timer_ns),
+            byte_counter: self.byte_counter,
+            f: self.f,
+            alpha0: self.initial_alpha,
+        }
+    }
+}
+
+/// The notification point (`[cnp]`): answer CE-marked RoCEv2 frames with CNPs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CnpSpec {
+    pub enable: bool,
+    /// At most one CNP per flow per interval (before `[dcqcn] time_scale`), mlx5
+    /// `min_time_between_cnps`; the paper's 50 µs.
+    pub interval_ns: u64,
+    /// DSCP of the CNPs (default 48: TC 6 in SONiC's default map, above the data's 3).
+    pub dscp: u8,
+    /// PCP of CNPs answering tagged data.
+    pub pcp: u8,
+}
+
+impl Default for CnpSpec {
+    fn default() -> CnpSpec {
+        CnpSpec { enable: false, interval_ns: 50_000, dscp: 48, pcp: 6 }
     }
 }
 
@@ -318,6 +400,8 @@ pub struct GenSpec {
     pub streams: Vec<StreamSpec>,
     /// Receive slots (stream ids `0..rx_streams`): at least every stream's id + 1.
     pub rx_streams: usize,
+    pub dcqcn: DcqcnSpec,
+    pub cnp: CnpSpec,
 }
 
 impl GenSpec {
@@ -488,6 +572,8 @@ const STREAM_KEYS: &[&str] = &[
     "vlan",
     "pcp",
     "priority",
+    "roce",
+    "dcqcn",
 ];
 
 fn ecn_value(s: &str) -> Result<u8, String> {
@@ -524,7 +610,7 @@ pub fn resolve_stream(
         Some(v) => return Err(f.e("port", format!("expected a port name or index, got {}", v.type_str()))),
     };
     let rate = f.parsed("rate", RateSpec::parse)?.unwrap_or(RateSpec::Max);
-    let size = f.parsed("size", SizeSpec::parse)?.unwrap_or(SizeSpec::Fixed(MIN_SIZE));
+
     let count = f.int("count", 1, i64::MAX)?.map(|c| c as u64);
     let duration_ns = f.duration("duration")?;
     let start_ns = f.duration("start")?.unwrap_or(0);
@@ -535,12 +621,22 @@ pub fn resolve_stream(
         (Some(_), None) => return Err(f.e("burst_off", "missing: burst_on and burst_off go together")),
         (None, Some(_)) => return Err(f.e("burst_on", "missing: burst_on and burst_off go together")),
     };
+    let dcqcn = f.boolean("dcqcn")?.unwrap_or(false);
+    let roce = f.boolean("roce")?.unwrap_or(dcqcn);
+    if dcqcn && !roce {
+        return Err(f.e("dcqcn", "DCQCN needs a RoCEv2 stream (roce = true)"));
+    }
+    // RoCEv2 by default: a 1024-byte message (the common RoCE MTU) in a 1086-byte frame.
+    let size = f.parsed("size", SizeSpec::parse)?.unwrap_or(SizeSpec::Fixed(if roce { 1086 } else { MIN_SIZE }));
     let src_mac = f.parsed("src_mac", mac_range)?;
     let dst_mac = f.parsed("dst_mac", mac_range)?.unwrap_or(Range::one(0xffff_ffff_ffff));
     let src_ip = f.parsed("src_ip", ip_range)?.unwrap_or(Range::one(0xc0a8_0001)); // 192.168.0.1
     let dst_ip = f.parsed("dst_ip", ip_range)?.unwrap_or(Range::one(0xc0a8_0101)); // 192.168.1.1
     let src_port = f.parsed("src_port", port_range)?.unwrap_or(Range::one(1234));
-    let dst_port = f.parsed("dst_port", port_range)?.unwrap_or(Range::one(5678));
+    let dst_port = f.parsed("dst_port", port_range)?.unwrap_or(Range::one(if roce { 4791 } else { 5678 }));
+    if roce && dst_port != Range::one(u64::from(super::roce::UDP_PORT)) {
+        return Err(f.e("dst_port", "a RoCEv2 stream goes to UDP port 4791"));
+    }
     let dscp = f.int("dscp", 0, 63)?.unwrap_or(0) as u8;
     let ecn = f.parsed("ecn", ecn_value)?.unwrap_or(0);
     let pcp = f.int("pcp", 0, 7)?.map(|p| p as u8);
@@ -557,13 +653,21 @@ pub fn resolve_stream(
         None => u16::try_from(index).map_err(|_| f.e("id", "too many streams"))?,
     };
     let name = f.text("name")?.unwrap_or_else(|| format!("s{id}"));
-    let hdr = 14 + if vlan.is_some() { 4 } else { 0 } + 20 + 8 + super::payload::LEN + 4;
+    // RoCEv2: BTH and ICRC, and the payload rounded up to the BTH's 4-byte alignment.
+    let roce_bytes = if roce { super::roce::OVERHEAD + 2 } else { 0 };
+    let hdr = 14 + if vlan.is_some() { 4 } else { 0 } + 20 + 8 + super::payload::LEN + 4 + roce_bytes;
     let min = match &size {
         SizeSpec::Fixed(s) | SizeSpec::Range(s, _) => *s,
         SizeSpec::Imix(v) => v.iter().map(|x| x.0).min().unwrap_or(MIN_SIZE),
     };
     if usize::from(min) < hdr {
-        return Err(f.e("size", format!("{min} is smaller than the headers and the pfcgen payload ({hdr} bytes)")));
+        return Err(f.e(
+            "size",
+            format!(
+                "{min} is smaller than the headers and the pfcgen payload ({hdr} bytes{})",
+                if roce { " with RoCEv2" } else { "" }
+            ),
+        ));
     }
     Ok(StreamSpec {
         name,
@@ -585,6 +689,8 @@ pub fn resolve_stream(
         ecn,
         vlan,
         priority,
+        roce,
+        dcqcn,
     })
 }
 
@@ -607,6 +713,14 @@ pub struct CliSpec {
     pub count: Option<u64>,
     /// `--rx-streams N`: receive slots for streams this process does not send.
     pub rx_streams: Option<usize>,
+    /// `--roce`: every stream is RoCEv2.
+    pub roce: bool,
+    /// `--dcqcn`: every stream is RoCEv2 with DCQCN.
+    pub dcqcn: bool,
+    /// `--cnp`: answer CE-marked RoCEv2 frames with CNPs.
+    pub cnp: bool,
+    /// `--dcqcn-time-scale X`: overrides `[dcqcn] time_scale`.
+    pub dcqcn_time_scale: Option<f64>,
 }
 
 /// A table of the file or the command line, with its origin and path for errors.
@@ -619,6 +733,8 @@ struct FileTables {
     ports: Vec<Origin>,
     streams: Vec<Origin>,
     rx_streams: Option<usize>,
+    dcqcn: DcqcnSpec,
+    cnp: CnpSpec,
 }
 
 /// Build the spec from an optional TOML text (its origin for errors) and the command line.
@@ -636,6 +752,14 @@ pub fn resolve(file: Option<(&str, &str)>, cli: &CliSpec) -> Result<GenSpec, Spe
         let origin = format!("--stream[{i}]");
         let t = parse_kv(s).map_err(|m| err(&origin, "stream", m))?;
         tables.streams.push((t, origin, "stream".into()));
+    }
+    for (t, _, _) in &mut tables.streams {
+        if cli.roce || cli.dcqcn {
+            t.entry("roce".into()).or_insert(toml::Value::Boolean(true));
+        }
+        if cli.dcqcn {
+            t.entry("dcqcn".into()).or_insert(toml::Value::Boolean(true));
+        }
     }
     let whole = file.map_or("pfcgen", |f| f.0);
     let ports = resolve_ports(tables.ports, cli, whole)?;
@@ -655,7 +779,86 @@ pub fn resolve(file: Option<(&str, &str)>, cli: &CliSpec) -> Result<GenSpec, Spe
     }
     let need = streams.iter().map(|s| usize::from(s.id) + 1).max().unwrap_or(0);
     let rx_streams = cli.rx_streams.or(tables.rx_streams).unwrap_or(0);
-    Ok(GenSpec { eal_args: tables.eal_args, ports, streams, rx_streams: rx_streams.max(need) })
+    let mut dcqcn = tables.dcqcn;
+    if let Some(x) = cli.dcqcn_time_scale {
+        if !(x.is_finite() && x > 0.0 && x <= 1e9) {
+            return Err(err("--dcqcn-time-scale", "dcqcn-time-scale", format!("{x} is not in (0, 1e9]")));
+        }
+        dcqcn.time_scale = x;
+    }
+    let mut cnp = tables.cnp;
+    cnp.enable |= cli.cnp;
+    Ok(GenSpec { eal_args: tables.eal_args, ports, streams, rx_streams: rx_streams.max(need), dcqcn, cnp })
+}
+
+const DCQCN_KEYS: &[&str] = &[
+    "g",
+    "alpha_period",
+    "timer",
+    "byte_counter",
+    "f",
+    "ai_rate",
+    "hai_rate",
+    "min_rate",
+    "initial_alpha",
+    "time_scale",
+];
+
+fn float(f: &Fields, k: &str, lo: f64, hi: f64) -> Result<Option<f64>, SpecError> {
+    match f.t.get(k) {
+        None => Ok(None),
+        Some(v) => match v.as_float().or_else(|| v.as_integer().map(|i| i as f64)) {
+            Some(x) if x >= lo && x <= hi => Ok(Some(x)),
+            Some(x) => Err(f.e(k, format!("{x} is outside {lo}..={hi}"))),
+            None => Err(f.e(k, format!("expected a number, got {}", v.type_str()))),
+        },
+    }
+}
+
+fn bit_rate(s: &str) -> Result<f64, String> {
+    match RateSpec::parse(s)? {
+        RateSpec::Bps(b) => Ok(b),
+        _ => Err(format!("'{s}' is not a bit rate (e.g. \"40Mbit/s\")")),
+    }
+}
+
+/// The `[dcqcn]` table.
+fn resolve_dcqcn(t: &Table, origin: &str) -> Result<DcqcnSpec, SpecError> {
+    let f = Fields { t, origin, path: "dcqcn".into() };
+    f.check_known(DCQCN_KEYS)?;
+    let d = DcqcnSpec::default();
+    let positive = |k: &str, v: Option<u64>, dflt: u64| match v {
+        Some(0) => Err(f.e(k, "must be longer than 0")),
+        v => Ok(v.unwrap_or(dflt)),
+    };
+    Ok(DcqcnSpec {
+        g: float(&f, "g", 0.0, 1.0)?.unwrap_or(d.g),
+        alpha_period_ns: positive("alpha_period", f.duration("alpha_period")?, d.alpha_period_ns)?,
+        timer_ns: positive("timer", f.duration("timer")?, d.timer_ns)?,
+        byte_counter: match f.parsed("byte_counter", |s| crate::units::parse_bytes(s).map_err(|e| e.to_string()))? {
+            Some(0) => return Err(f.e("byte_counter", "must be at least 1 byte")),
+            v => v.unwrap_or(d.byte_counter),
+        },
+        f: f.int("f", 0, 1000)?.map_or(d.f, |x| x as u32),
+        ai_bps: f.parsed("ai_rate", bit_rate)?,
+        hai_bps: f.parsed("hai_rate", bit_rate)?,
+        min_bps: f.parsed("min_rate", bit_rate)?,
+        initial_alpha: float(&f, "initial_alpha", 0.0, 1.0)?.unwrap_or(d.initial_alpha),
+        time_scale: float(&f, "time_scale", 1e-9, 1e9)?.unwrap_or(d.time_scale),
+    })
+}
+
+/// The `[cnp]` table.
+fn resolve_cnp(t: &Table, origin: &str) -> Result<CnpSpec, SpecError> {
+    let f = Fields { t, origin, path: "cnp".into() };
+    f.check_known(&["enable", "interval", "dscp", "pcp"])?;
+    let d = CnpSpec::default();
+    Ok(CnpSpec {
+        enable: f.boolean("enable")?.unwrap_or(true),
+        interval_ns: f.duration("interval")?.unwrap_or(d.interval_ns),
+        dscp: f.int("dscp", 0, 63)?.map_or(d.dscp, |x| x as u8),
+        pcp: f.int("pcp", 0, 7)?.map_or(d.pcp, |x| x as u8),
+    })
 }
 
 /// The file's `[eal]`, `[[port]]`, `[[stream]]` and `rx_streams`, unresolved.
@@ -698,6 +901,12 @@ fn file_tables(origin: &str, text: &str, cli: &CliSpec) -> Result<FileTables, Sp
                 );
             }
             ("rx_streams", toml::Value::Integer(_)) => {}
+            ("dcqcn", toml::Value::Table(t)) => {
+                out.dcqcn = resolve_dcqcn(&t.iter().map(|(a, b)| (a.clone(), b.clone())).collect(), origin)?;
+            }
+            ("cnp", toml::Value::Table(t)) => {
+                out.cnp = resolve_cnp(&t.iter().map(|(a, b)| (a.clone(), b.clone())).collect(), origin)?;
+            }
             ("port" | "stream", toml::Value::Array(a)) => {
                 for (i, x) in a.iter().enumerate() {
                     let path = format!("{k}[{i}]");
@@ -711,7 +920,7 @@ fn file_tables(origin: &str, text: &str, cli: &CliSpec) -> Result<FileTables, Sp
                 return Err(err(
                     origin,
                     k,
-                    "unknown field or wrong type (expected [eal], [[port]], [[stream]], rx_streams)",
+                    "unknown field or wrong type (expected [eal], [[port]], [[stream]], [dcqcn], [cnp], rx_streams)",
                 ))
             }
         }
@@ -833,6 +1042,48 @@ mod tests {
             let e = resolve(None, &cli(p, s)).unwrap_err().to_string();
             assert!(e.starts_with(want), "{e} does not start with {want}");
             assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn roce_and_dcqcn() {
+        let c = CliSpec {
+            dcqcn_time_scale: Some(100.0),
+            ..cli(&["net_null0"], &["size=78", "roce=true,id=5", "dcqcn=true,size=78"])
+        };
+        let s = resolve(None, &c).unwrap();
+        let r: Vec<_> = s.streams.iter().map(|x| (x.roce, x.dcqcn, x.dst_port.start)).collect();
+        assert_eq!(r, vec![(false, false, 5678), (true, false, 4791), (true, true, 4791)]);
+        assert_eq!(s.streams[1].size, SizeSpec::Fixed(1086));
+        assert_eq!((s.dcqcn.time_scale, s.cnp.enable), (100.0, false));
+        // Everything RoCEv2 with DCQCN from the command line; the smallest RoCEv2 frame.
+        let s = resolve(None, &CliSpec { dcqcn: true, cnp: true, ..cli(&["net_null0"], &["size=78"]) }).unwrap();
+        assert!(s.streams[0].roce && s.streams[0].dcqcn && s.cnp.enable);
+        let text = "[[port]]\ndevargs = \"net_null0\"\n[dcqcn]\ng = 0.0625\ntimer = \"300us\"\nai_rate = \"5Mbit/s\"\n\
+                    byte_counter = \"32KiB\"\ntime_scale = 10\n[cnp]\ninterval = \"4us\"\ndscp = 46\n";
+        let s = resolve(Some(("g.toml", text)), &CliSpec::default()).unwrap();
+        assert_eq!(
+            (s.dcqcn.g, s.dcqcn.timer_ns, s.dcqcn.ai_bps, s.dcqcn.byte_counter),
+            (0.0625, 300_000, Some(5e6), 32768)
+        );
+        assert_eq!((s.cnp.enable, s.cnp.interval_ns, s.cnp.dscp, s.cnp.pcp), (true, 4000, 46, 6));
+        let p = s.dcqcn.params(100e6, 1_000_000_000);
+        assert_eq!(
+            (p.timer_ticks, p.alpha_ticks, p.ai_bps, p.hai_bps, p.min_bps),
+            (3_000_000, 550_000, 5e6, 50e6, 1e5)
+        );
+        for (file, want) in [
+            ("[dcqcn]\ng = 2\n", "g.toml: dcqcn.g: 2 is outside"),
+            ("[dcqcn]\nai_rate = \"5%\"\n", "g.toml: dcqcn.ai_rate: '5%' is not a bit rate"),
+            ("[dcqcn]\ntimer = \"0us\"\n", "g.toml: dcqcn.timer: must be longer than 0"),
+            ("[cnp]\nprio = 3\n", "g.toml: cnp.prio: unknown field"),
+            ("[[stream]]\nroce = true\nsize = 77\n", "g.toml: stream[0].size: 77 is smaller"),
+            ("[[stream]]\nroce = true\ndst_port = 5000\n", "g.toml: stream[0].dst_port: a RoCEv2 stream"),
+            ("[[stream]]\nroce = false\ndcqcn = true\n", "g.toml: stream[0].dcqcn: DCQCN needs"),
+        ] {
+            let text = format!("[[port]]\ndevargs = \"net_null0\"\n{file}");
+            let e = resolve(Some(("g.toml", &text)), &CliSpec::default()).unwrap_err().to_string();
+            assert!(e.starts_with(want) && !e.contains('\n'), "{e} does not start with {want}");
         }
     }
 

@@ -107,6 +107,17 @@ pub struct Parsed {
 }
 
 impl Parsed {
+    /// Nothing parsed (a placeholder in per-burst arrays).
+    pub const EMPTY: Parsed = Parsed {
+        dst: MacAddr([0; 6]),
+        src: MacAddr([0; 6]),
+        vlan: None,
+        ethertype: 0,
+        l3_offset: 0,
+        dscp: None,
+        ecn: None,
+    };
+
     /// EtherType 0x8808 (after any tag): PAUSE/PFC/other MAC Control. Such frames are
     /// consumed by the port and never forwarded; decode them with [`MacControl::parse`]
     /// (which accepts only the untagged form, as 802.3 requires).
@@ -129,7 +140,7 @@ impl Parsed {
 /// * a truncated tag, or an IPv4/IPv6 header that is truncated or has the wrong version
 ///   (or IPv4 IHL < 5) → [`WireError::Malformed`];
 /// * anything else (ARP, LLDP, MAC Control, 802.3/LLC, ...) parses with `dscp: None`.
-#[inline]
+#[inline(always)]
 pub fn parse(frame: &[u8]) -> Result<Parsed, WireError> {
     let len = frame.len();
     if len < MIN_FRAME_LEN {
