@@ -8,6 +8,7 @@
 #   scripts/bench.sh --workers N  worker scaling only: 1, 2, 4 ... N workers, each on its own
 #                               pair of net_null ports and CPU, vs testpmd with as many cores
 #                               (needs N+1 CPUs to mean anything; scripts/bench_scale.py)
+#   scripts/bench.sh --scale    tables at ToR sizes through the kernel (scripts/bench_tables.py)
 #
 # Figures (see docs/benchmarks.md):
 #   null      pfcswitch (full lossless pipeline, dpdk-config/bench-null.toml) vs
@@ -38,13 +39,15 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 QUICK=0
 WORKERS=""
+SCALE=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1 ;;
+        --scale) SCALE=1 ;;
         --workers) WORKERS="${2:-}"; shift ;;
         --workers=*) WORKERS="${1#--workers=}" ;;
-        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
-        *) echo "usage: $0 [--quick] [--workers N]" >&2; exit 2 ;;
+        -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+        *) echo "usage: $0 [--quick] [--workers N] [--scale]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -83,6 +86,11 @@ BUILD_S=$(( $(date +%s) - T0 ))
 WORK=$(mktemp -d /tmp/pfcswitch-bench.XXXXXX)
 if [ "${BENCH_KEEP:-0}" != 1 ]; then
     trap 'rm -rf "$WORK"' EXIT
+fi
+
+if [ "$SCALE" = 1 ]; then
+    BENCH_ROOT="$ROOT" BENCH_WORK="$WORK" python3 "$ROOT/scripts/bench_tables.py"
+    exit 0
 fi
 
 # The rate-paced generator for the latency figure (optional: skipped without a C compiler).

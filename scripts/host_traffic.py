@@ -37,6 +37,11 @@ standard library only. IPv4/UDP frames with a chosen DSCP, so the switch's defau
         {"40000": k, ...}, "times": {"40000": [first, last], ...}} (CLOCK_MONOTONIC s).
     host_traffic.py tcp-send DST_IP PORT SECONDS DSCP
         Kernel TCP, IP_TOS = DSCP << 2, as fast as it goes; prints {"sent_bytes": b}.
+    host_traffic.py nd-flood IFACE TARGET_IP6 SRC_PREFIX64 COUNT
+        COUNT IPv6 neighbour solicitations for TARGET_IP6 (to its solicited-node group),
+        each from a new spoofed source in SRC_PREFIX64 (e.g. fd00:1::) with a new MAC in
+        its source link-layer option: every one makes the target's kernel create a
+        neighbour entry; prints {"sent": n}.
     host_traffic.py tcp-recv PORT TIMEOUT_S
         Accept one connection, read to its end; prints {"bytes": b, "seconds": s,
         "goodput_bps": g}.
@@ -330,7 +335,37 @@ def tcp_recv(port, timeout_s):
     print(json.dumps({"bytes": total, "seconds": round(secs, 3), "goodput_bps": int(total * 8 / secs)}))
 
 
+def nd_solicit(target, src, mac):
+    """An ICMPv6 neighbour solicitation for `target` from `src` (16 bytes each), SLLAO `mac`."""
+    group = bytes.fromhex("ff0200000000000000000001ff") + target[13:]
+    body = struct.pack("!BBHI", 135, 0, 0, 0) + target + struct.pack("!BB", 1, 1) + mac
+    pseudo = src + group + struct.pack("!I3xB", len(body), 58)
+    body = body[:2] + struct.pack("!H", checksum(pseudo + body)) + body[4:]
+    ip6 = struct.pack("!IHBB", 6 << 28, len(body), 58, 255) + src + group
+    return bytes.fromhex("3333") + group[12:] + mac + b"\x86\xdd" + ip6 + body
+
+
+def nd_flood(iface, target_ip, src_prefix, count):
+    target = socket.inet_pton(socket.AF_INET6, target_ip)
+    prefix = socket.inet_pton(socket.AF_INET6, src_prefix)[:8]
+    sent = 0
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as s:
+        s.bind((iface, 0))
+        for i in range(int(count)):
+            src = prefix + struct.pack("!II", 0x5f000000 | (i >> 16), 0x10000 + (i & 0xFFFF))
+            mac = struct.pack("!HI", 0x0200 | 0x5f, i)
+            while True:
+                try:
+                    s.send(nd_solicit(target, src, mac))
+                    sent += 1
+                    break
+                except OSError:
+                    time.sleep(0.0001)
+    print(json.dumps({"sent": sent}))
+
+
 COMMANDS = {
+    "nd-flood": (nd_flood, 4),
     "flood": (flood, 5),
     "flood-ip": (flood_ip, 5),
     "udp-burst": (udp_burst, 5),

@@ -392,6 +392,26 @@ pub fn add_routing(m: &mut Metrics, v: &Value) {
     }
 }
 
+/// `/pfcswitch/fdb`: entries, capacity, MAC moves, flaps (MACs held for moving too often),
+/// new MACs refused by a full table.
+pub fn add_fdb(m: &mut Metrics, v: &Value) {
+    let Some(o) = v.as_object() else { return };
+    for (k, help) in [("entries", "Learned MACs in the FDB"), ("capacity", "FDB capacity")] {
+        if let Some(n) = num(o, k) {
+            m.gauge(&format!("fdb_{k}"), help, Vec::new(), n);
+        }
+    }
+    for (k, help) in [
+        ("mac_moves", "MACs learned on a port other than their entry's"),
+        ("mac_flaps", "MACs held on their port for moving too often (fdb_move_limit)"),
+        ("learn_full", "New MACs not learned: the FDB was full"),
+    ] {
+        if let Some(n) = num(o, k) {
+            m.counter(&format!("fdb_{k}"), help, Vec::new(), n);
+        }
+    }
+}
+
 /// What turns one view's reply into metrics.
 type AddFn = fn(&mut Metrics, &Value);
 
@@ -417,6 +437,9 @@ pub fn gather<E: std::fmt::Display>(query: &mut dyn FnMut(&str) -> Result<Value,
     // Without a router the command answers an error: no routing metrics.
     if let Ok(v) = query(crate::show::commands::ROUTING.name) {
         add_routing(&mut m, &v);
+    }
+    if let Ok(v) = query(crate::show::commands::FDB.name) {
+        add_fdb(&mut m, &v);
     }
     m.gauge("up", "1 when the switch's telemetry was read for this scrape", Vec::new(), 1);
     Ok(m.encode())
@@ -453,6 +476,9 @@ mod tests {
             "/pfcswitch/routing" => Ok(json!({"alive": 1, "synced": true, "fib_out_of_sync": 1,
                 "routes_refused": 2, "resyncs": 1, "batches": 7, "last_batch_age_ms": 1500,
                 "rib": {"events": 40, "errors": 3}, "error": null})),
+            "/pfcswitch/fdb" => {
+                Ok(json!({"entries": 3, "capacity": 65536, "mac_moves": 7, "mac_flaps": 1, "learn_full": 0}))
+            }
             _ => Ok(json!({"error": "unknown"})),
         }
     }
@@ -487,6 +513,10 @@ mod tests {
             "pfcswitch_routing_resyncs_total 1",
             "pfcswitch_routing_last_batch_age_seconds 1.5",
             "pfcswitch_routing_refusals_total 3",
+            "pfcswitch_fdb_entries 3",
+            "pfcswitch_fdb_mac_moves_total 7",
+            "pfcswitch_fdb_mac_flaps_total 1",
+            "pfcswitch_fdb_learn_full_total 0",
             "# TYPE pfcswitch_pfc_tx_pause_frames_total counter",
             "# TYPE pfcswitch_queue_depth_packets gauge",
         ] {

@@ -24,6 +24,9 @@
 //! [switch]                      # optional; defaults shown
 //! fdb_aging_time = 600          # seconds (SONiC SWITCH|fdb_aging_time), 0 = never, ≤ 1000000
 //! fdb_size = 65536              # FDB entries, power of two, 16..=2^24
+//! fdb_move_limit = 5            # a MAC moving between ports more than this many times
+//! fdb_move_window = 10          # within this many seconds is held on its port for
+//! fdb_move_hold = 60            # this many seconds (0..=255 moves, 0 = never held)
 //! burst_size = 32               # rx/tx burst, 1..=256, ≤ rx_ring_size
 //! rx_ring_size = 1024           # RX descriptors per queue, power of two, 32..=32768
 //! tx_ring_size = 1024           # TX descriptors (one TX queue per port), same range
@@ -123,6 +126,8 @@
 //!                               # EAL starts: representors, rtnetlink, af_packet live there
 //! accept_martian_sources = []   # router interfaces that route IPv4 martian sources
 //!                               # (RFC 1812 5.3.7 relaxed; default none: docs/routing.md)
+//! max_neighbours = 16384        # ARP/ND neighbours mirrored (IPv4 + IPv6), 1..=16384; the
+//! max_neighbours_per_interface = 16384   # rest are punted (docs/routing.md "Neighbours, bounded")
 //!
 //! [vlan.Vlan1000]               # VLAN|Vlan1000: the name is Vlan<1..4094>
 //! vlanid = 1000                 # optional; must match the name

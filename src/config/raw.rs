@@ -98,6 +98,9 @@ pub(crate) struct RawEal {
 pub(crate) struct RawSwitch {
     pub fdb_aging_time: Option<i64>,
     pub fdb_size: Option<i64>,
+    pub fdb_move_limit: Option<i64>,
+    pub fdb_move_window: Option<i64>,
+    pub fdb_move_hold: Option<i64>,
     pub burst_size: Option<i64>,
     pub rx_ring_size: Option<i64>,
     pub tx_ring_size: Option<i64>,
@@ -343,6 +346,9 @@ pub(crate) struct RawControlPlane {
     pub accept_martian_sources: Option<Vec<String>>,
     /// Deserialized on its own, so its errors name `control_plane.copp.<key>`.
     pub copp: Option<Value>,
+    /// Neighbours mirrored into the FIB, all interfaces / one interface.
+    pub max_neighbours: Option<IntLike>,
+    pub max_neighbours_per_interface: Option<IntLike>,
 }
 
 /// `[control_plane.copp]`: punt rate limits per trap group and port, packets per second.

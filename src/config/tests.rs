@@ -48,6 +48,7 @@ fn minimal_resolves_with_defaults() {
     assert_eq!(c.ports[1].cable_length_m, 40.0);
     assert!(c.ports[1].pfc_enable.is_empty());
     assert_eq!(c.switch.fdb_aging_time, 600);
+    assert_eq!(c.switch.fdb_move_damping, crate::fdb::MoveDamping { max_moves: 5, window_s: 10, hold_s: 60 });
     assert_eq!(c.lcores.control, 0);
     assert_eq!(c.lcores.workers.len(), 1);
     assert_eq!(c.qos, QosConfig::default());
@@ -200,6 +201,8 @@ fn field_errors() {
     assert_err("[eal]\nargs=[]\n", "port", "at least one");
     assert_err(&format!("{MIN}\n[switch]\nfdb_size = 1000\n"), "switch.fdb_size", "power of two");
     assert_err(&format!("{MIN}\n[switch]\nburst_size = 0\n"), "switch.burst_size", "out of range");
+    assert_err(&format!("{MIN}\n[switch]\nfdb_move_limit = 256\n"), "switch.fdb_move_limit", "out of range 0..=255");
+    assert_err(&format!("{MIN}\n[switch]\nfdb_move_hold = 0\n"), "switch.fdb_move_hold", "out of range 1..=86400");
     assert_err(&format!("{MIN}\n[switch]\nmbuf_count = 100\n"), "switch.mbuf_count", "cannot even fill");
     assert_err(&format!("{MIN}\n[qos]\ndscp_to_tc = {{ \"64\" = 1 }}\n"), "qos.dscp_to_tc.64", "out of range 0..=63");
     assert_err(&format!("{MIN}\n[qos]\ntc_to_pg = {{ \"1\" = \"9\" }}\n"), "qos.tc_to_pg.1", "out of range 0..=7");

@@ -56,6 +56,9 @@ pub struct SwitchConfig {
     pub fdb_aging_time: u32,
     /// FDB entries (power of two).
     pub fdb_size: usize,
+    /// `fdb_move_limit`, `fdb_move_window`, `fdb_move_hold`: when a MAC that moves
+    /// between ports is held on its port (docs/switching.md, "MAC moves").
+    pub fdb_move_damping: crate::fdb::MoveDamping,
     pub burst_size: u16,
     /// RX descriptors per queue.
     pub rx_ring_size: u16,
@@ -603,6 +606,9 @@ pub struct RoutingConfig {
     pub interfaces: Vec<RouterInterface>,
     /// `[control_plane.copp]`: punt rate limits per class.
     pub copp: CoppConfig,
+    /// `[control_plane] max_neighbours`, `max_neighbours_per_interface`: the kernel
+    /// neighbours mirrored into the FIB (a flood from spoofed sources cannot fill it).
+    pub neighbours: crate::route::NeighbourLimits,
     /// `[vlan_interface]` (SONiC `VLAN_INTERFACE|Vlan1000|192.168.0.1/21`): the VLANs that
     /// route, with their addresses (filled in once the VLANs are resolved).
     pub vlan_interfaces: Vec<VlanInterface>,

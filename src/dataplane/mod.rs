@@ -95,6 +95,24 @@ fn fault_lcore(var: &str) -> Option<u32> {
 
 /// Start the switch described by `spec`, run until `opts` says stop, stop cleanly.
 pub fn run(spec: &SwitchSpec, opts: &RunOptions) -> Result<RunReport, DataplaneError> {
+    // The kernel's neighbour tables are one per host and their thresholds visible only in
+    // the initial namespace: sized before entering ours, restored when this returns.
+    let mut host_sysctls = crate::kernel::Sysctls::default();
+    if spec.config.routing.enabled() {
+        let n = spec.config.routing.neighbours.total;
+        match crate::kernel::neighbour_thresholds(&mut host_sysctls, n) {
+            Ok(true) => {
+                for (path, old) in host_sysctls.changed() {
+                    log::info!("{path}: raised from {old} for {n} neighbours (restored at stop)");
+                }
+            }
+            Ok(false) => log::info!(
+                "kernel neighbour thresholds (net.ipv4/ipv6.neigh.default.gc_thresh1..3) are the host's, not visible in \
+                 this namespace: for {n} neighbours set gc_thresh3 >= {n} on the host"
+            ),
+            Err(e) => log::warn!("kernel neighbour thresholds not raised for {n} neighbours: {e}"),
+        }
+    }
     // Before EAL: its lcores, the representors (net_tap creates its netdev in the prober's
     // namespace), af_packet ports and the control thread are then all born there.
     if let Some(ns) = &spec.config.routing.netns {

@@ -129,6 +129,8 @@ pub struct RunReport {
     pub io_dropped: super::io::IoDropped,
     /// The router's control thread at stop (None without a router interface).
     pub routing: Option<Value>,
+    /// The FDB at stop: entries, MAC moves, flaps (holds), learning refused (table full).
+    pub fdb: Value,
     /// Per port: the port it is the kernel representor of.
     pub representor_of: Vec<Option<usize>>,
 }
@@ -362,6 +364,7 @@ impl RunReport {
             "control_frame_failures": self.ctl_failures,
             "io_dropped": self.io_dropped,
             "routing": self.routing,
+            "fdb": self.fdb,
         })
     }
 }
@@ -483,6 +486,11 @@ pub(super) fn build(
         ctl_failures: control.ctl_failures,
         io_dropped: shared.io.dropped(),
         routing,
+        fdb: {
+            let mut f = serde_json::to_value(shared.fdb.counters()).unwrap_or_else(|_| json!({}));
+            f["entries"] = shared.fdb.len().into();
+            f
+        },
         representor_of: spec.ports.iter().map(|p| p.representor_of).collect(),
         pool: json!({
             "ingress_lossless_pool": {

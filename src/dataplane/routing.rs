@@ -39,6 +39,8 @@ pub struct Routing {
     pub names: Vec<String>,
     rates: [u32; 7],
     workers: u32,
+    /// The sysctls [`kernel::enable_forwarding`] changed, restored at stop.
+    sysctls: kernel::Sysctls,
 }
 
 /// `p` with the source addresses of its own ICMP errors: the first configured IPv4 and
@@ -70,7 +72,9 @@ impl Routing {
             return Ok(None);
         }
         let t0 = Instant::now();
-        kernel::enable_forwarding().map_err(err)?;
+        // The previous values are written back at stop (they are the host's without a netns).
+        let mut sysctls = kernel::Sysctls::default();
+        kernel::enable_forwarding(&mut sysctls).map_err(err)?;
         let nswitch = spec.switch_ports();
         let mut nl = RtNetlink::open().map_err(err)?;
         for r in representor::representors(&spec.config) {
@@ -99,7 +103,8 @@ impl Routing {
         let names: Vec<String> = spec.ports.iter().map(|p| p.name.clone()).collect();
         let vlan_of: Vec<u16> = spec.ports.iter().map(|p| p.vlan_interface_of.unwrap_or(0)).collect();
         let seed = cfg.ecmp_seed.unwrap_or_else(|| crate::route::seed_from_mac(macs[0]));
-        let rib = Rib::new(writer, tables.clone(), qsbr.clone(), names.clone());
+        let mut rib = Rib::new(writer, tables.clone(), qsbr.clone(), names.clone());
+        rib.set_neighbour_limits(cfg.neighbours);
         let stop = Arc::new(AtomicBool::new(false));
         // Already in the namespace (entered before EAL): the thread inherits it.
         let (thread, status) = kernel::sync::spawn(None, rib, stop.clone()).map_err(err)?;
@@ -111,6 +116,7 @@ impl Routing {
             status,
             stop,
             thread: Some(thread),
+            sysctls,
             ports: (0..spec.ports.len())
                 .map(|i| match vlan_of[i] {
                     0 if i < nswitch && cfg.is_routed(i) => {
@@ -192,6 +198,7 @@ impl Routing {
                 log::error!("routing control thread panicked");
             }
         }
+        self.sysctls.restore();
     }
 }
 

@@ -387,7 +387,8 @@ pub fn shared_state(
         counters: (0..spec.workers.len()).map(|_| LcoreCounters::new(nports)).collect(),
         pool,
         mmu,
-        fdb: crate::fdb::SharedFdb::new(spec.fdb_size, spec.fdb_aging_time.min(u32::MAX as u64) as u32, tsc_hz),
+        fdb: crate::fdb::SharedFdb::new(spec.fdb_size, spec.fdb_aging_time.min(u32::MAX as u64) as u32, tsc_hz)
+            .with_damping(spec.config.switch.fdb_move_damping, tsc_hz),
         vlans: crate::vlan::Vlans::new(&spec.config.vlans, nports, spec.config.qos.tc_to_dot1p),
         ports: rts,
         edges: (0..spec.workers.len()).map(|_| ArrayQueue::new(4096)).collect(),

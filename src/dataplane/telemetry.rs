@@ -419,17 +419,22 @@ impl Views {
         let mut m = Map::new();
         m.insert("entries".into(), self.shared.fdb.len().into());
         m.insert("capacity".into(), (self.shared.fdb.slots() / 2).into());
+        if let Value::Object(c) = serde_json::to_value(self.shared.fdb.counters()).unwrap_or_default() {
+            m.extend(c);
+        }
+        m.insert("move_damping".into(), serde_json::to_value(self.shared.fdb.damping()).unwrap_or_default());
         Value::Object(m)
     }
 
-    /// SONiC's `show mac`: the live FDB entries as `"<vid>|<mac>|<port>"`, the first by
+    /// SONiC's `show mac`: the live FDB entries as `"<vid>|<mac>|<port>"` (`|flapping`
+    /// after an entry held on its port for moving too often), the first by
     /// VLAN then MAC, optionally of one VLAN (param: VID). At most [`MAC_REPLY_MAX`] entries
     /// (DPDK's reply limit); `total` counts them all.
     pub fn mac(&self, params: &str) -> Result<Value, String> {
         let vid = parse_vid(params, true)?;
         let now = crate::dpdk::rdtsc();
-        let mut e: Vec<(u16, [u8; 6], u16)> =
-            self.shared.fdb.entries(now).filter(|&(v, _, _)| vid.is_none_or(|w| w == v)).collect();
+        let mut e: Vec<(u16, [u8; 6], u16, bool)> =
+            self.shared.fdb.entries_with_state(now).filter(|&(v, _, _, _)| vid.is_none_or(|w| w == v)).collect();
         e.sort_unstable();
         let total = e.len();
         let names = |p: u16| self.shared.ports.get(usize::from(p)).map_or_else(|| p.to_string(), |x| x.name.clone());
@@ -438,7 +443,9 @@ impl Views {
         let rows: Vec<Value> = e
             .iter()
             .take(MAC_REPLY_MAX)
-            .map(|&(v, m, p)| format!("{v}|{}|{}", crate::wire::MacAddr(m), names(p)).into())
+            .map(|&(v, m, p, flap)| {
+                format!("{v}|{}|{}{}", crate::wire::MacAddr(m), names(p), if flap { "|flapping" } else { "" }).into()
+            })
             .collect();
         Ok(json!({ "entries": rows, "total": total }))
     }

@@ -60,6 +60,19 @@ impl Eal {
         unsafe { sys::rte_lcore_count() }
     }
 
+    /// Bytes allocated from DPDK's heaps (every socket): what the tables, mempools and rings
+    /// hold; a table that leaks shows here.
+    pub fn heap_allocated_bytes(&self) -> u64 {
+        (0..sys::RTE_MAX_NUMA_NODES as i32)
+            .filter_map(|socket| {
+                let mut st = sys::rte_malloc_socket_stats::default();
+                // SAFETY: writes one stats struct on the stack; a socket without a heap fails.
+                let ret = unsafe { sys::rte_malloc_get_socket_stats(socket, &mut st) };
+                (ret == 0).then_some(st.heap_allocsz_bytes as u64)
+            })
+            .sum()
+    }
+
     /// Whether `lcore` is enabled in this EAL (given by `--lcores`/`-l`).
     pub fn lcore_enabled(&self, lcore: u32) -> bool {
         // SAFETY: bounds-checked by DPDK.

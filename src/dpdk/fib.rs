@@ -11,7 +11,15 @@
 //! a QSBR grace period the same changes are replayed on the other copy: no worker ever reads
 //! a table being changed, whatever DPDK does inside it. A /0 (default route) is kept beside
 //! the tables in an atomic.
+//!
+//! `rte_fib6` (DPDK 22.11's trie) does not give back every tbl8 group a delete frees, so
+//! add/withdraw churn (an ND flood's /128s) fills its pool for good. The writer keeps the
+//! IPv6 routes it installed; when an add is refused for want of tbl8 groups (ENOSPC) and
+//! something was deleted from that copy since it was last built, the copy (the standby: no
+//! reader on it) is rebuilt empty from those routes and the add tried again
+//! ([`RouteWriter::fib6_rebuilds`] counts them).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -70,6 +78,13 @@ pub struct RouteWriter {
     inner: Arc<Inner>,
     qsbr: Arc<Qsbr>,
     log: Vec<Op>,
+    /// The IPv6 routes (not /0) of the standby copy, with this batch's changes: what a
+    /// rebuilt copy is filled from.
+    routes6: HashMap<Prefix6, u32>,
+    /// IPv6 deletes applied to each copy since it was built: a refused add rebuilds only if
+    /// some (a rebuild cannot make room otherwise).
+    dels6: [u64; 2],
+    rebuilds6: u64,
 }
 
 /// Create the tables; grace periods are `qsbr`'s (the workers are its readers).
@@ -81,7 +96,10 @@ pub fn route_tables(sizes: TableSizes, qsbr: Arc<Qsbr>) -> Result<(RouteLookup, 
         default4: AtomicU32::new(NO_ROUTE),
         default6: AtomicU32::new(NO_ROUTE),
     });
-    Ok((RouteLookup { inner: inner.clone() }, RouteWriter { inner, qsbr, log: Vec::new() }))
+    Ok((
+        RouteLookup { inner: inner.clone() },
+        RouteWriter { inner, qsbr, log: Vec::new(), routes6: HashMap::new(), dels6: [0; 2], rebuilds6: 0 },
+    ))
 }
 
 impl RouteLookup {
@@ -151,11 +169,57 @@ impl RouteWriter {
     }
 
     /// Apply to the standby copy and log for the replay; a refused change (table full) is
-    /// not logged, so both copies stay equal.
+    /// not logged, so both copies stay equal. An IPv6 add refused for want of tbl8 groups
+    /// rebuilds the standby copy first.
     fn change(&mut self, op: Op) -> Result<(), String> {
-        self.apply(self.standby(), op).map_err(|e| e.to_string())?;
+        let copy = self.standby();
+        match self.apply(copy, op) {
+            Ok(()) => {}
+            Err(e) if matches!(op, Op::Set6(..)) && e.code == libc::ENOSPC && self.dels6[copy] > 0 => {
+                self.rebuild6(copy).map_err(|e| e.to_string())?;
+                self.apply(copy, op).map_err(|e| e.to_string())?;
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+        match op {
+            Op::Set6(p, v) => {
+                self.routes6.insert(p, v);
+            }
+            Op::Del6(p) => {
+                self.routes6.remove(&p);
+                self.dels6[copy] += 1;
+            }
+            _ => {}
+        }
         self.log.push(op);
         Ok(())
+    }
+
+    /// Replace IPv6 copy `copy` (the standby, no reader on it) by a fresh table holding
+    /// `routes6`: every tbl8 group the old one lost is back.
+    fn rebuild6(&mut self, copy: usize) -> Result<(), DpdkError> {
+        let t = &self.inner.v6[copy];
+        // SAFETY: `copy` is the standby copy: readers use the other one, and every reader of
+        // this one passed a quiescent state before the last commit returned (or it was never
+        // active); this writer is the only one.
+        unsafe { t.rebuild()? };
+        for (p, v) in &self.routes6 {
+            // Cannot fail in practice: a fresh table holds what the old one held, in fewer
+            // groups. If it does, this copy lacks routes until the next rebuild: say so.
+            if let Err(e) = t.add_shared(&p.octets(), p.prefix_len(), *v) {
+                log::error!("routing: rte_fib6 copy {copy} rebuilt without {p}: {e}");
+                return Err(e);
+            }
+        }
+        self.dels6[copy] = 0;
+        self.rebuilds6 += 1;
+        log::info!("routing: rte_fib6 copy {copy} rebuilt with {} routes (tbl8 groups exhausted)", self.routes6.len());
+        Ok(())
+    }
+
+    /// How many times an IPv6 table copy was rebuilt to get its tbl8 groups back.
+    pub fn fib6_rebuilds(&self) -> u64 {
+        self.rebuilds6
     }
 
     /// Changes made since the last commit (not yet visible).
@@ -197,6 +261,10 @@ impl LpmWriter for RouteWriter {
         self.change(Op::Del6(p))
     }
 
+    fn rebuilds(&self) -> u64 {
+        self.rebuilds6
+    }
+
     /// Swap the copies, wait until no worker can still be reading the old one (a QSBR grace
     /// period), and replay the batch on it.
     fn commit(&mut self) -> Result<(), String> {
@@ -207,9 +275,29 @@ impl LpmWriter for RouteWriter {
         self.qsbr.synchronize();
         let copy = self.standby();
         let mut first_err = None;
+        let mut v6_rebuilt = false;
         for op in std::mem::take(&mut self.log) {
-            if let Err(e) = self.apply(copy, op) {
-                first_err.get_or_insert(e.to_string());
+            let v6 = matches!(op, Op::Set6(..) | Op::Del6(..));
+            if v6 && v6_rebuilt {
+                continue; // the rebuilt copy already holds the batch's end state
+            }
+            match self.apply(copy, op) {
+                Ok(()) => {
+                    if matches!(op, Op::Del6(..)) {
+                        self.dels6[copy] += 1;
+                    }
+                }
+                // The copy lost tbl8 groups the other did not (DPDK frees them unevenly):
+                // rebuild it from the batch's end state.
+                Err(e) if matches!(op, Op::Set6(..)) && e.code == libc::ENOSPC => match self.rebuild6(copy) {
+                    Ok(()) => v6_rebuilt = true,
+                    Err(e) => {
+                        first_err.get_or_insert(e.to_string());
+                    }
+                },
+                Err(e) => {
+                    first_err.get_or_insert(e.to_string());
+                }
             }
         }
         match first_err {

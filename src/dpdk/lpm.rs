@@ -9,7 +9,7 @@
 
 use std::ffi::CString;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use super::{sys, DpdkError, Qsbr};
@@ -330,32 +330,60 @@ impl Drop for Lpm6 {
 }
 
 /// IPv6 `rte_fib6` (trie with 2-byte entries: values up to 2^15 − 1, a 32 MiB first
-/// level). In DPDK 22.11 it has no RCU integration.
+/// level). In DPDK 22.11 it has no RCU integration, and its trie does not give back every
+/// tbl8 group a delete frees: `Fib6::rebuild` replaces the whole table with an empty one.
 pub struct Fib6 {
-    raw: NonNull<sys::rte_fib6>,
+    /// Swapped by [`Fib6::rebuild`] only while no reader uses this table.
+    raw: AtomicPtr<sys::rte_fib6>,
+    max_routes: u32,
+    tbl8: u32,
 }
 
 // SAFETY: as for Lpm4.
 unsafe impl Send for Fib6 {}
 unsafe impl Sync for Fib6 {}
 
+fn fib6_create(max_routes: u32, tbl8: u32) -> Result<NonNull<sys::rte_fib6>, DpdkError> {
+    let name = unique_name("fib6")?;
+    let mut conf = sys::rte_fib6_conf {
+        type_: sys::rte_fib6_type_RTE_FIB6_TRIE,
+        default_nh: 0,
+        max_routes: max_routes as i32,
+        rib_ext_sz: 0,
+        ..Default::default()
+    };
+    conf.__bindgen_anon_1.trie.nh_sz = sys::rte_fib_trie_nh_sz_RTE_FIB6_TRIE_2B;
+    conf.__bindgen_anon_1.trie.num_tbl8 = tbl8;
+    // SAFETY: valid name and config.
+    let p = unsafe { sys::rte_fib6_create(name.as_ptr(), sys::SOCKET_ID_ANY, &mut conf) };
+    NonNull::new(p).ok_or_else(|| DpdkError::from_errno("rte_fib6_create"))
+}
+
 impl Fib6 {
     /// A table for `max_routes` prefixes and `tbl8` groups.
     pub fn new(max_routes: u32, tbl8: u32) -> Result<Fib6, DpdkError> {
-        let name = unique_name("fib6")?;
-        let mut conf = sys::rte_fib6_conf {
-            type_: sys::rte_fib6_type_RTE_FIB6_TRIE,
-            default_nh: 0,
-            max_routes: max_routes as i32,
-            rib_ext_sz: 0,
-            ..Default::default()
-        };
-        conf.__bindgen_anon_1.trie.nh_sz = sys::rte_fib_trie_nh_sz_RTE_FIB6_TRIE_2B;
-        conf.__bindgen_anon_1.trie.num_tbl8 = tbl8;
-        // SAFETY: valid name and config.
-        let p = unsafe { sys::rte_fib6_create(name.as_ptr(), sys::SOCKET_ID_ANY, &mut conf) };
-        let raw = NonNull::new(p).ok_or_else(|| DpdkError::from_errno("rte_fib6_create"))?;
-        Ok(Fib6 { raw })
+        let raw = fib6_create(max_routes, tbl8)?;
+        Ok(Fib6 { raw: AtomicPtr::new(raw.as_ptr()), max_routes, tbl8 })
+    }
+
+    #[inline]
+    fn raw(&self) -> *mut sys::rte_fib6 {
+        self.raw.load(Ordering::Acquire)
+    }
+
+    /// Replace the table with an empty one of the same size (every tbl8 group free again);
+    /// the new one is created before the old one is freed, so a failure leaves the table as
+    /// it was (it needs room for a third table for a moment).
+    ///
+    /// # Safety
+    /// No lookup may run on this table, nor start before this returns (the standby copy,
+    /// past a grace period), and no other writer.
+    pub(super) unsafe fn rebuild(&self) -> Result<(), DpdkError> {
+        let new = fib6_create(self.max_routes, self.tbl8)?;
+        let old = self.raw.swap(new.as_ptr(), Ordering::AcqRel);
+        // SAFETY: the caller guarantees nobody uses the old table any more.
+        unsafe { sys::rte_fib6_free(old) };
+        Ok(())
     }
 
     /// Add `addr/len` (0..=128) → `value` (≤ [`FIB_MAX_VALUE`]), or replace its value.
@@ -373,7 +401,7 @@ impl Fib6 {
             return Err(DpdkError::msg("rte_fib6_add", format!("value {value} outside 1..={FIB_MAX_VALUE}")));
         }
         // SAFETY: valid table, 16-byte address; the caller is the only writer of this copy.
-        let ret = unsafe { sys::rte_fib6_add(self.raw.as_ptr(), addr.as_ptr(), len, u64::from(value)) };
+        let ret = unsafe { sys::rte_fib6_add(self.raw(), addr.as_ptr(), len, u64::from(value)) };
         if ret != 0 {
             return Err(DpdkError::from_ret(format!("rte_fib6_add(/{len})"), ret));
         }
@@ -382,7 +410,7 @@ impl Fib6 {
 
     pub(super) fn delete_shared(&self, addr: &[u8; 16], len: u8) -> Result<bool, DpdkError> {
         // SAFETY: as for add_shared.
-        let ret = unsafe { sys::rte_fib6_delete(self.raw.as_ptr(), addr.as_ptr(), len) };
+        let ret = unsafe { sys::rte_fib6_delete(self.raw(), addr.as_ptr(), len) };
         match ret {
             0 => Ok(true),
             r if r == -libc::ENOENT => Ok(false),
@@ -401,7 +429,7 @@ impl Fib6 {
             let k = (n - i).min(BULK_MAX);
             ips[..k].copy_from_slice(&addrs[i..i + k]);
             // SAFETY: `k` entries in and out, on the stack.
-            unsafe { sys::rte_fib6_lookup_bulk(self.raw.as_ptr(), ips.as_mut_ptr(), nh.as_mut_ptr(), k as i32) };
+            unsafe { sys::rte_fib6_lookup_bulk(self.raw(), ips.as_mut_ptr(), nh.as_mut_ptr(), k as i32) };
             for (o, v) in out[i..i + k].iter_mut().zip(&nh[..k]) {
                 *o = *v as u32;
             }
@@ -415,7 +443,7 @@ impl Fib6 {
         let mut ip = [*addr];
         let mut nh = 0u64;
         // SAFETY: one address in, one slot out, both on the stack.
-        unsafe { sys::rte_fib6_lookup_bulk(self.raw.as_ptr(), ip.as_mut_ptr(), &mut nh, 1) };
+        unsafe { sys::rte_fib6_lookup_bulk(self.raw(), ip.as_mut_ptr(), &mut nh, 1) };
         (nh != 0).then_some(nh as u32)
     }
 }
@@ -423,6 +451,6 @@ impl Fib6 {
 impl Drop for Fib6 {
     fn drop(&mut self) {
         // SAFETY: no reader is left.
-        unsafe { sys::rte_fib6_free(self.raw.as_ptr()) }
+        unsafe { sys::rte_fib6_free(self.raw()) }
     }
 }

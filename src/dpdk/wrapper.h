@@ -16,3 +16,4 @@
 #include <rte_lpm6.h>
 #include <rte_fib.h>
 #include <rte_fib6.h>
+#include <rte_malloc.h>

@@ -38,6 +38,22 @@
 //!
 //! A refresh racing with the aging of the same entry may be lost: the MAC is learned again
 //! from its next frame (flooded once meanwhile).
+//!
+//! # MAC moves, damped
+//!
+//! A learn that finds the MAC on another port is a move (a station moved, or a loop, a
+//! misconfigured bond, a MAC seen on ports of two workers). Moves are counted
+//! ([`FdbCounters::mac_moves`]); a MAC that moves more than [`MoveDamping::max_moves`]
+//! times within [`MoveDamping::window_s`] is held on the port it has for
+//! [`MoveDamping::hold_s`] ([`FdbCounters::mac_flaps`] counts the holds, `show mac` flags
+//! the entry): its frames from elsewhere are forwarded but teach nothing, so a flapping MAC
+//! costs one read of its move word per burst and no write. The move words are a separate
+//! array, read only when the port differs: the common path is unchanged. Their updates
+//! are plain stores: two workers moving the same MAC at once may lose one count (a hold
+//! comes one move later).
+//!
+//! A full table refuses new MACs (counted, [`FdbCounters::learn_full`]); nothing is evicted:
+//! the MACs learned keep their entries, the new ones are flooded until room comes back.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 
@@ -58,6 +74,59 @@ const HASH_MUL: u64 = 0x9E37_79B9_7F4A_7C15;
 const STAMP_MASK: u64 = (1 << 48) - 1;
 /// Stamps per second, at least.
 const STAMPS_PER_S: u64 = 16;
+/// Move word: held (bit 31), the hold's end (low 32 bits of its stamp, bits 32..64), the
+/// window's start (low 23 bits of its stamp, bits 8..31), moves in the window (bits 0..8).
+const HELD: u64 = 1 << 31;
+const WINDOW_MASK: u64 = (1 << 23) - 1;
+
+/// When a moving MAC is held (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct MoveDamping {
+    /// Moves allowed within `window_s` (0 = never hold); one more holds the MAC.
+    pub max_moves: u32,
+    pub window_s: u32,
+    /// How long a held MAC stays on its port.
+    pub hold_s: u32,
+}
+
+impl Default for MoveDamping {
+    /// More than 5 moves within 10 s holds the MAC for 60 s: a moved VM or a failed-over
+    /// bond moves once, a loop or a flapping bond thousands of times a second.
+    fn default() -> Self {
+        MoveDamping { max_moves: 5, window_s: 10, hold_s: 60 }
+    }
+}
+
+/// One counter in its own cache line.
+#[derive(Default)]
+#[repr(align(64))]
+struct Padded(AtomicU64);
+
+/// A counter written by every worker: one line per ingress port (modulo 16), so workers
+/// polling different ports never share a line.
+#[derive(Default)]
+struct Sharded([Padded; 16]);
+
+impl Sharded {
+    #[inline]
+    fn add(&self, port: u16) {
+        self.0[usize::from(port) & 15].0.fetch_add(1, Relaxed);
+    }
+    fn sum(&self) -> u64 {
+        self.0.iter().map(|c| c.0.load(Relaxed)).sum()
+    }
+}
+
+/// The table's event counters (stats JSON `fdb`, `/pfcswitch/fdb`, Prometheus).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct FdbCounters {
+    /// A MAC learned on a port other than its entry's.
+    pub mac_moves: u64,
+    /// A MAC held on its port for moving too often.
+    pub mac_flaps: u64,
+    /// A new MAC not learned: the table was full.
+    pub learn_full: u64,
+}
 
 #[derive(Default)]
 struct Slot {
@@ -79,6 +148,15 @@ pub struct SharedFdb {
     aging_stamps: u64,
     /// Where the next aging slice starts (one aging thread).
     cursor: AtomicUsize,
+    /// Per slot: its MAC's recent moves and hold (see [`HELD`]).
+    moves: Box<[AtomicU64]>,
+    damping: MoveDamping,
+    /// [`MoveDamping`] in stamps.
+    window_stamps: u64,
+    hold_stamps: u64,
+    mac_moves: Sharded,
+    mac_flaps: Sharded,
+    learn_full: Sharded,
 }
 
 impl SharedFdb {
@@ -97,7 +175,80 @@ impl SharedFdb {
             aging_stamps: (u64::from(aging_time_s) * tsc_hz)
                 .div_ceil((tsc_hz / STAMPS_PER_S).max(1).next_power_of_two()),
             cursor: AtomicUsize::new(0),
+            moves: (0..nslots).map(|_| AtomicU64::new(0)).collect(),
+            damping: MoveDamping { max_moves: 0, window_s: 0, hold_s: 0 },
+            window_stamps: 0,
+            hold_stamps: 0,
+            mac_moves: Sharded::default(),
+            mac_flaps: Sharded::default(),
+            learn_full: Sharded::default(),
         }
+        .with_damping(MoveDamping::default(), tsc_hz)
+    }
+
+    /// The same table with `d` as its move damping (before any learning).
+    pub fn with_damping(mut self, d: MoveDamping, tsc_hz: u64) -> SharedFdb {
+        let stamp = (tsc_hz / STAMPS_PER_S).max(1).next_power_of_two();
+        self.damping = d;
+        self.window_stamps = (u64::from(d.window_s) * tsc_hz).div_ceil(stamp).min(WINDOW_MASK);
+        self.hold_stamps = (u64::from(d.hold_s) * tsc_hz).div_ceil(stamp).min(u64::from(u32::MAX >> 1));
+        self
+    }
+
+    /// The move damping in force.
+    pub fn damping(&self) -> MoveDamping {
+        self.damping
+    }
+
+    /// Moves, holds and refusals so far.
+    pub fn counters(&self) -> FdbCounters {
+        FdbCounters {
+            mac_moves: self.mac_moves.sum(),
+            mac_flaps: self.mac_flaps.sum(),
+            learn_full: self.learn_full.sum(),
+        }
+    }
+
+    /// May the MAC in slot `i` move to `port` now? Counts the move, or holds the MAC when
+    /// it moved too often. Only when a learn finds the MAC on another port.
+    #[cold]
+    #[inline(never)]
+    fn may_move(&self, i: usize, port: u16, now_tsc: u64) -> bool {
+        if self.damping.max_moves == 0 {
+            self.mac_moves.add(port);
+            return true;
+        }
+        let st = self.stamp(now_tsc);
+        let now32 = st as u32;
+        let mut w = self.moves[i].load(Relaxed);
+        if w & HELD != 0 {
+            if ((w >> 32) as u32).wrapping_sub(now32) as i32 > 0 {
+                return false;
+            }
+            w = 0; // the hold is over: counting starts again
+        }
+        let (start, count) = ((w >> 8) & WINDOW_MASK, w & 0xff);
+        let now_w = st & WINDOW_MASK;
+        let (start, count) = if count == 0 || now_w.wrapping_sub(start) & WINDOW_MASK >= self.window_stamps {
+            (now_w, 1)
+        } else {
+            (start, count + 1)
+        };
+        if count > u64::from(self.damping.max_moves) {
+            let until = now32.wrapping_add(self.hold_stamps as u32);
+            self.moves[i].store(u64::from(until) << 32 | HELD, Relaxed);
+            self.mac_flaps.add(port);
+            return false;
+        }
+        self.moves[i].store(start << 8 | count.min(255), Relaxed);
+        self.mac_moves.add(port);
+        true
+    }
+
+    /// Is the MAC in slot `i` held (flapping) now?
+    fn held(&self, i: usize, now_tsc: u64) -> bool {
+        let w = self.moves[i].load(Relaxed);
+        w & HELD != 0 && ((w >> 32) as u32).wrapping_sub(self.stamp(now_tsc) as u32) as i32 > 0
     }
 
     /// Slots in the table (`2 × capacity`).
@@ -145,7 +296,11 @@ impl SharedFdb {
             let s = &self.slots[i];
             let k = s.key.load(Acquire);
             if k == OCCUPIED | m {
-                if s.val.load(Relaxed) != val {
+                let old = s.val.load(Relaxed);
+                if old != val {
+                    if old >> 48 != u64::from(port) && !self.may_move(i, port, now_tsc) {
+                        return true; // held on its port: this frame teaches nothing
+                    }
                     s.val.store(val, Relaxed);
                 }
                 return true;
@@ -162,8 +317,12 @@ impl SharedFdb {
             }
             i = (i + 1) & self.mask;
         }
-        let Some((slot, was)) = free else { return false };
+        let Some((slot, was)) = free else {
+            self.learn_full.add(port);
+            return false;
+        };
         if self.used.load(Relaxed) >= self.capacity {
+            self.learn_full.add(port);
             return false;
         }
         let s = &self.slots[slot];
@@ -172,6 +331,7 @@ impl SharedFdb {
             return self.learn_retry(vid, mac, port, now_tsc);
         }
         self.used.fetch_add(1, Relaxed);
+        self.moves[slot].store(0, Relaxed);
         s.val.store(val, Relaxed);
         s.key.store(OCCUPIED | m, Release);
         true
@@ -301,6 +461,17 @@ impl SharedFdb {
             let v = s.val.load(Relaxed);
             (k & OCCUPIED != 0 && !self.expired(v, now_tsc))
                 .then(|| (((k & KEY_MASK) >> 48) as u16, super::u64_to_mac(k), (v >> 48) as u16))
+        })
+    }
+
+    /// Live entries with their state: `(vid, mac, port, flapping)`, flapping = held on
+    /// its port for moving too often (control path: walks the whole table).
+    pub fn entries_with_state(&self, now_tsc: u64) -> impl Iterator<Item = (u16, [u8; 6], u16, bool)> + '_ {
+        self.slots.iter().enumerate().filter_map(move |(i, s)| {
+            let k = s.key.load(Acquire);
+            let v = s.val.load(Relaxed);
+            (k & OCCUPIED != 0 && !self.expired(v, now_tsc))
+                .then(|| (((k & KEY_MASK) >> 48) as u16, super::u64_to_mac(k), (v >> 48) as u16, self.held(i, now_tsc)))
         })
     }
 
@@ -452,6 +623,97 @@ mod tests {
         assert!(f.learn(20, m, 2, 4096), "a cleared VLAN learns again");
         assert_eq!(f.lookup(20, m, 4096), Some(2));
         assert_eq!((f.flush(None), f.len(), f.entries(4096).count()), (2, 0, 0));
+    }
+
+    /// 3 moves allowed per 10 s, then held 5 s (at HZ = 2048: 16 stamps a second).
+    fn damped() -> SharedFdb {
+        SharedFdb::new(64, 300, HZ).with_damping(MoveDamping { max_moves: 3, window_s: 10, hold_s: 5 }, HZ)
+    }
+
+    /// A MAC seen alternately on two ports (a loop): 3 moves, then held on the port it has
+    /// for 5 s whatever arrives from the other, flagged; after the hold it moves again.
+    #[test]
+    fn a_flapping_mac_is_held_counted_and_flagged() {
+        let f = damped();
+        let m = mac(7);
+        assert!(f.learn(0, m, 1, 0));
+        let mut changes = 0;
+        let mut last = 1;
+        for n in 1..=1000u64 {
+            let port = if n % 2 == 1 { 2 } else { 1 };
+            assert!(f.learn(0, m, port, n)); // 1000 bursts within half a second
+            let now = f.lookup(0, m, n).unwrap();
+            changes += u64::from(now != last);
+            last = now;
+        }
+        assert_eq!(changes, 3, "moves before the hold");
+        assert_eq!(f.counters(), FdbCounters { mac_moves: 3, mac_flaps: 1, learn_full: 0 });
+        let flagged: Vec<_> = f.entries_with_state(1000).collect();
+        assert_eq!(flagged, vec![(0, m, last, true)]);
+        // Held 5 s (80 stamps of 128 ticks): still held at 4 s, moves at 6 s.
+        let other = if last == 1 { 2 } else { 1 };
+        assert!(f.learn(0, m, other, 4 * HZ));
+        assert_eq!(f.lookup(0, m, 4 * HZ), Some(last));
+        assert!(f.learn(0, m, other, 6 * HZ));
+        assert_eq!(f.lookup(0, m, 6 * HZ), Some(other));
+        assert!(!f.entries_with_state(6 * HZ).next().unwrap().3, "no longer flagged");
+        assert_eq!(f.counters().mac_moves, 4);
+    }
+
+    /// A station that moves now and then (once per 4 s: 3 moves per 10 s at most) is never
+    /// held; a slot reused by another MAC starts without history.
+    #[test]
+    fn occasional_moves_are_never_held() {
+        let f = damped();
+        let m = mac(8);
+        for n in 0..50u64 {
+            let port = (n % 3) as u16;
+            assert!(f.learn(0, m, port, n * 4 * HZ));
+            assert_eq!(f.lookup(0, m, n * 4 * HZ), Some(port), "move {n}");
+        }
+        assert_eq!(f.counters(), FdbCounters { mac_moves: 49, mac_flaps: 0, learn_full: 0 });
+    }
+
+    /// A full table refuses new MACs, counts them, and evicts nothing.
+    #[test]
+    fn a_full_table_counts_and_keeps_its_entries() {
+        let f = SharedFdb::new(8, 300, HZ);
+        for n in 0..8 {
+            assert!(f.learn(0, mac(n), 1, 0));
+        }
+        for n in 100..1100 {
+            assert!(!f.learn(0, mac(n), 2, 0));
+        }
+        assert_eq!(f.counters().learn_full, 1000);
+        assert!((0..8).all(|n| f.lookup(0, mac(n), 0) == Some(1)), "an entry was evicted");
+    }
+
+    proptest::proptest! {
+        /// Whatever the ports and times: every port change a lookup sees is a counted
+        /// move, nothing changes while the MAC is flagged held, and within any window no
+        /// more than `max_moves` moves happen between holds.
+        #[test]
+        fn moves_are_counted_and_holds_hold(steps in proptest::collection::vec((0u16..3, 0u64..400), 1..400)) {
+            let f = damped();
+            let m = mac(9);
+            let mut now = 0u64;
+            let mut last: Option<u16> = None;
+            let mut changes = 0u64;
+            for (port, dt) in steps {
+                now += dt;
+                let held_before = f.entries_with_state(now).next().is_some_and(|e| e.3);
+                f.learn(0, m, port, now);
+                let p = f.lookup(0, m, now);
+                if let (Some(a), Some(b)) = (last, p) {
+                    if a != b {
+                        changes += 1;
+                        proptest::prop_assert!(!held_before, "moved while held");
+                    }
+                }
+                last = p;
+            }
+            proptest::prop_assert_eq!(changes, f.counters().mac_moves);
+        }
     }
 
     #[test]

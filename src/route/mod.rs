@@ -25,8 +25,8 @@ pub use decide::{decide, forward, ingress, Decision, Ingress, PuntReason, RouteD
 pub use hash::{flow_hash, pick, seed_from_mac};
 pub use prefix::{IfAddr, Prefix, Prefix4, Prefix6};
 pub use rib::{
-    Grace, KernelEvent, KernelRoute, LpmWriter, NeighRow, NoReaders, Path, Rib, RibStats, RibView, RouteKind,
-    RouteOrigin, RouteRow, SoftLpm,
+    Grace, KernelEvent, KernelRoute, LpmWriter, NeighRow, NeighbourLimits, NoReaders, Path, Rib, RibStats, RibView,
+    RouteKind, RouteOrigin, RouteRow, SoftLpm,
 };
 pub use tables::{NextHop, NextHopTables, Resolved};
 pub use target::{Target, MAX_GROUPS, MAX_NEXTHOPS, MAX_PATHS, NO_ROUTE};

@@ -55,6 +55,10 @@ pub trait LpmWriter {
     /// End of a batch: every change made so far becomes visible to readers when this
     /// returns (a double-buffered table flips here).
     fn commit(&mut self) -> Result<(), String>;
+    /// Table copies rebuilt to take back what the table lost (`rte_fib6`'s tbl8 groups).
+    fn rebuilds(&self) -> u64 {
+        0
+    }
 }
 
 /// A kernel route's type, as far as forwarding cares.
@@ -181,6 +185,31 @@ pub struct RibStats {
     pub refused: u64,
     /// Refused prefixes installed on a later try.
     pub retried_ok: u64,
+    /// IPv6 table copies rebuilt to take back the tbl8 groups `rte_fib6` lost.
+    pub fib_rebuilds: u64,
+    /// Neighbours the kernel reported beyond [`NeighbourLimits`] (not mirrored: their
+    /// packets are punted `neighbour_miss` and the kernel forwards them).
+    pub neighbours_refused: u64,
+}
+
+/// How many kernel neighbours the router mirrors (each is a host route in the FIB and a
+/// next hop), IPv4 and IPv6 together: a flood of ARP/ND from spoofed sources cannot fill the FIB
+/// (`[control_plane] max_neighbours`, `max_neighbours_per_interface`; docs/routing.md
+/// "Neighbours, bounded"). A next hop's gateway is always mirrored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct NeighbourLimits {
+    /// All router interfaces together.
+    pub total: u32,
+    /// One router interface.
+    pub per_interface: u32,
+}
+
+impl Default for NeighbourLimits {
+    /// 16 Ki (a Trident3 ToR's validated neighbour table), on any one interface too (a
+    /// server VLAN holds most of them).
+    fn default() -> Self {
+        NeighbourLimits { total: 16_384, per_interface: 16_384 }
+    }
 }
 
 /// How a prefix got into the dataplane's table (`show ip route` codes).
@@ -252,6 +281,10 @@ pub struct Rib<L: LpmWriter, G: Grace> {
     locals: HashMap<IpAddr, u32>,
     /// Neighbours by address, then port: `None` = known but unresolved.
     neighbours: HashMap<IpAddr, BTreeMap<u16, Option<MacAddr>>>,
+    neighbour_limits: NeighbourLimits,
+    /// Entries of `neighbours` per port, and in all.
+    neighbours_per_port: HashMap<u16, u32>,
+    neighbours_total: u32,
     installed: HashMap<Prefix, (Want, Target)>,
     nh_by_key: HashMap<(u16, IpAddr), u16>,
     nh: Vec<Slot<(u16, IpAddr)>>,
@@ -280,6 +313,9 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
             routes: HashMap::new(),
             locals: HashMap::new(),
             neighbours: HashMap::new(),
+            neighbour_limits: NeighbourLimits::default(),
+            neighbours_per_port: HashMap::new(),
+            neighbours_total: 0,
             installed: HashMap::new(),
             nh_by_key: HashMap::new(),
             nh: (0..MAX_NEXTHOPS).map(|_| Slot { key: None, refs: 0 }).collect(),
@@ -290,6 +326,34 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
             stats: RibStats::default(),
             refused: BTreeSet::new(),
             freed: false,
+        }
+    }
+
+    /// Bound the neighbours mirrored from now on (those beyond are refused and counted).
+    pub fn set_neighbour_limits(&mut self, limits: NeighbourLimits) {
+        self.neighbour_limits = limits;
+    }
+
+    /// Neighbours mirrored now.
+    pub fn neighbour_count(&self) -> u32 {
+        self.neighbours_total
+    }
+
+    /// Is there room for a new neighbour `addr` on `port`? Always for a next hop's gateway.
+    fn neighbour_room(&self, port: u16, addr: IpAddr) -> bool {
+        let here = self.neighbours_per_port.get(&port).copied().unwrap_or(0);
+        let l = self.neighbour_limits;
+        self.nh_by_key.contains_key(&(port, addr)) || (here < l.per_interface && self.neighbours_total < l.total)
+    }
+
+    fn count_neighbour(&mut self, port: u16, add: bool) {
+        let n = self.neighbours_per_port.entry(port).or_default();
+        if add {
+            *n += 1;
+            self.neighbours_total += 1;
+        } else {
+            *n = n.saturating_sub(1);
+            self.neighbours_total = self.neighbours_total.saturating_sub(1);
         }
     }
 
@@ -421,11 +485,22 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
                 KernelEvent::Neigh { add, ifindex, addr, mac } => {
                     let Some(port) = self.port_of(ifindex) else { continue };
                     if add {
+                        let known = self.neighbours.get(&addr).is_some_and(|m| m.contains_key(&port));
+                        if !known {
+                            if !self.neighbour_room(port, addr) {
+                                self.stats.neighbours_refused += 1;
+                                continue;
+                            }
+                            self.count_neighbour(port, true);
+                        }
                         self.neighbours.entry(addr).or_default().insert(port, mac);
                     } else if let Some(m) = self.neighbours.get_mut(&addr) {
-                        m.remove(&port);
+                        let removed = m.remove(&port).is_some();
                         if m.is_empty() {
                             self.neighbours.remove(&addr);
+                        }
+                        if removed {
+                            self.count_neighbour(port, false);
                         }
                     }
                     if let Some(&id) = self.nh_by_key.get(&(port, addr)) {
@@ -461,6 +536,7 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
         self.nh_ids.after_commit(&*self.grace);
         self.group_ids.after_commit(&*self.grace);
         self.stats.refused = self.refused.len() as u64;
+        self.stats.fib_rebuilds = self.lpm.rebuilds();
     }
 
     fn retry(&mut self) {
@@ -493,6 +569,8 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
         self.routes.clear();
         self.locals.clear();
         self.neighbours.clear();
+        self.neighbours_per_port.clear();
+        self.neighbours_total = 0;
         self.ifindex_port.clear();
         self.apply_with(events, true);
     }

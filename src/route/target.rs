@@ -1,8 +1,10 @@
 //! What a prefix in the LPM table points at, encoded in the table's value (≤ 15 bits, so
 //! every DPDK table fits it: `rte_fib6` with 2-byte entries keeps 15).
 
-/// Next-hop ids are `0..MAX_NEXTHOPS`.
-pub const MAX_NEXTHOPS: usize = 8192;
+/// Next-hop ids are `0..MAX_NEXTHOPS`: as many as 15-bit values leave beside the groups
+/// (every mirrored neighbour is one, [`crate::route::NeighbourLimits`]: 16 Ki of them and
+/// 12 Ki gateways).
+pub const MAX_NEXTHOPS: usize = 28_656;
 /// ECMP group ids are `0..MAX_GROUPS`.
 pub const MAX_GROUPS: usize = 4096;
 /// Most members an ECMP group has (weights are expanded into repeated members up to this).

@@ -594,3 +594,115 @@ fn dead_ecmp_members_are_skipped() {
     assert_eq!(on(1 << 1), [64, 0], "port 1 down");
     assert_eq!(on(0b11), both, "every member down: as if none were (dropped as link_down)");
 }
+
+/// An ND flood from spoofed sources (each a new STALE neighbour with a MAC) mirrors at most
+/// the bound of neighbours, counts the rest, and leaves the next-hop table room: a route
+/// through a new gateway still resolves, on the flooded interface too.
+#[test]
+fn a_neighbour_flood_is_bounded() {
+    let (mut r, t, _) = rib();
+    r.apply([
+        KernelEvent::Addr { add: true, ifindex: E0, addr: ip("fd00:1::1"), len: 64 },
+        route("fd00:1::/64", &[(E0, None)]),
+    ]);
+    r.set_neighbour_limits(NeighbourLimits { total: 300, per_interface: 200 });
+    let flood: Vec<KernelEvent> = (0..30_000u32)
+        .map(|i| neigh(E0, &format!("fd00:1::{:x}:{:x}", 0x100 + (i >> 16), i & 0xffff), Some(i as u8)))
+        .collect();
+    r.apply(flood);
+    assert_eq!(r.neighbour_count(), 200);
+    assert_eq!(r.stats().neighbours_refused, 30_000 - 200);
+    let hosts = r.installed().iter().filter(|(p, _)| p.prefix_len() == 128).count();
+    assert!(hosts <= 201, "{hosts} host routes mirrored");
+    // Another interface still has room up to the total.
+    r.apply([neigh(E4, "10.0.0.3", Some(3))]);
+    assert!(matches!(lookup(&r, "10.0.0.3"), Some(Target::NextHop(_))));
+    // A gateway on the flooded interface: its route, then its neighbour (exempt from the bound).
+    r.apply([route("2001:db8:7::/64", &[(E0, Some("fd00:1::9"))])]);
+    r.apply([neigh(E0, "fd00:1::9", Some(9))]);
+    let Some(Target::NextHop(id)) = lookup(&r, "2001:db8:7::1") else { panic!("{:?}", r.stats()) };
+    assert_eq!(t.next_hop(id).unwrap().mac, Some(MacAddr([2, 0, 0, 0, 0xee, 9])));
+    // The flood withdrawn (the kernel's GC): room again.
+    let gone: Vec<KernelEvent> = (0..30_000u32)
+        .map(|i| KernelEvent::Neigh {
+            add: false,
+            ifindex: E0,
+            addr: ip(&format!("fd00:1::{:x}:{:x}", 0x100 + (i >> 16), i & 0xffff)),
+            mac: None,
+        })
+        .collect();
+    r.apply(gone);
+    assert_eq!(r.neighbour_count(), 2);
+    r.apply([neigh(E0, "fd00:1::5", Some(5))]);
+    assert!(matches!(lookup(&r, "fd00:1::5"), Some(Target::NextHop(_))));
+}
+
+/// With the default bound, a flood larger than the next-hop table cannot fill it: routes
+/// through new gateways are still installed after 40 000 spoofed neighbours.
+#[test]
+fn a_neighbour_flood_leaves_next_hops_for_routes() {
+    let (mut r, _, _) = rib();
+    r.apply([
+        KernelEvent::Addr { add: true, ifindex: E0, addr: ip("fd00:1::1"), len: 64 },
+        route("fd00:1::/64", &[(E0, None)]),
+    ]);
+    let flood: Vec<KernelEvent> = (0..40_000u32)
+        .map(|i| neigh(E0, &format!("fd00:1::{:x}:{:x}", 0x100 + (i >> 16), i & 0xffff), Some(i as u8)))
+        .collect();
+    r.apply(flood);
+    let gateways: Vec<KernelEvent> =
+        (0..2000u32).map(|i| route(&format!("2001:db8:{i:x}::/64"), &[(E4, Some("10.0.0.3"))])).collect();
+    r.apply(gateways);
+    r.apply(
+        (0..100u32)
+            .map(|i| route(&format!("2001:db9:{i:x}::/64"), &[(E0, Some(&format!("fd00:1::{:x}", 0x9000 + i)))])),
+    );
+    assert_eq!(r.stats().refused, 0, "{:?}", r.stats());
+    assert!(matches!(lookup(&r, "2001:db9:63::1"), Some(Target::NextHop(_))));
+    assert!(r.stats().neighbours_refused >= 40_000 - 16_384);
+}
+
+/// ECMP failover at scale (issue 44): 131 072 routes over the same 4 next hops are one
+/// group, so a dead link is one bit in the mask the router reads per burst: no route, group
+/// or next hop is rewritten before every route stops using the dead member (the kernel's
+/// withdrawals come later, and then also change one group, not 131 072).
+#[test]
+fn ecmp_failover_at_scale_is_one_shared_group() {
+    let tables = Arc::new(NextHopTables::new());
+    let grace = Arc::new(ManualGrace::default());
+    let names = ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"].map(String::from).to_vec();
+    let mut r = Rib::new(SoftLpm::default(), tables.clone(), grace, names);
+    let mut ev: Vec<KernelEvent> = (0..4u32)
+        .flat_map(|i| {
+            [
+                KernelEvent::Link { ifindex: 20 + i, name: format!("Ethernet{}", 4 * i) },
+                KernelEvent::Addr { add: true, ifindex: 20 + i, addr: ip(&format!("10.1.{i}.0")), len: 31 },
+                route(&format!("10.1.{i}.0/31"), &[(20 + i, None)]),
+                neigh(20 + i, &format!("10.1.{i}.1"), Some(i as u8)),
+            ]
+        })
+        .collect();
+    let paths: Vec<(u32, String)> = (0..4u32).map(|i| (20 + i, format!("10.1.{i}.1"))).collect();
+    let paths: Vec<(u32, Option<&str>)> = paths.iter().map(|(i, g)| (*i, Some(g.as_str()))).collect();
+    ev.extend(
+        (0..131_072u32).map(|n| route(&format!("{}.{}.{}.0/24", 100 + (n >> 16), (n >> 8) & 255, n & 255), &paths)),
+    );
+    r.apply(ev);
+    let targets: std::collections::BTreeSet<Target> =
+        r.installed().into_iter().filter(|(p, _)| p.prefix_len() == 24).map(|(_, t)| t).collect();
+    assert_eq!(targets.len(), 1, "131 072 routes over the same paths share one group: {targets:?}");
+    let target = *targets.iter().next().unwrap();
+    let writes = r.stats().lpm_writes;
+    // Port 2 goes down: nothing is rewritten, and no flow of any route resolves to it.
+    let down = 1u64 << 2;
+    let mut per_port = [0u32; 4];
+    for hash in (0..1_000_000u32).map(|h| h.wrapping_mul(2_654_435_761)) {
+        match tables.resolve_live(target, hash, down) {
+            Resolved::Forward { port, .. } => per_port[usize::from(port)] += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(per_port[2], 0, "a flow still on the dead member: {per_port:?}");
+    assert!(per_port.iter().enumerate().all(|(p, &n)| p == 2 || n > 200_000), "{per_port:?}");
+    assert_eq!(r.stats().lpm_writes, writes);
+}

@@ -67,7 +67,11 @@ pub const LLDP: Command = cmd(
     "LLDP/DCBX per port: the TLVs sent, the peer's, PFC mismatch, counters. Param: port",
     Scope::PerPort,
 );
-pub const FDB: Command = cmd("/pfcswitch/fdb", "FDB entries (one table for every worker) and capacity", Scope::Switch);
+pub const FDB: Command = cmd(
+    "/pfcswitch/fdb",
+    "FDB entries (one table for every worker), capacity, MAC moves, flaps, refusals",
+    Scope::Switch,
+);
 pub const ROUTES: Command = cmd(
     "/pfcswitch/routes",
     "Installed routes, one row per next hop: prefix|code|metric|via|iface|mac|weight. Params: v4|v6,offset",

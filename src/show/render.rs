@@ -236,21 +236,26 @@ pub(super) fn render_port_counters(ps: &[(String, Map<String, Value>)]) -> Strin
 pub(super) fn render_mac(v: &Value) -> String {
     let h: Vec<String> = ["No.", "Vlan", "MacAddress", "Port", "Type"].iter().map(|s| s.to_string()).collect();
     // Entries are `"<vid>|<mac>|<port>"`, sorted here by VLAN (as a number), then MAC.
-    let mut e: Vec<(u16, String, String)> = v
+    // A fourth field `flapping`: held on its port for moving too often (Type `Dynamic*`).
+    let mut e: Vec<(u16, String, String, bool)> = v
         .get("entries")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(|x| {
-            let mut f = x.as_str()?.splitn(3, '|');
-            Some((f.next()?.parse().ok()?, f.next()?.to_uppercase(), f.next()?.to_string()))
+            let mut f = x.as_str()?.splitn(4, '|');
+            let (vid, mac, port) = (f.next()?.parse().ok()?, f.next()?.to_uppercase(), f.next()?.to_string());
+            Some((vid, mac, port, f.next() == Some("flapping")))
         })
         .collect();
     e.sort();
+    let flapping = e.iter().filter(|x| x.3).count();
     let rows: Vec<Vec<String>> = e
         .into_iter()
         .enumerate()
-        .map(|(i, (vid, mac, port))| vec![(i + 1).to_string(), vid.to_string(), mac, port, "Dynamic".to_string()])
+        .map(|(i, (vid, mac, port, flap))| {
+            vec![(i + 1).to_string(), vid.to_string(), mac, port, if flap { "Dynamic*" } else { "Dynamic" }.to_string()]
+        })
         .collect();
     let total = v.get("total").and_then(Value::as_u64).unwrap_or(rows.len() as u64);
     let mut s = table(&h, &rows);
@@ -258,6 +263,9 @@ pub(super) fn render_mac(v: &Value) -> String {
         s.push_str(&format!("(the first {} shown)\n", rows.len()));
     }
     s.push_str(&format!("Total number of entries {total}\n"));
+    if flapping > 0 {
+        s.push_str(&format!("* flapping ({flapping}): moved too often, held on the port shown (fdb_move_limit)\n"));
+    }
     s
 }
 

@@ -85,6 +85,8 @@ pub(super) fn render_routing(v: &Value) -> String {
         ("LPM writes", rib("lpm_writes")),
         ("Refusals", rib("errors")),
         ("Refused, installed later", rib("retried_ok")),
+        ("IPv6 table rebuilds (tbl8)", rib("fib_rebuilds")),
+        ("Neighbours refused (bound)", rib("neighbours_refused")),
         ("Thread error", field("error")),
     ]
     .into_iter()

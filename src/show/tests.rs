@@ -19,6 +19,16 @@ fn mac_table_and_fdb_clear() {
         ["1", "3", "02:00:00:00:00:4D", "Ethernet4", "Dynamic"]
     );
     assert_eq!(lines[4], "Total number of entries 2");
+    assert_eq!(lines.len(), 5, "no flapping note");
+    // A MAC held on its port for moving too often is flagged.
+    let v = json!({ "entries": ["0|02:00:00:00:00:07|Ethernet0|flapping"], "total": 1 });
+    let t = render(View::Mac, &v);
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(
+        lines[2].split_whitespace().collect::<Vec<_>>(),
+        ["1", "0", "02:00:00:00:00:07", "Ethernet0", "Dynamic*"]
+    );
+    assert!(lines[4].starts_with("* flapping (1): "), "{t}");
     let more = json!({ "entries": ["0|02:00:00:00:00:01|Ethernet0"], "total": 300 });
     assert!(render(View::Mac, &more).contains("(the first 1 shown)\nTotal number of entries 300"));
     assert_eq!(View::parse(&["mac".to_string()]).unwrap(), View::Mac);

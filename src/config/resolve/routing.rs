@@ -122,7 +122,19 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
             default: rate(&c.default, "default", copp.default)?,
         };
     }
-    Ok(RoutingConfig { netns: cp.netns, ecmp_seed, interfaces, copp, vlan_interfaces: Vec::new() })
+    let dflt = crate::route::NeighbourLimits::default();
+    let limit = |v: &Option<IntLike>, key: &str| -> FResult<u32> {
+        match v {
+            // Every mirrored neighbour is a next hop: 16 Ki leave 12 Ki next hops for gateways.
+            Some(IntLike(n)) => Ok(in_range(*n, 1, i64::from(dflt.total), &format!("control_plane.{key}"))? as u32),
+            None => Ok(dflt.total),
+        }
+    };
+    let neighbours = crate::route::NeighbourLimits {
+        total: limit(&cp.max_neighbours, "max_neighbours")?,
+        per_interface: limit(&cp.max_neighbours_per_interface, "max_neighbours_per_interface")?,
+    };
+    Ok(RoutingConfig { netns: cp.netns, ecmp_seed, interfaces, copp, neighbours, vlan_interfaces: Vec::new() })
 }
 
 /// Append a representor port per router interface (after every `[[port]]`, so the
@@ -290,6 +302,8 @@ speed = "100G"
         // Without [interface] nothing routes, and the defaults hold.
         let c = cfg("").unwrap();
         assert_eq!(c.routing, crate::config::RoutingConfig::default());
+        let c = cfg("[control_plane]\nmax_neighbours = 4000\nmax_neighbours_per_interface = 500\n").unwrap();
+        assert_eq!(c.routing.neighbours, crate::route::NeighbourLimits { total: 4000, per_interface: 500 });
         // An interface with no address still routes (addresses may come from `ip addr`).
         assert!(cfg("[interface]\nEthernet0 = []\n").unwrap().routing.is_routed(0));
     }
@@ -310,6 +324,14 @@ speed = "100G"
                 "t.toml: interface.Ethernet4[0]: 10.0.0.0 is already configured at interface.Ethernet0[0]",
             ),
             ("[switch]\necmp_seed = -1\n", "t.toml: switch.ecmp_seed: -1 is out of range"),
+            (
+                "[control_plane]\nmax_neighbours = 0\n",
+                "t.toml: control_plane.max_neighbours: 0 is out of range 1..=16384",
+            ),
+            (
+                "[control_plane]\nmax_neighbours_per_interface = 20000\n",
+                "t.toml: control_plane.max_neighbours_per_interface: 20000 is out of range",
+            ),
             ("[control_plane]\nnetns = \"a/b\"\n[interface]\nEthernet0 = []\n", "t.toml: control_plane.netns: 'a/b'"),
             ("[control_plane]\nnetns = \"leaf1\"\n", "t.toml: control_plane.netns: set, but no [interface]"),
             (

@@ -52,6 +52,21 @@ pub(super) fn resolve_switch(sw: &RawSwitch) -> FResult<SwitchConfig> {
         Some(v) => pow2_in(v, 16, 1 << 24, "switch.fdb_size")? as usize,
         None => defaults::FDB_SIZE,
     };
+    let dflt = crate::fdb::MoveDamping::default();
+    let fdb_move_damping = crate::fdb::MoveDamping {
+        max_moves: match sw.fdb_move_limit {
+            Some(v) => in_range(v, 0, 255, "switch.fdb_move_limit")? as u32,
+            None => dflt.max_moves,
+        },
+        window_s: match sw.fdb_move_window {
+            Some(v) => in_range(v, 1, 86_400, "switch.fdb_move_window")? as u32,
+            None => dflt.window_s,
+        },
+        hold_s: match sw.fdb_move_hold {
+            Some(v) => in_range(v, 1, 86_400, "switch.fdb_move_hold")? as u32,
+            None => dflt.hold_s,
+        },
+    };
     let rx_ring_size = match sw.rx_ring_size {
         Some(v) => pow2_in(v, 32, 32768, "switch.rx_ring_size")? as u16,
         None => defaults::RX_RING_SIZE,
@@ -80,6 +95,7 @@ pub(super) fn resolve_switch(sw: &RawSwitch) -> FResult<SwitchConfig> {
     Ok(SwitchConfig {
         fdb_aging_time,
         fdb_size,
+        fdb_move_damping,
         burst_size,
         rx_ring_size,
         tx_ring_size,
