@@ -13,6 +13,9 @@ use crate::dpdk::{Mbuf, MbufBurst, QsbrReader, BURST_CAP};
 use crate::route::{self, Decision, Ingress, NextHopTables, PuntLimiter, RouterPort};
 use crate::wire::{IpPair, L3Header, MacAddr, Parsed};
 
+// The held packets' slots are bytes.
+const _: () = assert!(BURST_CAP.is_power_of_two() && BURST_CAP <= 256);
+
 /// No VLAN interface on this VID.
 pub const NO_RIF: u16 = u16::MAX;
 
@@ -239,7 +242,8 @@ impl Router {
         let h = self.meta[k];
         let v4_sources = !self.ports.get(usize::from(h.rif)).is_some_and(|p| p.accept_martian_v4);
         let d = route::forward(&self.l3[k], self.vals[k], &self.tables, self.seed, &self.ip_mtu, v4_sources, down);
-        (usize::from(self.at[k]), h, d)
+        // A slot of a burst (the mask tells the compiler so: no bounds check downstream).
+        (usize::from(self.at[k]) & (BURST_CAP - 1), h, d)
     }
 
     /// End of pass 2.

@@ -62,7 +62,7 @@ impl Admit {
     /// Every packet with an egress, in burst order.
     #[inline]
     pub fn run(&mut self, x: Ctx, burst: &mut MbufBurst, v: &Vector, out: &mut Out, bridge: &Bridge) {
-        for i in 0..burst.len() {
+        for i in 0..burst.len().min(BURST_CAP) {
             match v.step[i] {
                 Step::Out => self.push(x, burst, out, i, v.len[i], (v.out[i], v.class[i], v.lossless[i])),
                 Step::Flood => {

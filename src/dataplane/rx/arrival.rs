@@ -5,7 +5,7 @@
 //! `Done`, and is freed with the burst.
 
 use crate::counters::{DropReason, DropSite};
-use crate::dpdk::{Mbuf, MbufBurst};
+use crate::dpdk::{Mbuf, MbufBurst, BURST_CAP};
 use crate::wire::{self, MacAddr, MacControl, MIN_FRAME_LEN};
 
 use super::mac_control::MacControlRx;
@@ -32,7 +32,7 @@ impl Arrival {
     pub fn run(&self, x: Ctx, kernel: bool, burst: &mut MbufBurst, v: &mut Vector, mac: &mut MacControlRx) -> u64 {
         let (max, pad_short) = (self.max_frame[x.in_port], kernel || self.pad_short[x.in_port]);
         let mut bytes = 0u64;
-        for i in 0..burst.len() {
+        for i in 0..burst.len().min(BURST_CAP) {
             if let Some(next) = burst.get(i + 2) {
                 next.prefetch_data();
             }

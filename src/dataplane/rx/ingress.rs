@@ -5,7 +5,7 @@
 //! out of the port it represents, or into its VLAN interface's VLAN.
 
 use crate::counters::{DropReason, DropSite};
-use crate::dpdk::MbufBurst;
+use crate::dpdk::{MbufBurst, BURST_CAP};
 use crate::wire;
 
 use super::super::router::Router;
@@ -38,7 +38,7 @@ pub fn run(x: Ctx, source: Source, burst: &MbufBurst, v: &mut Vector, router: Op
         representor(x, source, burst, v);
         return false;
     }
-    for i in 0..burst.len() {
+    for i in 0..burst.len().min(BURST_CAP) {
         if v.step[i] != Step::L2 {
             continue;
         }
@@ -83,7 +83,7 @@ pub fn run(x: Ctx, source: Source, burst: &MbufBurst, v: &mut Vector, router: Op
 #[cold]
 fn representor(x: Ctx, source: Source, burst: &MbufBurst, v: &mut Vector) {
     let plan = &x.shared.ports[x.in_port].plan;
-    for i in 0..burst.len() {
+    for i in 0..burst.len().min(BURST_CAP) {
         if v.step[i] != Step::L2 {
             continue;
         }

@@ -6,7 +6,7 @@
 
 use crate::classify::Class;
 use crate::counters::{DropReason, DropSite};
-use crate::dpdk::{Mbuf, MbufBurst};
+use crate::dpdk::{Mbuf, MbufBurst, BURST_CAP};
 
 use super::super::spec::SwitchSpec;
 use super::drops::{count_forwarding_drop, watchdog_rx_drops};
@@ -57,7 +57,7 @@ impl Bridge {
         // destination's lookup holds until the next learn changes the table.
         let mut learned = NO_KEY;
         let mut looked_up: (u64, Option<u16>) = (NO_KEY, None);
-        for i in 0..burst.len() {
+        for i in 0..burst.len().min(BURST_CAP) {
             if v.step[i] != Step::L2 {
                 continue;
             }

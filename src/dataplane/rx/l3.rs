@@ -9,7 +9,7 @@
 use std::sync::atomic::Ordering;
 
 use crate::counters::{DropReason, DropSite};
-use crate::dpdk::MbufBurst;
+use crate::dpdk::{MbufBurst, BURST_CAP};
 use crate::route::{Decision, Ingress, PuntReason, TrapGroup};
 use crate::vlan::Egress;
 use crate::wire::{self, MacAddr};
@@ -24,7 +24,7 @@ use super::Ctx;
 /// Both passes over the packets marked `Step::L3`.
 #[inline]
 pub fn run(x: Ctx, burst: &mut MbufBurst, v: &mut Vector, r: &mut Router, out: &mut Out) {
-    for i in 0..burst.len() {
+    for i in 0..burst.len().min(BURST_CAP) {
         if v.step[i] == Step::L3 {
             pass1(x, burst, v, r, out, i);
         }
@@ -91,8 +91,8 @@ fn pass2(x: Ctx, burst: &mut MbufBurst, v: &mut Vector, r: &mut Router) {
     let down = x.shared.link_down_mask.load(Ordering::Relaxed);
     let (mut routed, mut bytes) = (0u64, 0u64);
     for k in 0..r.held() {
+        // Its class and losslessness are pass 1's, in the vector already.
         let (i, h, d) = r.decide_at(k, down);
-        (v.class[i], v.lossless[i]) = (h.class, h.lossless);
         match d {
             Decision::Route(to) => {
                 let Some(m) = burst.get_mut(i) else { continue };
