@@ -24,9 +24,11 @@ use super::Ctx;
 /// Both passes over the packets marked `Step::L3`.
 #[inline]
 pub fn run(x: Ctx, burst: &mut MbufBurst, v: &mut Vector, r: &mut Router, out: &mut Out) {
+    // Priorities the watchdog has stormed on this port: read once a burst.
+    let wd_rx = x.shared.ports[x.in_port].pfcwd.as_ref().map_or(0, |w| w.ignore_pfc_mask());
     for i in 0..burst.len().min(BURST_CAP) {
         if v.step[i] == Step::L3 {
-            pass1(x, burst, v, r, out, i);
+            pass1(x, burst, v, r, out, i, wd_rx);
         }
     }
     if r.held() > 0 {
@@ -36,7 +38,7 @@ pub fn run(x: Ctx, burst: &mut MbufBurst, v: &mut Vector, r: &mut Router, out: &
 
 /// Pass 1 for the packet in slot `i`.
 #[inline]
-fn pass1(x: Ctx, burst: &mut MbufBurst, v: &mut Vector, r: &mut Router, out: &mut Out, i: usize) {
+fn pass1(x: Ctx, burst: &mut MbufBurst, v: &mut Vector, r: &mut Router, out: &mut Out, i: usize, wd_rx: u8) {
     let rif = usize::from(v.rif[i]);
     let Some(m) = burst.get_mut(i) else { return };
     let p = &v.parsed[i];
@@ -66,7 +68,6 @@ fn pass1(x: Ctx, burst: &mut MbufBurst, v: &mut Vector, r: &mut Router, out: &mu
         l3_offset -= wire::VLAN_TAG_LEN as u16;
         v.len[i] = m.len() as u32;
     }
-    let wd_rx = x.shared.ports[x.in_port].pfcwd.as_ref().map_or(0, |w| w.ignore_pfc_mask());
     if wd_rx & (1 << class.priority) != 0 && watchdog_rx_drops(x.shared, x.in_port, class, x.c) {
         return;
     }
