@@ -77,6 +77,9 @@ drop_reasons! {
     VlanNotMember = "vlan_not_member" @ Ingress;
     /// Sent to an IEEE 802.1D reserved address 01-80-C2-00-00-0x that is not MAC control.
     LinkLocal = "link_local" @ Ingress;
+    /// An LLDP frame over the port's policer (a few per second: a peer sends one every
+    /// `hello_time`), dropped at the worker before it reaches the control lcore.
+    LldpPoliced = "lldp_policed" @ Ingress;
     /// A lossless-class frame to an unknown unicast destination with
     /// `switch.flood_lossless = false` (never flooded: a PFC deadlock source).
     LosslessUnknownUnicast = "lossless_unknown_unicast" @ Ingress;

@@ -87,7 +87,7 @@ fn bgp_or_bfd(l3: &L3Header) -> bool {
 /// One token bucket. Tokens are counted in packet·ticks (one packet = `hz` units), so a
 /// rate in packets per second adds `rate` units per TSC tick with integers only.
 #[derive(Debug, Clone, Copy)]
-struct Bucket {
+pub struct Bucket {
     /// Packets per second (0: nothing passes).
     rate: u64,
     /// Bucket size in units (burst × hz).
@@ -97,13 +97,15 @@ struct Bucket {
 }
 
 impl Bucket {
-    fn new(rate: u64, burst: u64, hz: u64, now: u64) -> Bucket {
+    /// `rate` packets per second, up to `burst` at once, on a TSC of `hz`.
+    pub fn new(rate: u64, burst: u64, hz: u64, now: u64) -> Bucket {
         let depth = u128::from(burst) * u128::from(hz);
         Bucket { rate, depth, tokens: depth, last: now }
     }
 
+    /// May a packet pass at `now` (TSC)? Takes a token if so.
     #[inline]
-    fn admit(&mut self, now: u64, hz: u64) -> bool {
+    pub fn admit(&mut self, now: u64, hz: u64) -> bool {
         if self.rate == 0 {
             return false;
         }

@@ -82,6 +82,7 @@ impl Rx {
             arrival: arrival::Arrival::new(
                 spec.ports.iter().map(|p| p.pad_short_frames).collect(),
                 spec.ports.iter().map(|p| p.mtu + crate::wire::MAX_L2_HEADER).collect(),
+                tsc_hz,
             ),
             mac: MacControlRx::new(spec.ports.iter().map(|p| p.nb_rx > 1).collect(), tsc_hz),
             bridge: l2::Bridge::new(spec),
