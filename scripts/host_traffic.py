@@ -23,7 +23,7 @@ standard library only. IPv4/UDP frames with a chosen DSCP, so the switch's defau
     host_traffic.py udp-recv PORT SECONDS
         Count datagrams for SECONDS after the first one (or SECONDS if none); prints
         {"received": n, "bytes": b}.
-    host_traffic.py flood-ip IFACE DST_MAC SRC_IP DST_IP SECONDS
+    host_traffic.py flood-ip IFACE DST_MAC SRC_IP DST_IP SECONDS [DSCP]
         Raw IPv4/UDP frames (64 bytes, DSCP 0) from SRC_IP to DST_IP (e.g. a router's own
         address) as fast as the socket takes for SECONDS; prints {"sent": n}.
     host_traffic.py udp-burst DST_IP PORT COUNT TOS LEN
@@ -101,8 +101,8 @@ def send_for(iface, frame, seconds):
     print(json.dumps({"sent": sent}))
 
 
-def flood_ip(iface, dst, src_ip, dst_ip, seconds):
-    send_for(iface, ipv4_frame(mac_bytes(dst), iface_mac(iface), 0, 64, 0, src_ip, dst_ip), seconds)
+def flood_ip(iface, dst, src_ip, dst_ip, seconds, dscp=0):
+    send_for(iface, ipv4_frame(mac_bytes(dst), iface_mac(iface), int(dscp), 64, 0, src_ip, dst_ip), seconds)
 
 
 def udp_burst(dst, port, count, tos, length):
@@ -385,7 +385,9 @@ def main():
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
         sys.exit(__doc__)
     fn, nargs = COMMANDS[sys.argv[1]]
-    if len(sys.argv) != 2 + nargs:
+    # Trailing optional arguments (flood-ip's DSCP).
+    optional = {"flood-ip": 1}.get(sys.argv[1], 0)
+    if not 2 + nargs <= len(sys.argv) <= 2 + nargs + optional:
         sys.exit(__doc__)
     fn(*sys.argv[2:])
 

@@ -386,10 +386,11 @@ fn one_ports_flood_never_starves_another_ports_control_plane() {
     let probe = format!("{ROOT}/scripts/router_probe.py");
     let traffic = format!("{ROOT}/scripts/host_traffic.py");
     let router_mac = iface_mac(&format!("{p}sw"), &format!("{p}v1a"));
-    // Host 1 floods ARP and the switch's own address for 8 s.
+    // Host 1 floods ARP and the switch's own address for 8 s, the latter in DSCP 3 (the
+    // lossless class): what the punt limiter drops of it is lossless loss, counted apart.
     let floods = [
         hosts.spawn(1, &format!("python3 {probe} arp-flood {p}v1b 198.18.1.2 8")),
-        hosts.spawn(1, &format!("python3 {traffic} flood-ip {p}v1b {router_mac} 198.18.1.2 198.18.1.1 8")),
+        hosts.spawn(1, &format!("python3 {traffic} flood-ip {p}v1b {router_mac} 198.18.1.2 198.18.1.1 8 3")),
     ];
     std::thread::sleep(Duration::from_secs(1));
     // Meanwhile host 2 resolves the switch's address and pings it.
@@ -416,7 +417,17 @@ fn one_ports_flood_never_starves_another_ports_control_plane() {
     assert_eq!(n(&e4, "copp_arp_nd_dropped") + n(&e4, "copp_ip2me_dropped"), 0, "Ethernet4 was policed: {e4}");
     assert!(answered >= 18, "h2's ARP starved by h1's flood: {answered}/20\n{log}");
     assert!(received.is_some_and(|r| r >= 18), "h2's pings starved by h1's flood: {ping}");
-    assert_conserved(&read_json(&json));
+    let st = read_json(&json);
+    // Issue 38, item 5: a lossless-class packet the punt limiter drops is a lossless
+    // discard (beside `lossless_drops`, which stays the buffer's: 0), in its PG (3).
+    let s0 = port(&st, "Ethernet0");
+    let (discards, policed) =
+        (s0["lossless_discards"].as_u64().unwrap(), s0["drops"]["punt_rate_limited"].as_u64().unwrap());
+    assert!(discards > 0, "the DSCP 3 flood's policed punts are not lossless discards: {s0}");
+    assert!(discards <= policed, "{discards} lossless discards of {policed} policed punts");
+    assert_eq!(s0["pg_lossless_discards"][3].as_u64(), Some(discards), "PG 3 holds them: {s0}");
+    assert_eq!(s0["lossless_drops"].as_u64(), Some(0), "no buffer loss: {s0}");
+    assert_conserved(&st);
 }
 
 /// A jumbo toward a smaller egress MTU: IPv4 with DF gets ICMP fragmentation needed with the
