@@ -138,6 +138,7 @@ fn build(db: &Db) -> BResult<Frr> {
         }
     }
     let import_check = globals(db, &mut notes)?;
+    let af_networks = [networks(db, "ipv4_unicast", &mut notes)?, networks(db, "ipv6_unicast", &mut notes)?];
     let mut vlan_nets: Vec<(IpAddr, String)> = Vec::new();
     for key in db.keys("VLAN_INTERFACE") {
         let Some((_, p)) = key.split_once('|') else { continue };
@@ -191,7 +192,7 @@ fn build(db: &Db) -> BResult<Frr> {
                 b.push_str(&format!("    network {net}\n"));
             }
         }
-        for net in networks(db, if v4 { "ipv4_unicast" } else { "ipv6_unicast" }, v4, &mut notes)? {
+        for net in &af_networks[usize::from(!v4)] {
             b.push_str(&format!("    network {net}\n"));
         }
         for n in neighbors.iter().filter(|n| n.addr.is_ipv4() == v4) {
@@ -238,7 +239,7 @@ fn globals(db: &Db, notes: &mut Vec<String>) -> BResult<bool> {
 
 /// `BGP_GLOBALS_AF_NETWORK|default|<afi_safi>|<prefix>` (sonic-bgp-global): a `network`
 /// of that family, sorted; other VRFs and fields (`policy`, `backdoor`): one note each.
-fn networks(db: &Db, family: &str, v4: bool, notes: &mut Vec<String>) -> BResult<Vec<String>> {
+fn networks(db: &Db, family: &str, notes: &mut Vec<String>) -> BResult<Vec<String>> {
     let mut out = Vec::new();
     for key in db.keys("BGP_GLOBALS_AF_NETWORK") {
         let at = At::key("BGP_GLOBALS_AF_NETWORK", key);
@@ -265,7 +266,6 @@ fn networks(db: &Db, family: &str, v4: bool, notes: &mut Vec<String>) -> BResult
                 notes.push(format!("BGP_GLOBALS_AF_NETWORK|{key}|{field}: not supported, left out"));
             }
         }
-        debug_assert_eq!(addr.is_ipv4(), v4);
         out.push(network(addr, len));
     }
     out.sort();
@@ -328,7 +328,10 @@ mod tests {
         assert!(v4.lines().any(|l| l == "    network 198.18.4.0/24"), "{}", f.bgpd);
         assert!(!v4.contains("fc00:4::/64") && f.bgpd.contains("    network fc00:4::/64"), "{}", f.bgpd);
         assert!(!f.bgpd.contains("10.9.0.0"));
-        assert_eq!(f.notes, ["BGP_GLOBALS_AF_NETWORK|Vrf1|ipv4_unicast|10.9.0.0/16: VRF 'Vrf1' not supported, left out"]);
+        assert_eq!(
+            f.notes,
+            ["BGP_GLOBALS_AF_NETWORK|Vrf1|ipv4_unicast|10.9.0.0/16: VRF 'Vrf1' not supported, left out"]
+        );
         // Without BGP_GLOBALS the check stays on (FRR's default).
         let f = frr(&db(r#"{"DEVICE_METADATA": {"localhost": {"bgp_asn": "1"}}}"#)).unwrap();
         assert!(!f.bgpd.contains("import-check"));
