@@ -16,6 +16,11 @@ Dataplanes (--dataplane):
              mirrors it over netlink and routes in its dataplane, shaped by its own shaper,
              PFC on TC 3.
 
+Configuration (--config-db): each pfcswitch starts from a generated SONiC config_db.json
+(`run --config-db FILE --ports MAP`, the map carrying the af_packet devargs, shaper, EAL and
+lcores) and each FRR from what `pfcswitch import sonic FILE --frr DIR` writes of it, instead
+of the TOML and FRR files of clos_topo.py; bfdd runs, but no session asks it for BFD.
+
 Docs: docs/fabric.md.
 """
 import json
@@ -88,9 +93,10 @@ class Fabric:
     """One bring-up of clos-2-4-4. `up()` makes everything, `down()` removes everything it
     made; `children` are the scenario's processes (killed at teardown if still running)."""
 
-    def __init__(self, work, dataplane="kernel", pfc=True, timeline=False, ecn=False):
+    def __init__(self, work, dataplane="kernel", pfc=True, timeline=False, ecn=False, config_db=False):
         self.t = topo.Clos()
         self.work, self.dataplane, self.pfc, self.timeline, self.ecn = work, dataplane, pfc, timeline, ecn
+        self.config_db = config_db and dataplane == "pfcswitch"
         self.switch_procs, self.frr_procs, self.children = {}, [], []
         self.locked = False
         self.started = {}
@@ -186,10 +192,20 @@ class Fabric:
         group (pid ^ ifindex) & 0xffff: a collision fails the probe; start again (new pid)."""
         ns = self.ns(sw.name)
         i = list(self.t.switches).index(sw.name)
-        path = os.path.join(self.work, sw.name + ".toml")
-        with open(path, "w") as f:
-            f.write(topo.pfcswitch_toml(sw, ns, (i % 2, (i + 1) % 2), pfc=self.pfc, ecn=self.ecn))
-        cmd = [BIN, "run", "--config", path, "--stats-json", os.path.join(self.work, sw.name + ".json")]
+        cpus = (i % 2, (i + 1) % 2)
+        if self.config_db:
+            db, ports = self.config_db_files(sw)
+            with open(db, "w") as f:
+                json.dump(topo.config_db(sw, pfc=self.pfc, ecn=self.ecn), f, indent=2)
+            with open(ports, "w") as f:
+                f.write(topo.port_map_toml(sw, ns, cpus))
+            cmd = [BIN, "run", "--config-db", db, "--ports", ports]
+        else:
+            path = os.path.join(self.work, sw.name + ".toml")
+            with open(path, "w") as f:
+                f.write(topo.pfcswitch_toml(sw, ns, cpus, pfc=self.pfc, ecn=self.ecn))
+            cmd = [BIN, "run", "--config", path]
+        cmd += ["--stats-json", os.path.join(self.work, sw.name + ".json")]
         if self.timeline:
             cmd += ["--timeline", os.path.join(self.work, sw.name + ".csv"), "--timeline-interval-us", "5000"]
         logp = os.path.join(self.work, sw.name + ".log")
@@ -206,6 +222,10 @@ class Fabric:
                 break
         raise SystemExit(f"{sw.name} did not start ('forwarding:' not logged):\n{text[-3000:]}")
 
+    def config_db_files(self, sw):
+        """Where switch `sw`'s config_db.json and port map are (--config-db)."""
+        return (os.path.join(self.work, sw.name + ".config_db.json"), os.path.join(self.work, sw.name + ".ports.toml"))
+
     def start_frr(self):
         """zebra, bfdd and bgpd per switch namespace, each instance in its own FRR pathspace (-N
         clos-<switch>: sockets in /var/run/frr/clos-<switch>/, so `ip netns exec clos-s1
@@ -216,10 +236,16 @@ class Fabric:
             os.makedirs(d, exist_ok=True)
             run_dir = os.path.join(FRR_RUN, ns)
             os.makedirs(run_dir, exist_ok=True)
-            with open(os.path.join(d, "zebra.conf"), "w") as f:
-                f.write(topo.zebra_conf(sw, os.path.join(d, "zebra.log")))
-            with open(os.path.join(d, "bgpd.conf"), "w") as f:
-                f.write(topo.bgpd_conf(sw, os.path.join(d, "bgpd.log")))
+            if self.config_db:
+                # bgpd.conf and zebra.conf from the switch's config_db.json, as SONiC's
+                # templates would write them (the daemons log to --log below).
+                db, ports = self.config_db_files(sw)
+                run(BIN, "import", "sonic", db, "--ports", ports, "-o", os.path.join(d, "pfcswitch.toml"), "--frr", d)
+            else:
+                with open(os.path.join(d, "zebra.conf"), "w") as f:
+                    f.write(topo.zebra_conf(sw, os.path.join(d, "zebra.log")))
+                with open(os.path.join(d, "bgpd.conf"), "w") as f:
+                    f.write(topo.bgpd_conf(sw, os.path.join(d, "bgpd.log")))
             with open(os.path.join(d, "bfdd.conf"), "w") as f:
                 f.write(topo.bfdd_conf(sw, os.path.join(d, "bfdd.log")))
             for path in (d, os.path.dirname(d), run_dir, *[os.path.join(d, x) for x in os.listdir(d)]):

@@ -9,7 +9,7 @@
     scripts/fabric.sh clos-2-4-4 victim       [--duration 20]
     scripts/fabric.sh clos-2-4-4 all      [--duration 20]   # what tests/fabric.rs runs
     scripts/fabric.sh clos-2-4-4 down     # remove what a killed run left behind
-    common: [--dataplane pfcswitch|kernel] [--keep]
+    common: [--dataplane pfcswitch|kernel] [--config-db] [--keep]
 
 incast    as published: h11 + h31 -> h41, 3 Mbit/s of UDP each (393 datagrams/s of 954 bytes
           of payload, 1000-byte frames) into h41's 5 Mbit/s link. PFC on: the senders are
@@ -74,7 +74,7 @@ UDP_PORT = 5001
 def fabric(args, pfc=True, timeline=False, ecn=False):
     """A fabric brought up for one part of a scenario and torn down after it."""
     work = tempfile.mkdtemp(prefix="pfcsw-clos-")
-    fab = clos.Fabric(work, args.dataplane, pfc, timeline, ecn)
+    fab = clos.Fabric(work, args.dataplane, pfc, timeline, ecn, config_db=args.config_db)
     try:
         fab.up()
         yield fab
@@ -309,7 +309,8 @@ def incast(args):
                 switches[key] = {"tbf_drops": {n: d for n, d in where.items() if d},
                                  "congested": [n for n, d in where.items() if d]}
             results[key] = flows
-    print(f"incast on {topo.NAME} ({args.dataplane}): {' + '.join(SENDERS)} -> {RECEIVER}, 3 Mbit/s of UDP each "
+    out_cdb = args.config_db and args.dataplane == "pfcswitch"
+    print(f"incast on {topo.NAME} ({args.dataplane}{', config_db' if out_cdb else ''}): {' + '.join(SENDERS)} -> {RECEIVER}, 3 Mbit/s of UDP each "
           f"({PPS} datagrams/s, {FRAME}-byte frames) for {args.duration:g} s, every link 5 Mbit/s")
     print(f"{'PFC':<4} {'senders':<16} {'flow':<10} {'sent':>8} {'received':>9} {'lost':>7} {'loss %':>7}"
           f" {'rate after 1st PAUSE':>21}  congested at")
@@ -325,7 +326,9 @@ def incast(args):
             print_switch_table(s["rows"], s["cpu"] or None)
         else:
             print(f"tbf drops, PFC {key}: {s['tbf_drops']}")
-    out = {"scenario": "incast", "topology": topo.NAME, "dataplane": args.dataplane, "duration_s": args.duration,
+    out = {"scenario": "incast", "topology": topo.NAME, "dataplane": args.dataplane,
+           "config": "config_db" if out_cdb else "toml",
+           "duration_s": args.duration,
            "flows": results, "congested": {k: s["congested"] for k, s in switches.items()}}
     for k, s in switches.items():
         if "rows" in s:
@@ -737,6 +740,9 @@ def main(argv):
     ap.add_argument("--plot", metavar="OUT.png", help="incast: each switch's PG OFF intervals, aligned")
     ap.add_argument("--dcqcn-time-scale", type=float,
                     help=f"dcqcn-incast: DCQCN's time scale (default 40G / link rate = {TIME_SCALE:g})")
+    ap.add_argument("--config-db", action="store_true",
+                    help="start every switch from a generated SONiC config_db.json (run --config-db, FRR from "
+                         "import sonic --frr) instead of its TOML and hand-written FRR files")
     ap.add_argument("--keep", action="store_true", help="keep the run directories (configs, logs, captures)")
     a = ap.parse_args(argv)
     if os.geteuid() != 0:

@@ -289,3 +289,99 @@ def incast_buffer_bound(clos=None):
         n = len(peers)
         total += sum(PG_MIN + xoff[p] + TX_INFLIGHT for p in peers) + n * alpha * shared / (1 + n * alpha)
     return int(total)
+
+
+# ---- the same switch as SONiC's CONFIG_DB (--config-db): `pfcswitch run --config-db` and
+# `pfcswitch import sonic --frr` read these; docs/fabric.md, "Started from config_db.json".
+
+TIER_TYPE = {"spine": "SpineRouter", "leaf": "LeafRouter", "tor": "ToRRouter"}
+
+
+def config_db(sw, pfc=True, ecn=False):
+    """Switch `sw` as a SONiC config_db.json (a dict): what pfcswitch_toml says about ports,
+    buffers, PFC and router interfaces, in CONFIG_DB's tables, and for FRR the AS number,
+    Loopback0 (router-id), one BGP_NEIGHBOR per switch link (timers 1/3 s) and, on a ToR,
+    its hosts' /24 (BGP_GLOBALS_AF_NETWORK, announced without a covering route:
+    network_import_check false, as bgpd_conf's `no bgp network import-check`). What
+    CONFIG_DB has no field for (devargs, shaper, EAL, lcores, netns) is in port_map_toml."""
+    ports = sw.ports
+    n = int(sw.name[1:])
+    db = {
+        "DEVICE_METADATA": {"localhost": {
+            "hostname": sw.name, "bgp_asn": str(sw.asn), "type": TIER_TYPE[sw.tier], "buffer_model": "traditional",
+            "hwsku": "pfcswitch-clos-2-4-4", "mac": f"02:00:00:{list(TIER_TYPE).index(sw.tier):02x}:00:{n:02x}"}},
+        "PORT": {p.name: {"speed": str(int(NOMINAL_SPEED.rstrip("M"))), "mtu": "9100", "admin_status": "up",
+                          "alias": p.raw_iface(), "description": p.peer} for p in ports},
+        "CABLE_LENGTH": {"AZURE": {p.name: "5m" for p in ports}},
+        "BUFFER_POOL": {"ingress_lossless_pool": {"size": str(LOSSLESS_POOL), "type": "ingress", "mode": "dynamic"},
+                        "egress_lossy_pool": {"size": str(LOSSY_POOL), "type": "egress", "mode": "dynamic"}},
+        "BUFFER_PROFILE": {
+            "pg_lossless_profile": {"pool": "ingress_lossless_pool", "size": str(PG_MIN), "xoff": str(XOFF),
+                                    "xon": "4096", "xon_offset": "12288", "dynamic_th": str(DYNAMIC_TH)},
+            "pg_lossless_host_profile": {"pool": "ingress_lossless_pool", "size": str(PG_MIN), "xoff": str(XOFF_HOST),
+                                         "xon": "4096", "xon_offset": "12288", "dynamic_th": str(DYNAMIC_TH)},
+            "queue_lossy_profile": {"pool": "egress_lossy_pool", "size": "0", "dynamic_th": "-2"}},
+        "BUFFER_PG": {f"{p.name}|{LOSSLESS_TC}": {"profile": "pg_lossless_host_profile" if p.to_host
+                                                  else "pg_lossless_profile"} for p in ports},
+        "BUFFER_QUEUE": {f"{p.name}|{q}": {"profile": "queue_lossy_profile"} for p in ports for q in ("0-2", "4-7")},
+        "PORT_QOS_MAP": {p.name: {"pfc_enable": str(LOSSLESS_TC) if pfc else ""} for p in ports},
+        "INTERFACE": {**{p.name: {} for p in ports}, **{f"{p.name}|{p.addr}": {} for p in ports}},
+        "LOOPBACK_INTERFACE": {"Loopback0": {}, f"Loopback0|{sw.router_id}/32": {}},
+        "BGP_NEIGHBOR": {p.peer_addr: {"asn": str(peer_asn(p.peer)), "name": p.peer, "keepalive": "1",
+                                       "holdtime": "3", "admin_status": "up"} for p in ports if not p.to_host},
+        "BGP_GLOBALS": {"default": {"network_import_check": "false"}},
+    }
+    if sw.tier == "tor":
+        db["BGP_GLOBALS_AF_NETWORK"] = {f"default|ipv4_unicast|{tor_subnet(n)}": {}}
+    if ecn:
+        db["WRED_PROFILE"] = {"DCQCN": {"green_min_threshold": str(ECN_KMIN), "green_max_threshold": str(ECN_KMAX),
+                                        "green_drop_probability": str(ECN_PMAX), "wred_green_enable": "true",
+                                        "ecn": "ecn_all"}}
+        db["QUEUE"] = {f"{p.name}|{LOSSLESS_TC}": {"wred_profile": "DCQCN"} for p in ports}
+    return db
+
+
+def port_map_toml(sw, ns, cpus):
+    """The port map (`--ports`) beside config_db(sw): each SONiC port's devargs (af_packet on
+    its raw veth end) and the [[port]] fields CONFIG_DB has not (tx_inflight_limit,
+    speed_mismatch, shaper_rate), and the [eal], [switch], [control_plane] and [lcores]
+    sections, all as pfcswitch_toml writes them."""
+    out = [f"# {NAME}: switch {sw.name}'s port map, written by scripts/clos_topo.py", ""]
+    for k, p in enumerate(sw.ports):
+        out.append(f'{p.name} = {{ devargs = "net_af_packet{k},iface={p.raw_iface()}", '
+                   f'tx_inflight_limit = "{TX_INFLIGHT // 1024}K", speed_mismatch = "warn", '
+                   f'shaper_rate = "{LINK_BPS // 1_000_000}M" }}')
+    names = ", ".join(f'"{p.name}:0"' for p in sw.ports)
+    tx = ", ".join(f'"{p.name}"' for p in sw.ports)
+    out += ["", "[eal]", f'args = ["--no-huge", "-m", "512", "--no-pci", "--lcores=0@{cpus[0]},1@{cpus[1]}"]',
+            f'file_prefix = "{ns}"', "", "[switch]", "rx_ring_size = 128", "tx_ring_size = 128",
+            f"mbuf_count = {MBUFS}", "", "[control_plane]", f'netns = "{ns}"', "",
+            "[lcores]", "control = 0", 'worker_idle = "adaptive"', "[[lcores.worker]]", "lcore = 1",
+            f"rx = [{names}]", f"tx = [{tx}]", ""]
+    return "\n".join(out)
+
+
+def write_configs(out_dir):
+    """Every switch's files as the fabric writes them (the ones `Fabric` starts from, with
+    each switch's CPUs and namespace): <name>.toml, <name>.config_db.json and
+    <name>.ports.toml, and the same with ECN marking (<name>.ecn.*). tests/sonic_import.rs
+    checks that the config_db files import to what the TOML says."""
+    import json
+    import os
+    os.makedirs(out_dir, exist_ok=True)
+    for i, (name, sw) in enumerate(Clos().switches.items()):
+        ns, cpus = "clos-" + name, (i % 2, (i + 1) % 2)
+        for tag, ecn in (("", False), (".ecn", True)):
+            with open(os.path.join(out_dir, f"{name}{tag}.toml"), "w") as f:
+                f.write(pfcswitch_toml(sw, ns, cpus, ecn=ecn))
+            with open(os.path.join(out_dir, f"{name}{tag}.config_db.json"), "w") as f:
+                json.dump(config_db(sw, ecn=ecn), f, indent=2)
+        with open(os.path.join(out_dir, f"{name}.ports.toml"), "w") as f:
+            f.write(port_map_toml(sw, ns, cpus))
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: clos_topo.py OUT_DIR   (writes every switch's TOML, config_db.json and port map)")
+    write_configs(sys.argv[1])

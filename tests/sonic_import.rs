@@ -395,3 +395,65 @@ fn more_ports_than_dpdk_probes_is_refused_before_eal() {
     );
     assert!(!err.contains("EAL:"), "EAL started:\n{err}");
 }
+
+/// `scripts/fabric.sh clos-2-4-4 --config-db`: every switch's generated config_db.json
+/// (scripts/clos_topo.py) imports with its port map under `--strict`, and the imported
+/// configuration has the same thresholds (and, with ECN marking, the same WRED bindings)
+/// as the TOML the fabric otherwise runs; the FRR files name every BGP neighbour and a
+/// ToR announces its hosts' /24 without needing a covering route.
+#[test]
+fn clos_fabric_config_dbs_import_like_their_toml() {
+    let dir = TestDir::new("sonic-clos");
+    let w = dir.join("clos");
+    let gen = std::process::Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/clos_topo.py"))
+        .arg(&w)
+        .output()
+        .unwrap();
+    assert!(gen.status.success(), "{}", show(&gen));
+    let p = |name: String| w.join(name).to_str().unwrap().to_string();
+    let switches = ["s1", "s2", "l1", "l2", "l3", "l4", "t1", "t2", "t3", "t4"];
+    for sw in switches {
+        for (tag, check) in [("", "thresholds"), (".ecn", "ecn")] {
+            let frr = p(format!("frr-{sw}{tag}"));
+            let imported = p(format!("{sw}{tag}.imported.toml"));
+            let o = run_switch(&[
+                "import",
+                "sonic",
+                &p(format!("{sw}{tag}.config_db.json")),
+                "--ports",
+                &p(format!("{sw}.ports.toml")),
+                "--strict",
+                "-o",
+                &imported,
+                "--frr",
+                &frr,
+            ]);
+            assert!(o.status.success(), "{sw}{tag}: {}", show(&o));
+            let toml = run_switch(&[check, "-c", &p(format!("{sw}{tag}.toml"))]);
+            let cdb = run_switch(&[check, "-c", &imported]);
+            assert!(toml.status.success() && cdb.status.success(), "{}{}", show(&toml), show(&cdb));
+            assert!(!toml.stdout.is_empty());
+            assert_eq!(
+                String::from_utf8_lossy(&cdb.stdout),
+                String::from_utf8_lossy(&toml.stdout),
+                "{sw}{tag}: `{check}` of the config_db import differs from the TOML's"
+            );
+            let v: Value =
+                serde_json::from_str(&std::fs::read_to_string(p(format!("{sw}{tag}.config_db.json"))).unwrap())
+                    .unwrap();
+            let bgpd = std::fs::read_to_string(format!("{frr}/bgpd.conf")).unwrap();
+            let peers = v["BGP_NEIGHBOR"].as_object().unwrap();
+            // A spine has four leaves, a leaf two spines and two ToRs, a ToR two leaves.
+            assert_eq!(peers.len(), if sw.starts_with('t') { 2 } else { 4 }, "{sw}");
+            for (ip, n) in peers {
+                let line = format!("  neighbor {ip} remote-as {}", n["asn"].as_str().unwrap());
+                assert!(bgpd.lines().any(|l| l == line), "{sw}: no '{line}' in\n{bgpd}");
+                assert!(bgpd.lines().any(|l| l == format!("  neighbor {ip} timers 1 3")), "{sw}: {ip} timers");
+            }
+            assert!(bgpd.lines().any(|l| l == "  no bgp network import-check"), "{sw}: {bgpd}");
+            let net = format!("    network 198.18.{}.0/24", &sw[1..]);
+            assert_eq!(bgpd.lines().any(|l| l == net), sw.starts_with('t'), "{sw}: {bgpd}");
+        }
+    }
+}

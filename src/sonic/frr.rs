@@ -1,6 +1,7 @@
 //! `import sonic --frr DIR`: FRR's `bgpd.conf` and `zebra.conf` from DEVICE_METADATA
 //! (`hostname`, `bgp_asn`), LOOPBACK_INTERFACE (router-id, announced loopback),
-//! VLAN_INTERFACE (announced server subnets, as a SONiC ToR does) and BGP_NEIGHBOR, in the
+//! VLAN_INTERFACE (announced server subnets, as a SONiC ToR does), BGP_NEIGHBOR and, of
+//! frrcfgd's tables, BGP_GLOBALS (`network_import_check`) and BGP_GLOBALS_AF_NETWORK, in the
 //! shape SONiC's templates and bgpcfgd give (eBGP, `no bgp default ipv4-unicast`, each
 //! neighbour activated in its address family, multipath-relax). Pure: text in, text out.
 
@@ -136,6 +137,8 @@ fn build(db: &Db) -> BResult<Frr> {
             _ => notes.push(format!("LOOPBACK_INTERFACE|{key}: a second address of its family, left out")),
         }
     }
+    let import_check = globals(db, &mut notes)?;
+    let af_networks = [networks(db, "ipv4_unicast", &mut notes)?, networks(db, "ipv6_unicast", &mut notes)?];
     let mut vlan_nets: Vec<(IpAddr, String)> = Vec::new();
     for key in db.keys("VLAN_INTERFACE") {
         let Some((_, p)) = key.split_once('|') else { continue };
@@ -160,6 +163,9 @@ fn build(db: &Db) -> BResult<Frr> {
     b.push_str(&format!("router bgp {local_asn}\n"));
     b.push_str("  bgp log-neighbor-changes\n  no bgp default ipv4-unicast\n  no bgp ebgp-requires-policy\n");
     b.push_str("  bgp bestpath as-path multipath-relax\n");
+    if !import_check {
+        b.push_str("  no bgp network import-check\n");
+    }
     if let Some((a, _)) = lo4 {
         b.push_str(&format!("  bgp router-id {a}\n"));
     }
@@ -186,6 +192,9 @@ fn build(db: &Db) -> BResult<Frr> {
                 b.push_str(&format!("    network {net}\n"));
             }
         }
+        for net in &af_networks[usize::from(!v4)] {
+            b.push_str(&format!("    network {net}\n"));
+        }
         for n in neighbors.iter().filter(|n| n.addr.is_ipv4() == v4) {
             b.push_str(&format!("    neighbor {} activate\n", n.addr));
         }
@@ -193,6 +202,74 @@ fn build(db: &Db) -> BResult<Frr> {
     }
     b.push_str("!\n");
     Ok(Frr { bgpd: b, zebra: z, notes })
+}
+
+/// `BGP_GLOBALS|default` (SONiC's frrcfgd schema, sonic-bgp-global): `network_import_check`
+/// ("false": announce a `network` without a matching route in the RIB, as a ToR announcing
+/// its hosts' aggregate does). Whether the check is on (FRR's default); other fields and
+/// VRFs: one note each.
+fn globals(db: &Db, notes: &mut Vec<String>) -> BResult<bool> {
+    let mut check = true;
+    for key in db.keys("BGP_GLOBALS") {
+        if key != "default" {
+            notes.push(format!("BGP_GLOBALS|{key}: VRF '{key}' not supported, left out"));
+            continue;
+        }
+        let Some(e) = db.entry("BGP_GLOBALS", key) else { continue };
+        for (field, v) in &e.fields {
+            match field.as_str() {
+                "network_import_check" => {
+                    check = match v.value.as_str() {
+                        "true" => true,
+                        "false" => false,
+                        o => {
+                            return Err(Bad::new(
+                                At::field("BGP_GLOBALS", key, field),
+                                format!("'{o}' is not true or false"),
+                            ))
+                        }
+                    }
+                }
+                _ => notes.push(format!("BGP_GLOBALS|{key}|{field}: not supported, left out")),
+            }
+        }
+    }
+    Ok(check)
+}
+
+/// `BGP_GLOBALS_AF_NETWORK|default|<afi_safi>|<prefix>` (sonic-bgp-global): a `network`
+/// of that family, sorted; other VRFs and fields (`policy`, `backdoor`): one note each.
+fn networks(db: &Db, family: &str, notes: &mut Vec<String>) -> BResult<Vec<String>> {
+    let mut out = Vec::new();
+    for key in db.keys("BGP_GLOBALS_AF_NETWORK") {
+        let at = At::key("BGP_GLOBALS_AF_NETWORK", key);
+        let mut parts = key.splitn(3, '|');
+        let (Some(vrf), Some(af), Some(p)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(Bad::new(at, "key is not <vrf>|<afi_safi>|<prefix>"));
+        };
+        if !matches!(af, "ipv4_unicast" | "ipv6_unicast") {
+            return Err(Bad::new(at, format!("'{af}' is not ipv4_unicast or ipv6_unicast")));
+        }
+        let (addr, len) = prefix(p, &at)?;
+        if addr.is_ipv4() != (af == "ipv4_unicast") {
+            return Err(Bad::new(at, format!("'{p}' is not an address of {af}")));
+        }
+        if af != family {
+            continue;
+        }
+        if vrf != "default" {
+            notes.push(format!("BGP_GLOBALS_AF_NETWORK|{key}: VRF '{vrf}' not supported, left out"));
+            continue;
+        }
+        if let Some(e) = db.entry("BGP_GLOBALS_AF_NETWORK", key) {
+            for field in e.fields.keys() {
+                notes.push(format!("BGP_GLOBALS_AF_NETWORK|{key}|{field}: not supported, left out"));
+            }
+        }
+        out.push(network(addr, len));
+    }
+    out.sort();
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -237,6 +314,30 @@ mod tests {
     }
 
     #[test]
+    fn networks_and_import_check_from_bgp_globals() {
+        let d = db(r#"{
+            "DEVICE_METADATA": {"localhost": {"bgp_asn": "65104"}},
+            "BGP_GLOBALS": {"default": {"network_import_check": "false"}},
+            "BGP_GLOBALS_AF_NETWORK": {"default|ipv4_unicast|198.18.4.7/24": {},
+                                       "default|ipv6_unicast|fc00:4::/64": {},
+                                       "Vrf1|ipv4_unicast|10.9.0.0/16": {}}
+        }"#);
+        let f = frr(&d).unwrap();
+        let v4 = f.bgpd.split("address-family ipv6").next().unwrap();
+        assert!(f.bgpd.lines().any(|l| l == "  no bgp network import-check"), "{}", f.bgpd);
+        assert!(v4.lines().any(|l| l == "    network 198.18.4.0/24"), "{}", f.bgpd);
+        assert!(!v4.contains("fc00:4::/64") && f.bgpd.contains("    network fc00:4::/64"), "{}", f.bgpd);
+        assert!(!f.bgpd.contains("10.9.0.0"));
+        assert_eq!(
+            f.notes,
+            ["BGP_GLOBALS_AF_NETWORK|Vrf1|ipv4_unicast|10.9.0.0/16: VRF 'Vrf1' not supported, left out"]
+        );
+        // Without BGP_GLOBALS the check stays on (FRR's default).
+        let f = frr(&db(r#"{"DEVICE_METADATA": {"localhost": {"bgp_asn": "1"}}}"#)).unwrap();
+        assert!(!f.bgpd.contains("import-check"));
+    }
+
+    #[test]
     fn errors_name_the_field() {
         for (text, want) in [
             (
@@ -258,6 +359,18 @@ mod tests {
             (
                 r#"{"DEVICE_METADATA": {"localhost": {"bgp_asn": "1"}}, "BGP_NEIGHBOR": {"10.0.0.1": {"asn": "2", "holdtime": "9"}}}"#,
                 "c.json: BGP_NEIGHBOR|10.0.0.1|keepalive: missing field",
+            ),
+            (
+                r#"{"BGP_GLOBALS": {"default": {"network_import_check": "no"}}}"#,
+                "c.json: BGP_GLOBALS|default|network_import_check: 'no' is not true or false",
+            ),
+            (
+                r#"{"BGP_GLOBALS_AF_NETWORK": {"default|l2vpn_evpn|10.0.0.0/8": {}}}"#,
+                "c.json: BGP_GLOBALS_AF_NETWORK|default|l2vpn_evpn|10.0.0.0/8: 'l2vpn_evpn' is not",
+            ),
+            (
+                r#"{"BGP_GLOBALS_AF_NETWORK": {"default|ipv4_unicast|fc00::/64": {}}}"#,
+                "c.json: BGP_GLOBALS_AF_NETWORK|default|ipv4_unicast|fc00::/64: 'fc00::/64' is not an address",
             ),
             (
                 r#"{"LOOPBACK_INTERFACE": {"Loopback0|10.1.0.1/40": {}}}"#,

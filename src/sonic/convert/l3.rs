@@ -1,5 +1,6 @@
 //! VLAN, VLAN_MEMBER, VLAN_INTERFACE, INTERFACE → `[vlan]`, `[vlan_member]`,
-//! `[vlan_interface]`, `[interface]`; LOOPBACK_INTERFACE and BGP_NEIGHBOR are FRR's
+//! `[vlan_interface]`, `[interface]`; LOOPBACK_INTERFACE, BGP_NEIGHBOR, BGP_GLOBALS and
+//! BGP_GLOBALS_AF_NETWORK are FRR's
 //! (`--frr`), the switch's configuration has no place for them.
 
 use super::*;
@@ -58,6 +59,15 @@ pub(super) fn l3(cx: &mut Cx) -> BResult<()> {
             NoteKind::Approximated,
             format!("BGP_NEIGHBOR: {} neighbour(s) for FRR (--frr); pfcswitch itself runs no BGP", peers.len()),
         );
+    }
+    for table in ["BGP_GLOBALS", "BGP_GLOBALS_AF_NETWORK"] {
+        let keys = db.keys(table);
+        if !keys.is_empty() {
+            for k in &keys {
+                db.use_all(table, k);
+            }
+            cx.note(NoteKind::Approximated, format!("{table}: {} key(s) for FRR (--frr)", keys.len()));
+        }
     }
     Ok(())
 }

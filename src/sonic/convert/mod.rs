@@ -68,6 +68,8 @@ pub const TABLES: &[&str] = &[
     "INTERFACE",
     "LOOPBACK_INTERFACE",
     "BGP_NEIGHBOR",
+    "BGP_GLOBALS",
+    "BGP_GLOBALS_AF_NETWORK",
 ];
 
 /// Fields with no meaning for a software port or switch, read and dropped without a
