@@ -9,6 +9,7 @@
 #                               pair of net_null ports and CPU, vs testpmd with as many cores
 #                               (needs N+1 CPUs to mean anything; scripts/bench_scale.py)
 #   scripts/bench.sh --scale    tables at ToR sizes through the kernel (scripts/bench_tables.py)
+#                               then scale_ir.py, scale_failover.py, mac_flap_rate.py (issue 44)
 #
 # Figures (see docs/benchmarks.md):
 #   null      pfcswitch (full lossless pipeline, dpdk-config/bench-null.toml) vs
@@ -46,7 +47,7 @@ while [ $# -gt 0 ]; do
         --scale) SCALE=1 ;;
         --workers) WORKERS="${2:-}"; shift ;;
         --workers=*) WORKERS="${1#--workers=}" ;;
-        -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
         *) echo "usage: $0 [--quick] [--workers N] [--scale]" >&2; exit 2 ;;
     esac
     shift

@@ -10,8 +10,13 @@ installs there, as FRR would through netlink:
 
 Figures: seconds from the batch's start to the kernel having it and to the switch's FIB
 having it (its routing health's `lpm_writes`), and the switch's resident memory before and
-after. Environment (from scripts/bench.sh): BENCH_ROOT, BENCH_WORK. Needs root. Ends with
-ONE JSON line.
+after. Then scripts/scale_ir.py (callgrind Ir and cache misses per packet with traffic
+spread over 32k MACs / 131k routes + 16k neighbours vs one destination) and
+scripts/scale_failover.py (ECMP failover with 131k routes on a live veth switch) and
+scripts/mac_flap_rate.py, merged under the issue's keys (`scale_l2_ir_ratio`,
+`scale_routed_ir_ratio`, `scale_failover_ms`, `scale_mac_flap_rate_ratio`).
+Environment (from scripts/bench.sh): BENCH_ROOT, BENCH_WORK. Needs root. Ends with ONE JSON
+line; a figure not measured is null and named in "missing".
 """
 import json
 import os
@@ -135,7 +140,35 @@ def main():
     print(f"IPv6 {ROUTES6} routes (4-way ECMP): kernel {k6} s, FIB {f6} s", file=sys.stderr)
     print(f"{NEIGH4 + NEIGH6} neighbours: kernel {kn} s, FIB {fn} s", file=sys.stderr)
     print(f"switch RSS: {rss0} MiB started, {rss_routes} with routes, {rss_all} with neighbours", file=sys.stderr)
+    out.update(others())
     print(json.dumps(out))
+
+
+def others():
+    """scripts/scale_ir.py (Ir and cache misses per packet at scale vs one destination),
+    scripts/scale_failover.py (ECMP failover with 131k routes) and scripts/mac_flap_rate.py
+    (other traffic's rate while a MAC flaps between two workers' ports), their JSON merged;
+    what they could not measure named in "missing"."""
+    merged = {k: None for k in ("scale_l2_ir_ratio", "scale_routed_ir_ratio", "scale_failover_ms",
+                                "scale_mac_flap_rate_ratio")}
+    merged["missing"] = {}
+    for script, args in (("scale_ir.py", [os.path.join(WORK, "scale-ir"), "10"]),
+                         ("scale_failover.py", [os.path.join(WORK, "scale-failover")]),
+                         ("mac_flap_rate.py", [os.path.join(WORK, "mac-flap"), "10"])):
+        log(script)
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", script)] + args,
+                           capture_output=True, text=True)
+        try:
+            fig = json.loads(r.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            merged["missing"][script] = f"exit {r.returncode}: {r.stderr.strip()[-300:]}"
+            continue
+        merged["missing"].update(fig.pop("missing", {}))
+        merged[script.replace(".py", "")] = fig
+        for k, v in fig.items():
+            if k.startswith("scale_"):
+                merged[k] = v
+    return merged
 
 
 if __name__ == "__main__":
