@@ -49,7 +49,7 @@ def config():
            f"rx = [{', '.join(json.dumps(p + ':0') for p in PORTS)}]", f"tx = {json.dumps(PORTS)}"]
     for i, p in enumerate(PORTS):
         out += ["[[port]]", f'name = "{p}"', f'devargs = "net_null{i}"', 'speed = "100G"']
-    out += ["[control_plane]", f'netns = "{NS}"', "[interface]"]
+    out += ["[control_plane]", f'netns = "{NS}"', "max_ipv4_routes = 262144", "[interface]"]
     out += [f'"{p}" = ["10.9.{i}.0/31", "fd00:{i}::/127"]' for i, p in enumerate(PORTS)]
     path = os.path.join(WORK, "tables.toml")
     with open(path, "w") as f:

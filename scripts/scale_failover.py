@@ -55,6 +55,7 @@ args = ["--no-huge", "-m", "2048", "--no-pci", "--lcores=0@0,1@1"]
 file_prefix = "{PREFIX}"
 {ports}[control_plane]
 netns = "{P}sw"
+max_ipv4_routes = 262144
 [interface]
 Ethernet0 = ["198.18.1.1/24"]
 Ethernet4 = ["198.18.2.1/24"]

@@ -91,7 +91,8 @@ pfc_enable = [3, 4]
 {mac}""")
     extra = ""
     if routed:
-        extra = f'[control_plane]\nnetns = "{NS}"\n[interface]\n' + "".join(
+        # A ToR's FIB: 128k routes beside 16k neighbours' host routes (the default holds 128k).
+        extra = f'[control_plane]\nnetns = "{NS}"\nmax_ipv4_routes = 262144\n[interface]\n' + "".join(
             f"{p} = {json.dumps(a)}\n" for p, a in RIF.items())
     else:
         extra = "".join(f"[vlan.Vlan{v}]\n" for v in VLANS) + "[vlan_member]\n" + "".join(

@@ -128,6 +128,8 @@
 //!                               # (RFC 1812 5.3.7 relaxed; default none: docs/routing.md)
 //! max_neighbours = 16384        # ARP/ND neighbours mirrored (IPv4 + IPv6), 1..=16384; the
 //! max_neighbours_per_interface = 16384   # rest are punted (docs/routing.md "Neighbours, bounded")
+//! max_ipv4_routes = 131072      # the IPv4 FIB's size (routes + neighbours), 1024..=2^24;
+//!                               # 262144 for a ToR's 128k routes (needs -m 1024)
 //!
 //! [vlan.Vlan1000]               # VLAN|Vlan1000: the name is Vlan<1..4094>
 //! vlanid = 1000                 # optional; must match the name

@@ -349,6 +349,8 @@ pub(crate) struct RawControlPlane {
     /// Neighbours mirrored into the FIB, all interfaces / one interface.
     pub max_neighbours: Option<IntLike>,
     pub max_neighbours_per_interface: Option<IntLike>,
+    /// IPv4 prefixes the FIB holds (its size, fixed at start).
+    pub max_ipv4_routes: Option<IntLike>,
 }
 
 /// `[control_plane.copp]`: punt rate limits per trap group and port, packets per second.

@@ -609,6 +609,10 @@ pub struct RoutingConfig {
     /// `[control_plane] max_neighbours`, `max_neighbours_per_interface`: the kernel
     /// neighbours mirrored into the FIB (a flood from spoofed sources cannot fill it).
     pub neighbours: crate::route::NeighbourLimits,
+    /// `[control_plane] max_ipv4_routes`: the IPv4 FIB's size (routes and neighbours' host
+    /// routes together), allocated at start (None: 128 Ki, which fits `-m 512`; a ToR with
+    /// 128 Ki routes and 16 Ki neighbours wants 256 Ki and `-m 1024`).
+    pub max_ipv4_routes: Option<u32>,
     /// `[vlan_interface]` (SONiC `VLAN_INTERFACE|Vlan1000|192.168.0.1/21`): the VLANs that
     /// route, with their addresses (filled in once the VLANs are resolved).
     pub vlan_interfaces: Vec<VlanInterface>,

@@ -95,7 +95,11 @@ impl Routing {
         }
         let workers = spec.workers.len().max(1) as u32;
         let qsbr = Qsbr::new(workers).map_err(err)?;
-        let (lookup, writer) = route_tables(TableSizes::default(), qsbr.clone()).map_err(err)?;
+        let mut sizes = TableSizes::default();
+        if let Some(n) = cfg.max_ipv4_routes {
+            sizes.v4_routes = n;
+        }
+        let (lookup, writer) = route_tables(sizes, qsbr.clone()).map_err(err)?;
         let tables = Arc::new(NextHopTables::new());
         // Kernel interface names by port index: the switch ports and the VLAN interfaces
         // (`Vlan1000`: a next hop there is on its representor's port index). A port's

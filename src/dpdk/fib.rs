@@ -40,11 +40,12 @@ pub struct TableSizes {
 }
 
 impl Default for TableSizes {
-    /// 256 Ki IPv4 prefixes (a ToR's 128 Ki routes beside 16 Ki neighbours' host routes: 128 Ki
-    /// refused 16 Ki of them, docs/benchmarks.md "Tables at scale"), 8192 tbl8 groups; 64 Ki
-    /// IPv6 routes, 32767 tbl8 groups (the most 2-byte entries can index).
+    /// 128 Ki IPv4 prefixes (fits `-m 512`; a ToR's 128 Ki routes beside 16 Ki neighbours'
+    /// host routes need 256 Ki: `[control_plane] max_ipv4_routes`, docs/benchmarks.md
+    /// "Tables at scale"), 8192 tbl8 groups; 64 Ki IPv6 routes, 32767 tbl8 groups (the most
+    /// 2-byte entries can index).
     fn default() -> TableSizes {
-        TableSizes { v4_routes: 262_144, v4_tbl8: 8192, v6_routes: 65_536, v6_tbl8: 32_767 }
+        TableSizes { v4_routes: 131_072, v4_tbl8: 8192, v6_routes: 65_536, v6_tbl8: 32_767 }
     }
 }
 

@@ -134,7 +134,19 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
         total: limit(&cp.max_neighbours, "max_neighbours")?,
         per_interface: limit(&cp.max_neighbours_per_interface, "max_neighbours_per_interface")?,
     };
-    Ok(RoutingConfig { netns: cp.netns, ecmp_seed, interfaces, copp, neighbours, vlan_interfaces: Vec::new() })
+    let max_ipv4_routes = match &cp.max_ipv4_routes {
+        Some(IntLike(n)) => Some(in_range(*n, 1024, 1 << 24, "control_plane.max_ipv4_routes")? as u32),
+        None => None,
+    };
+    Ok(RoutingConfig {
+        netns: cp.netns,
+        ecmp_seed,
+        interfaces,
+        copp,
+        neighbours,
+        max_ipv4_routes,
+        vlan_interfaces: Vec::new(),
+    })
 }
 
 /// Append a representor port per router interface (after every `[[port]]`, so the
@@ -304,6 +316,9 @@ speed = "100G"
         assert_eq!(c.routing, crate::config::RoutingConfig::default());
         let c = cfg("[control_plane]\nmax_neighbours = 4000\nmax_neighbours_per_interface = 500\n").unwrap();
         assert_eq!(c.routing.neighbours, crate::route::NeighbourLimits { total: 4000, per_interface: 500 });
+        assert_eq!(c.routing.max_ipv4_routes, None);
+        let big = cfg("[control_plane]\nmax_ipv4_routes = 262144\n").unwrap();
+        assert_eq!(big.routing.max_ipv4_routes, Some(262_144));
         // An interface with no address still routes (addresses may come from `ip addr`).
         assert!(cfg("[interface]\nEthernet0 = []\n").unwrap().routing.is_routed(0));
     }
@@ -324,6 +339,10 @@ speed = "100G"
                 "t.toml: interface.Ethernet4[0]: 10.0.0.0 is already configured at interface.Ethernet0[0]",
             ),
             ("[switch]\necmp_seed = -1\n", "t.toml: switch.ecmp_seed: -1 is out of range"),
+            (
+                "[control_plane]\nmax_ipv4_routes = 10\n",
+                "t.toml: control_plane.max_ipv4_routes: 10 is out of range 1024..=16777216",
+            ),
             (
                 "[control_plane]\nmax_neighbours = 0\n",
                 "t.toml: control_plane.max_neighbours: 0 is out of range 1..=16384",
