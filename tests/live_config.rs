@@ -330,7 +330,10 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
         ),
     )
     .unwrap();
-    let gen = pfcgen(&d, &gen_cfg, &["--duration", "60"]);
+    // The generator stays (its links up) until dropped: its streams end at 8 s, and with the
+    // default 500 ms drain it would leave then, its link down flushing the held frames
+    // before the test's SIGUSR1 (late by a few `show` calls, more on a loaded machine).
+    let gen = pfcgen(&d, &gen_cfg, &["--duration", "60", "--drain", "60s"]);
     let counters = || {
         let get = |view: &[&str]| show_json(&prefix, view);
         let pause = get(&["pfc", "counters"])["Ethernet0"]["tx_pause3"].as_u64().unwrap_or(0);

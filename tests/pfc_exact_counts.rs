@@ -162,11 +162,20 @@ fn run_with(
         all
     });
     assert!(rx.recv_timeout(Duration::from_secs(30)).is_ok(), "switch did not start");
-    std::thread::sleep(Duration::from_millis(700));
+    // Conditions, not delays: on a loaded host the worker may take seconds to read the
+    // injected frames (100 000 fillers in one test), or to send the held ones.
+    let prefix = d.prefix();
+    let received = wait_counter(&prefix, "Ethernet0", "rx_packets", frames.len() as u64);
+    assert!(received >= frames.len() as u64, "Ethernet0 received {received} of {} frames", frames.len());
+    // Time for a PAUSE to leave if one were due (too short only makes "no PAUSE" pass).
+    std::thread::sleep(Duration::from_millis(300));
     if let Some(after) = enable_tx_after {
         std::thread::sleep(after);
         let _ = Command::new("kill").args(["-USR1", &child.id().to_string()]).status();
-        std::thread::sleep(Duration::from_millis(700));
+        // All the lossless frames leave unless some were dropped (the caller checks);
+        // the RESUME follows the drain, or is sent at stop.
+        wait_counter(&prefix, "Ethernet4", "tx_packets", n as u64);
+        std::thread::sleep(Duration::from_millis(300));
     }
     let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
     let out = child.wait_with_output().unwrap();
@@ -186,6 +195,22 @@ fn run_with(
     assert_eq!(e0["pfc"]["tx_pause"][3].as_u64().unwrap(), pauses, "PAUSE frames counted vs captured");
     assert_eq!(e0["pfc"]["tx_resume"][3].as_u64().unwrap(), resumes, "RESUME frames counted vs captured");
     o
+}
+
+/// Polls `show interfaces counters` until `port`'s `key` reaches `want` (at most 60 s);
+/// returns the last value read.
+fn wait_counter(prefix: &str, port: &str, key: &str, want: u64) -> u64 {
+    let t0 = std::time::Instant::now();
+    loop {
+        let o =
+            Command::new(BIN).args(["show", "--prefix", prefix, "--json", "interfaces", "counters"]).output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        let got = v[port][key].as_u64().unwrap_or(0);
+        if got >= want || t0.elapsed() > Duration::from_secs(60) {
+            return got;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// The PFC frames sent while the switch ran. A switch that stops with PG 3 OFF ends with

@@ -357,12 +357,12 @@ impl Control {
     }
 
     /// At stop: free control frames still queued, and LLDP frames the control lcore has
-    /// not read yet (consumed: counted as `lldp_rx` when handed over).
-    pub fn drain(&self) {
-        for eg in &self.shared.egress {
-            eg.drain_control();
-        }
+    /// not read yet (consumed: counted as `lldp_rx` when handed over). Returns the control
+    /// frames freed unsent.
+    pub fn drain(&self) -> usize {
+        let unsent = self.shared.egress.iter().map(|eg| eg.drain_control()).sum();
         while self.shared.lldp.inbox.pop().is_some() {}
+        unsent
     }
 }
 

@@ -254,7 +254,10 @@ fn run_with_eal(
         None => {
             log::info!("forwarding: {} ports, {} worker lcore(s)", spec.ports.len(), spec.workers.len());
             let elapsed = main_loop::run(&mut control, spec, opts, timeline);
-            let resumed = control.resume_all_at_stop(Duration::from_millis(50));
+            // A bound, not a delay: it ends once the workers stopped receiving and took the
+            // control frames. On a loaded host a worker is off its CPU for tens of ms, and a
+            // frame still queued when the ports stop was counted as sent but never left.
+            let resumed = control.resume_all_at_stop(STOP_CONTROL_WAIT);
             if resumed > 0 {
                 log::info!("stop: {resumed} RESUME frame(s) sent for PGs still paused");
             }
@@ -277,6 +280,10 @@ fn run_with_eal(
         None => Ok(report),
     }
 }
+
+/// How long the stop waits for the workers to stop receiving and to send the control
+/// frames still queued (the final RESUMEs): a bound on a condition, generous for a loaded host.
+const STOP_CONTROL_WAIT: Duration = Duration::from_secs(2);
 
 /// Stop: workers first (each frees what it holds, releasing MMU charges), then what is
 /// left on its way to a port no worker serves, the control frames, and the ports.
@@ -303,7 +310,12 @@ fn shutdown(
         }
     }
     let totals = Totals::collect(shared.counters.iter().map(|c| &**c), nports);
-    control.drain();
+    let unsent = control.drain();
+    if unsent > 0 {
+        log::warn!(
+            "stop: {unsent} PFC/LLDP frame(s) still queued after {STOP_CONTROL_WAIT:?} were not sent (counted as sent)"
+        );
+    }
     let setup::Ports { mut ports, rxqs, txqs, .. } = ports;
     drop(rxqs);
     drop(txqs);

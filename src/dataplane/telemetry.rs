@@ -522,9 +522,11 @@ impl Handler {
     }
 }
 
-/// The commands ([`crate::show::commands`]) and their handlers.
+/// The commands ([`crate::show::commands`]) and their handlers, registered in this order:
+/// `/pfcswitch/ports` last, so that a client that finds it answering (`pfcswitch probe`
+/// waits on it) finds every other command there too; the main thread registering them may
+/// be off its CPU between two on a loaded host, and an unregistered command answers null.
 const COMMANDS: [(&Command, Handler); 19] = [
-    (&commands::PORTS, Handler::Switch(Views::ports)),
     (&commands::PFCWD, Handler::PerPort(Views::pfcwd)),
     (&commands::PFC_COUNTERS, Handler::PerPort(Views::pfc_counters)),
     (&commands::QUEUE_COUNTERS, Handler::PerPort(Views::queue_counters)),
@@ -543,6 +545,7 @@ const COMMANDS: [(&Command, Handler); 19] = [
     (&commands::TX_RELEASE, Handler::Action(Views::tx_release)),
     (&commands::CONFIG, Handler::Action(Views::config)),
     (&commands::RUNNING_CONFIG, Handler::Switch(Views::running_config)),
+    (&commands::PORTS, Handler::Switch(Views::ports)),
 ];
 
 /// Register every command. Failures are logged, not fatal (telemetry may be disabled
@@ -582,6 +585,6 @@ mod tests {
         for d in crate::show::VIEWS {
             assert!(COMMANDS.iter().any(|(c, _)| *c == d.command), "{:?}: {}", d.view, d.command.name);
         }
-        assert!(COMMANDS.iter().any(|(c, _)| **c == commands::PORTS));
+        assert!(*COMMANDS[COMMANDS.len() - 1].0 == commands::PORTS, "/pfcswitch/ports is registered last");
     }
 }

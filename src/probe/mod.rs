@@ -368,7 +368,7 @@ impl PgProbe<'_> {
         }
         let mut sw = self.start(at)?;
         let seen =
-            sw.wait_for(Duration::from_secs(2), |s| Ok(s.counter("/pfcswitch/pfc_counters", &port, &key)? > 0))?;
+            sw.wait_for(Duration::from_secs(10), |s| Ok(s.counter("/pfcswitch/pfc_counters", &port, &key)? > 0))?;
         sw.stop()?;
         let (wire, _) = self.wire_pfc(true);
         let result = match (seen, wire) {
@@ -421,7 +421,7 @@ impl PgProbe<'_> {
                         result = Err(format!("RESUME after only {} packets drained", x - 1));
                     } else if !release(&mut sw, 1, x)? {
                         result = Err(format!("{egress} did not send the released packet"));
-                    } else if !sw.wait_for(Duration::from_secs(2), |s| {
+                    } else if !sw.wait_for(Duration::from_secs(10), |s| {
                         Ok(s.counter("/pfcswitch/pfc_counters", &port, &resume_key)? > 0)
                     })? {
                         result = Err(format!("no RESUME after {x} packets drained"));
