@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Tables at ToR sizes through the kernel: `scripts/bench.sh --scale` (docs/benchmarks.md,
-"Tables at scale"; issue 44). A routed pfcswitch with four router interfaces (net_null
+"Tables at scale"). A routed pfcswitch with four router interfaces (net_null
 ports, their net_tap representors in a namespace of their own) mirrors what `ip -batch`
 installs there, as FRR would through netlink:
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Other traffic's forwarding rate while one MAC flaps between two workers' ports, vs without
-(issue 44, `scale_mac_flap_rate_ratio`).
+(bench JSON `scale_mac_flap_rate_ratio`).
 
     scripts/mac_flap_rate.py WORK_DIR [SECONDS]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ECMP failover with 131 072 routes on a live switch (issue 44, `scale_failover_ms`).
+"""ECMP failover with 131 072 routes on a live switch (bench JSON `scale_failover_ms`).
 
     scripts/scale_failover.py WORK_DIR            (root: namespaces, veth)
 

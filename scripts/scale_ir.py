@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Instructions and cache misses per packet at ToR table sizes vs one destination (issue 44).
+"""Instructions and cache misses per packet at ToR table sizes vs one destination.
 
     scripts/scale_ir.py WORK_DIR [SECONDS]       (root: the routed runs own a namespace)
 

@@ -1,4 +1,4 @@
-//! MAC moves, damped (issue 44; docs/switching.md "MAC moves"). One MAC X sends from two
+//! MAC moves, damped (docs/switching.md "MAC moves"). One MAC X sends from two
 //! ports served by two workers at once (a loop, a flapping bond): Ethernet0 (worker 1) and
 //! Ethernet4 (worker 2) both replay frames from X for the whole run (`infinite_rx`). Y, on
 //! Ethernet8 (transmit off: X's frames to Y go no further), sends to X meanwhile, after

@@ -1,4 +1,4 @@
-//! `rte_fib6` under an ND flood's churn (issue 39 item 3, issue 44): DPDK 22.11's trie loses
+//! `rte_fib6` under an ND flood's churn: DPDK 22.11's trie loses
 //! tbl8 groups when prefixes are withdrawn; the writer rebuilds a copy when its pool runs
 //! out (src/dpdk/fib.rs, docs/routing.md "rte_fib6 churn").
 

@@ -1,4 +1,4 @@
-//! Neighbours, bounded (issue 44, issue 39 item 3; docs/routing.md "Neighbours, bounded"):
+//! Neighbours, bounded (docs/routing.md "Neighbours, bounded"):
 //! an IPv6 ND flood from spoofed sources (each solicitation a new neighbour in the kernel)
 //! through a veth into the switch's namespace, with the routing control thread mirroring
 //! that namespace into the DPDK FIB. The mirror holds at most its bound, the rest is

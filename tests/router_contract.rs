@@ -418,7 +418,7 @@ fn one_ports_flood_never_starves_another_ports_control_plane() {
     assert!(answered >= 18, "h2's ARP starved by h1's flood: {answered}/20\n{log}");
     assert!(received.is_some_and(|r| r >= 18), "h2's pings starved by h1's flood: {ping}");
     let st = read_json(&json);
-    // Issue 38, item 5: a lossless-class packet the punt limiter drops is a lossless
+    // A lossless-class packet the punt limiter drops is a lossless
     // discard (beside `lossless_drops`, which stays the buffer's: 0), in its PG (3).
     let s0 = port(&st, "Ethernet0");
     let (discards, policed) =

@@ -1,4 +1,4 @@
-//! Sysctls put back at stop (issue 39 item 5; docs/routing.md "Kernel settings"): a routed
+//! Sysctls put back at stop (docs/routing.md "Kernel settings"): a routed
 //! switch without `[control_plane] netns` writes its namespace's (there: the host's)
 //! forwarding, redirect and reverse-path sysctls, and at stop writes back what they were.
 //! The test runs the switch inside a namespace of its own (`ip netns exec`), standing in

@@ -1,5 +1,5 @@
-//! Sysctls the switch writes, with the values they had, written back at stop (issue 39
-//! item 5: without `[control_plane] netns` they are the host's own). Each file is kept
+//! Sysctls the switch writes, with the values they had, written back at stop
+//! (without `[control_plane] netns` they are the host's own). Each file is kept
 //! open from the first write: a sysctl file belongs to the network namespace it was opened
 //! in, so the restore reaches the same one even after the thread entered another (the
 //! host's neighbour thresholds are written before the switch enters its namespace).

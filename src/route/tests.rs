@@ -662,7 +662,7 @@ fn a_neighbour_flood_leaves_next_hops_for_routes() {
     assert!(r.stats().neighbours_refused >= 40_000 - 16_384);
 }
 
-/// ECMP failover at scale (issue 44): 131 072 routes over the same 4 next hops are one
+/// ECMP failover at scale: 131 072 routes over the same 4 next hops are one
 /// group, so a dead link is one bit in the mask the router reads per burst: no route, group
 /// or next hop is rewritten before every route stops using the dead member (the kernel's
 /// withdrawals come later, and then also change one group, not 131 072).
