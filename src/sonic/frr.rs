@@ -75,44 +75,7 @@ fn build(db: &Db) -> BResult<Frr> {
         Some(v) => Some(asn(v, &asn_at)?),
         None => None,
     };
-    let mut neighbors = Vec::new();
-    for key in db.keys("BGP_NEIGHBOR") {
-        let kat = At::key("BGP_NEIGHBOR", key);
-        let (vrf, ip) = key.split_once('|').unwrap_or(("default", key));
-        if vrf != "default" {
-            notes.push(format!("BGP_NEIGHBOR|{key}: VRF '{vrf}' not supported, left out"));
-            continue;
-        }
-        let addr: IpAddr = ip.parse().map_err(|_| Bad::new(kat.clone(), format!("'{ip}' is not an IP address")))?;
-        let f = |n: &str| db.entry("BGP_NEIGHBOR", key).and_then(|e| e.fields.get(n)).map(|v| v.value.as_str());
-        let aat = At::field("BGP_NEIGHBOR", key, "asn");
-        let peer_asn = asn(f("asn").ok_or_else(|| Bad::new(aat.clone(), "missing field"))?, &aat)?;
-        let timers = match (f("keepalive"), f("holdtime")) {
-            (None, None) => None,
-            (k, h) => {
-                let num = |v: Option<&str>, n: &str| -> BResult<u32> {
-                    let at = At::field("BGP_NEIGHBOR", key, n);
-                    v.ok_or_else(|| Bad::new(at.clone(), "missing field (keepalive and holdtime go together)"))?
-                        .parse::<u32>()
-                        .ok()
-                        .filter(|&x| x <= 65535)
-                        .ok_or_else(|| Bad::new(at, "not a number of seconds 0..=65535"))
-                };
-                Some((num(k, "keepalive")?, num(h, "holdtime")?))
-            }
-        };
-        let shutdown = match f("admin_status") {
-            None | Some("up") => false,
-            Some("down") => true,
-            Some(o) => {
-                return Err(Bad::new(
-                    At::field("BGP_NEIGHBOR", key, "admin_status"),
-                    format!("'{o}' is not up or down"),
-                ))
-            }
-        };
-        neighbors.push(Neighbor { addr, asn: peer_asn, name: f("name").map(str::to_string), timers, shutdown });
-    }
+    let mut neighbors = neighbors(db, &mut notes)?;
     neighbors.sort_by_key(|n| n.addr);
     let local_asn = match local_asn {
         Some(a) => Some(a),
@@ -122,21 +85,7 @@ fn build(db: &Db) -> BResult<Frr> {
         None => None,
     };
     // Loopback0: router-id (its IPv4 address) and announced.
-    let mut lo4 = None;
-    let mut lo6 = None;
-    for key in db.keys("LOOPBACK_INTERFACE") {
-        let Some((name, p)) = key.split_once('|') else { continue };
-        let (addr, len) = prefix(p, &At::key("LOOPBACK_INTERFACE", key))?;
-        if name != "Loopback0" {
-            notes.push(format!("LOOPBACK_INTERFACE|{key}: only Loopback0 is announced, left out"));
-            continue;
-        }
-        match addr {
-            IpAddr::V4(_) if lo4.is_none() => lo4 = Some((addr, len)),
-            IpAddr::V6(_) if lo6.is_none() => lo6 = Some((addr, len)),
-            _ => notes.push(format!("LOOPBACK_INTERFACE|{key}: a second address of its family, left out")),
-        }
-    }
+    let (lo4, lo6) = loopback0(db, &mut notes)?;
     let import_check = globals(db, &mut notes)?;
     let af_networks = [networks(db, "ipv4_unicast", &mut notes)?, networks(db, "ipv6_unicast", &mut notes)?];
     let mut vlan_nets: Vec<(IpAddr, String)> = Vec::new();
@@ -202,6 +151,72 @@ fn build(db: &Db) -> BResult<Frr> {
     }
     b.push_str("!\n");
     Ok(Frr { bgpd: b, zebra: z, notes })
+}
+
+/// `BGP_NEIGHBOR` (default VRF), in the table's order.
+fn neighbors(db: &Db, notes: &mut Vec<String>) -> BResult<Vec<Neighbor>> {
+    let mut neighbors = Vec::new();
+    for key in db.keys("BGP_NEIGHBOR") {
+        let kat = At::key("BGP_NEIGHBOR", key);
+        let (vrf, ip) = key.split_once('|').unwrap_or(("default", key));
+        if vrf != "default" {
+            notes.push(format!("BGP_NEIGHBOR|{key}: VRF '{vrf}' not supported, left out"));
+            continue;
+        }
+        let addr: IpAddr = ip.parse().map_err(|_| Bad::new(kat.clone(), format!("'{ip}' is not an IP address")))?;
+        let f = |n: &str| db.entry("BGP_NEIGHBOR", key).and_then(|e| e.fields.get(n)).map(|v| v.value.as_str());
+        let aat = At::field("BGP_NEIGHBOR", key, "asn");
+        let peer_asn = asn(f("asn").ok_or_else(|| Bad::new(aat.clone(), "missing field"))?, &aat)?;
+        let timers = match (f("keepalive"), f("holdtime")) {
+            (None, None) => None,
+            (k, h) => {
+                let num = |v: Option<&str>, n: &str| -> BResult<u32> {
+                    let at = At::field("BGP_NEIGHBOR", key, n);
+                    v.ok_or_else(|| Bad::new(at.clone(), "missing field (keepalive and holdtime go together)"))?
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|&x| x <= 65535)
+                        .ok_or_else(|| Bad::new(at, "not a number of seconds 0..=65535"))
+                };
+                Some((num(k, "keepalive")?, num(h, "holdtime")?))
+            }
+        };
+        let shutdown = match f("admin_status") {
+            None | Some("up") => false,
+            Some("down") => true,
+            Some(o) => {
+                return Err(Bad::new(
+                    At::field("BGP_NEIGHBOR", key, "admin_status"),
+                    format!("'{o}' is not up or down"),
+                ))
+            }
+        };
+        neighbors.push(Neighbor { addr, asn: peer_asn, name: f("name").map(str::to_string), timers, shutdown });
+    }
+    Ok(neighbors)
+}
+
+/// An address and its prefix length.
+type Prefix = (IpAddr, u8);
+
+/// `LOOPBACK_INTERFACE|Loopback0|…`: its first IPv4 and IPv6 prefix.
+fn loopback0(db: &Db, notes: &mut Vec<String>) -> BResult<(Option<Prefix>, Option<Prefix>)> {
+    let mut lo4 = None;
+    let mut lo6 = None;
+    for key in db.keys("LOOPBACK_INTERFACE") {
+        let Some((name, p)) = key.split_once('|') else { continue };
+        let (addr, len) = prefix(p, &At::key("LOOPBACK_INTERFACE", key))?;
+        if name != "Loopback0" {
+            notes.push(format!("LOOPBACK_INTERFACE|{key}: only Loopback0 is announced, left out"));
+            continue;
+        }
+        match addr {
+            IpAddr::V4(_) if lo4.is_none() => lo4 = Some((addr, len)),
+            IpAddr::V6(_) if lo6.is_none() => lo6 = Some((addr, len)),
+            _ => notes.push(format!("LOOPBACK_INTERFACE|{key}: a second address of its family, left out")),
+        }
+    }
+    Ok((lo4, lo6))
 }
 
 /// `BGP_GLOBALS|default` (SONiC's frrcfgd schema, sonic-bgp-global): `network_import_check`
