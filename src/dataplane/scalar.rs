@@ -116,12 +116,9 @@ impl Scalar {
 
     /// One received burst: per packet, checks (segments, size, runt), parse, MAC control,
     /// the VLAN, routing's first pass, learning, the forwarding decision and the batch into
-    /// runs; then routing's second pass and the counters. Long (~200 lines) with a reason:
-    /// the packet's whole way through a worker in one loop body, in data-flow order, with
-    /// no per-packet call boundary the optimiser might not inline. A vector rework
-    /// (packets left in the RX burst, VPP-style stages over it) would replace this loop
-    /// and split it by stage; docs/benchmarks.md ("The L2 and routed paths: what was
-    /// tried") says what it would save and why it is an ownership rewrite.
+    /// runs; then routing's second pass and the counters. Long (~200 lines) on purpose:
+    /// it is the loop the RX stages (`rx/`) replaced, kept as it was so that it stays their
+    /// oracle (tests/rx_oracle.rs); it goes, not gets split, once the stages have held.
     #[inline(never)]
     pub fn process_burst(
         &mut self,
