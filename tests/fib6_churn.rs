@@ -21,11 +21,7 @@ use pfcswitch::route::{LpmWriter, Prefix6};
 #[test]
 fn fib6_churn_of_a_million_changes_keeps_tables_and_memory() {
     let d = TestDir::new("fib6-million");
-    let args: Vec<String> =
-        ["t", "--no-huge", "-m", "512", "--no-pci", "-l", "0", "--log-level=error", "--file-prefix", &d.prefix()]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+    let args = in_process_eal_args(&d, 512);
     let eal = Eal::init(&args).expect("EAL");
     let qsbr = Qsbr::new(1).unwrap();
     // The switch's IPv6 sizes (32767 tbl8 groups: ~4000 /128s each needing 8 levels of its

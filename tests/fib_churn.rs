@@ -19,11 +19,7 @@ use pfcswitch::route::{LpmWriter, Prefix4, Prefix6};
 #[test]
 fn lookups_never_see_a_changing_table() {
     let d = TestDir::new("fib-churn");
-    let args: Vec<String> =
-        ["t", "--no-huge", "-m", "512", "--no-pci", "-l", "0", "--log-level=error", "--file-prefix", &d.prefix()]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+    let args = in_process_eal_args(&d, 512);
     let eal = Eal::init(&args).expect("EAL");
     let qsbr = Qsbr::new(1).unwrap();
     let sizes = TableSizes { v4_routes: 4096, v4_tbl8: 512, v6_routes: 4096, v6_tbl8: 32_767 };

@@ -48,11 +48,7 @@ fn an_nd_flood_leaves_the_tables_bounded_and_routing_working() {
         return;
     }
     let d = TestDir::new("neigh-flood");
-    let args: Vec<String> =
-        ["t", "--no-huge", "-m", "512", "--no-pci", "-l", "0", "--log-level=error", "--file-prefix", &d.prefix()]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+    let args = in_process_eal_args(&d, 512);
     let eal = Eal::init(&args).expect("EAL");
     let id = std::process::id() % 100_000;
     let sw = Netns::add(&format!("pfcswnf{id}"));

@@ -60,11 +60,7 @@ Ethernet0 = ["10.0.0.0/31"]
     let reps = representor::representors(&cfg);
     // The switch enters its namespace before EAL: the tap is born there.
     netns::enter(&ns.0).unwrap();
-    let mut args: Vec<String> =
-        ["t", "--no-huge", "-m", "256", "--no-pci", "-l", "0", "--log-level=error", "--file-prefix", &d.prefix()]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+    let mut args = in_process_eal_args(&d, 256);
     args.push("--vdev=net_null0".into());
     args.extend(representor::eal_args(&reps));
     let eal = Eal::init(&args).expect("EAL");

@@ -34,11 +34,7 @@ fn v4(s: &str) -> u32 {
 }
 
 fn eal(d: &TestDir) -> Eal {
-    let args: Vec<String> =
-        ["t", "--no-huge", "-m", "512", "--no-pci", "-l", "0", "--log-level=error", "--file-prefix", &d.prefix()]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+    let args = in_process_eal_args(d, 512);
     Eal::init(&args).expect("EAL")
 }
 

@@ -48,11 +48,7 @@ fn kernel_routes_reach_the_dpdk_fib() {
         ip(cmd);
     }
 
-    let args: Vec<String> =
-        ["t", "--no-huge", "-m", "512", "--no-pci", "-l", "0", "--log-level=error", "--file-prefix", &d.prefix()]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+    let args = in_process_eal_args(&d, 512);
     let eal = Eal::init(&args).expect("EAL");
     let qsbr = Qsbr::new(2).unwrap();
     // This thread reads like a worker: it reports quiescent states while it polls and goes

@@ -106,6 +106,16 @@ pub fn pfc_frame(src: [u8; 6], class_enable: u8, quanta: [u16; 8]) -> Vec<u8> {
 
 // ---- running the switch ----
 
+/// EAL arguments for a test that starts EAL in its own process (one lcore, no hugepages,
+/// no PCI, `mb` MiB, the test's file prefix).
+pub fn in_process_eal_args(d: &TestDir, mb: u32) -> Vec<String> {
+    let mb = mb.to_string();
+    ["t", "--no-huge", "-m", &mb, "--no-pci", "-l", "0", "--log-level=error", "--file-prefix", &d.prefix()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
 pub fn run_switch(args: &[&str]) -> Output {
     Command::new(BIN).args(args).env("RUST_LOG", "info").output().expect("spawn pfcswitch")
 }
