@@ -31,46 +31,50 @@ pub(super) fn render_pfc_counters(ps: &[(String, Map<String, Value>)]) -> String
 
 /// `show queue counters`: per port and TX queue.
 pub(super) fn render_queue_counters(ps: &[(String, Map<String, Value>)]) -> String {
-    let h: Vec<String> = ["Port", "TxQ", "Counter/pkts", "Counter/bytes", "Drop/pkts", "Depth/pkts"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let mut rows = Vec::new();
-    for (p, o) in ps {
-        for q in 0..8 {
-            rows.push(vec![
-                p.clone(),
-                format!("UC{q}"),
-                get(o, &Q_TX_PACKETS.telemetry_key("UC", q)),
-                get(o, &Q_TX_BYTES.telemetry_key("UC", q)),
-                get(o, &Q_DROPS.telemetry_key("UC", q)),
-                get(o, &format!("UC{q}_depth")),
-            ]);
-        }
-    }
-    table(&h, &rows)
+    let h = ["Port", "TxQ", "Counter/pkts", "Counter/bytes", "Drop/pkts", "Depth/pkts"];
+    queue_table(ps, h, |o, q| {
+        [
+            get(o, &Q_TX_PACKETS.telemetry_key("UC", q)),
+            get(o, &Q_TX_BYTES.telemetry_key("UC", q)),
+            get(o, &Q_DROPS.telemetry_key("UC", q)),
+            get(o, &format!("UC{q}_depth")),
+        ]
+    })
 }
 
 /// `show queue wredcounters`: WRED drops and ECN marks per port and queue.
 pub(super) fn render_queue_wred_counters(ps: &[(String, Map<String, Value>)]) -> String {
-    let h: Vec<String> = ["Port", "TxQ", "WredDrp/pkts", "WredDrp/bytes", "EcnMarked/pkts", "EcnMarked/bytes"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let h = ["Port", "TxQ", "WredDrp/pkts", "WredDrp/bytes", "EcnMarked/pkts", "EcnMarked/bytes"];
+    queue_table(ps, h, |o, q| {
+        [
+            get(o, &Q_WRED_DROPPED_PACKETS.telemetry_key("UC", q)),
+            get(o, &Q_WRED_DROPPED_BYTES.telemetry_key("UC", q)),
+            get(o, &Q_ECN_MARKED_PACKETS.telemetry_key("UC", q)),
+            get(o, &Q_ECN_MARKED_BYTES.telemetry_key("UC", q)),
+        ]
+    })
+}
+
+/// A row per port and unicast queue (UC0..UC7): port, queue, then `cells` of that queue.
+fn queue_table(
+    ps: &[(String, Map<String, Value>)],
+    header: [&str; 6],
+    cells: impl Fn(&Map<String, Value>, usize) -> [String; 4],
+) -> String {
     let mut rows = Vec::new();
     for (p, o) in ps {
         for q in 0..8 {
-            rows.push(vec![
-                p.clone(),
-                format!("UC{q}"),
-                get(o, &Q_WRED_DROPPED_PACKETS.telemetry_key("UC", q)),
-                get(o, &Q_WRED_DROPPED_BYTES.telemetry_key("UC", q)),
-                get(o, &Q_ECN_MARKED_PACKETS.telemetry_key("UC", q)),
-                get(o, &Q_ECN_MARKED_BYTES.telemetry_key("UC", q)),
-            ]);
+            let mut row = vec![p.clone(), format!("UC{q}")];
+            row.extend(cells(o, q));
+            rows.push(row);
         }
     }
-    table(&h, &rows)
+    table(&strings(&header), &rows)
+}
+
+/// A table header from its column names.
+pub(super) fn strings(h: &[&str]) -> Vec<String> {
+    h.iter().map(|s| s.to_string()).collect()
 }
 
 /// `show priority-group watermark shared|headroom`.
@@ -92,7 +96,7 @@ pub(super) fn render_pg_watermark(ps: &[(String, Map<String, Value>)], title: &s
 
 /// `show buffer pool`: the pools' sizes and watermarks.
 pub(super) fn render_buffer_pool(ps: &[(String, Map<String, Value>)]) -> String {
-    let h: Vec<String> = [
+    let h: Vec<String> = strings(&[
         "Pool",
         "Size",
         "Occupancy",
@@ -100,10 +104,7 @@ pub(super) fn render_buffer_pool(ps: &[(String, Map<String, Value>)]) -> String 
         "Headroom watermark",
         "Headroom pool (xoff)",
         "Threshold (T)",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ]);
     let rows: Vec<Vec<String>> = ps
         .iter()
         .map(|(p, o)| {
@@ -123,8 +124,7 @@ pub(super) fn render_buffer_pool(ps: &[(String, Map<String, Value>)]) -> String 
 
 /// `show headroom-pool watermark`.
 pub(super) fn render_headroom_pool(ps: &[(String, Map<String, Value>)]) -> String {
-    let h: Vec<String> =
-        ["Pool", "Headroom pool (xoff)", "Headroom used", "Headroom watermark"].iter().map(|s| s.to_string()).collect();
+    let h: Vec<String> = strings(&["Pool", "Headroom pool (xoff)", "Headroom used", "Headroom watermark"]);
     let rows: Vec<Vec<String>> = ps
         .iter()
         .filter(|(_, o)| o.get("headroom_watermark").is_some())
@@ -135,8 +135,7 @@ pub(super) fn render_headroom_pool(ps: &[(String, Map<String, Value>)]) -> Strin
 
 /// `show latency`: per port and TC quantiles.
 pub(super) fn render_latency(ps: &[(String, Map<String, Value>)]) -> String {
-    let h: Vec<String> =
-        ["Port", "TC", "Packets", "p50(us)", "p99(us)", "p99.9(us)", "max(us)"].iter().map(|s| s.to_string()).collect();
+    let h: Vec<String> = strings(&["Port", "TC", "Packets", "p50(us)", "p99(us)", "p99.9(us)", "max(us)"]);
     let us = |o: &Map<String, Value>, k: &str| {
         o.get(k).and_then(|v| v.as_u64()).map_or("N/A".to_string(), |n| format!("{:.2}", n as f64 / 1000.0))
     };
@@ -161,7 +160,7 @@ pub(super) fn render_latency(ps: &[(String, Map<String, Value>)]) -> String {
 
 /// `show interfaces counters`, with the router's punts by reason.
 pub(super) fn render_port_counters(ps: &[(String, Map<String, Value>)]) -> String {
-    let h: Vec<String> = [
+    let h: Vec<String> = strings(&[
         "Iface",
         "RX_OK",
         "RX_BYTES",
@@ -173,10 +172,7 @@ pub(super) fn render_port_counters(ps: &[(String, Map<String, Value>)]) -> Strin
         "ROUTED",
         "PUNTED",
         "PUNT_DRP",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ]);
     let rows: Vec<Vec<String>> = ps
         .iter()
         .map(|(p, o)| {
@@ -211,7 +207,7 @@ pub(super) fn render_port_counters(ps: &[(String, Map<String, Value>)]) -> Strin
         }
     }
     if !why.is_empty() {
-        let h: Vec<String> = ["Iface", "Punted for", "Packets", "Rate-limited"].iter().map(|s| s.to_string()).collect();
+        let h: Vec<String> = strings(&["Iface", "Punted for", "Packets", "Rate-limited"]);
         s.push_str(&format!("\nTo the kernel (per ingress port and reason)\n{}", table(&h, &why)));
     }
     // Control-plane policing, per ingress port and trap group, where there is any.
@@ -225,7 +221,7 @@ pub(super) fn render_port_counters(ps: &[(String, Map<String, Value>)]) -> Strin
         }
     }
     if !copp.is_empty() {
-        let h: Vec<String> = ["Iface", "Trap group", "Passed", "Dropped"].iter().map(|s| s.to_string()).collect();
+        let h: Vec<String> = strings(&["Iface", "Trap group", "Passed", "Dropped"]);
         s.push_str(&format!("\nCoPP (per ingress port and trap group)\n{}", table(&h, &copp)));
     }
     s
@@ -234,7 +230,7 @@ pub(super) fn render_port_counters(ps: &[(String, Map<String, Value>)]) -> Strin
 /// SONiC's `show mac` table: No., Vlan, MacAddress, Port, Type (every entry is learned:
 /// Dynamic). VLAN 0 is the VLAN-unaware domain (ports in no VLAN).
 pub(super) fn render_mac(v: &Value) -> String {
-    let h: Vec<String> = ["No.", "Vlan", "MacAddress", "Port", "Type"].iter().map(|s| s.to_string()).collect();
+    let h: Vec<String> = strings(&["No.", "Vlan", "MacAddress", "Port", "Type"]);
     // Entries are `"<vid>|<mac>|<port>"`, sorted here by VLAN (as a number), then MAC.
     // A fourth field `flapping`: held on its port for moving too often (Type `Dynamic*`).
     let mut e: Vec<(u16, String, String, bool)> = v
@@ -276,10 +272,7 @@ pub(super) fn render_pfcwd(ps: &[(String, Map<String, Value>)]) -> String {
     if !ps.is_empty() && ps.iter().all(|(_, o)| o.get("watchdog").and_then(Value::as_str) == Some("off")) {
         return "PFC watchdog is off (no [pfcwd] section in the configuration)\n".to_string();
     }
-    let h: Vec<String> = ["Queue", "Status", "Storm detected/restored", "Tx OK/drop", "Rx OK/drop"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let h: Vec<String> = strings(&["Queue", "Status", "Storm detected/restored", "Tx OK/drop", "Rx OK/drop"]);
     let mut rows = Vec::new();
     for (p, o) in ps {
         for prio in 0..8 {
@@ -310,10 +303,7 @@ pub(super) fn render_pfcwd(ps: &[(String, Map<String, Value>)]) -> String {
 /// stop on the egress port).
 pub(super) fn render_conservation(ps: &[(String, Map<String, Value>)]) -> String {
     let n = |o: &Map<String, Value>, k: String| o.get(&k).and_then(Value::as_u64).unwrap_or(0);
-    let h: Vec<String> = ["Port", "TC", "RX", "Flood copies", "TX", "Dropped", "In flight", "Balance"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let h: Vec<String> = strings(&["Port", "TC", "RX", "Flood copies", "TX", "Dropped", "In flight", "Balance"]);
     let mut rows = Vec::new();
     for (p, o) in ps {
         for tc in 0..8 {
@@ -355,7 +345,7 @@ pub(super) fn render_conservation(ps: &[(String, Map<String, Value>)]) -> String
         }
     }
     if !drops.is_empty() {
-        let h: Vec<String> = ["Port", "Drop reason", "Packets"].iter().map(|s| s.to_string()).collect();
+        let h: Vec<String> = strings(&["Port", "Drop reason", "Packets"]);
         s.push_str(&format!("\nDrops by reason (per port as counted)\n{}", table(&h, &drops)));
     }
     s
