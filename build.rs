@@ -133,6 +133,7 @@ fn main() {
         .allowlist_function("rte_eth_dev_stop")
         .allowlist_function("rte_eth_dev_close")
         .allowlist_function("rte_eth_dev_set_mtu")
+        .allowlist_function("rte_eth_dev_get_mtu")
         .allowlist_function("rte_eth_dev_set_link_up")
         .allowlist_function("rte_eth_dev_set_link_down")
         .allowlist_function("rte_eth_promiscuous_enable")

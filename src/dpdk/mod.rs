@@ -17,6 +17,7 @@ mod mempool;
 mod port;
 mod qsbr;
 pub(crate) mod sys;
+mod tap_mtu;
 pub mod telemetry;
 pub mod threads;
 mod tsc;
@@ -31,6 +32,7 @@ pub use port::{
     PortStats, RxQueue, TxQueue,
 };
 pub use qsbr::{Qsbr, QsbrReader};
+pub use tap_mtu::{mtu_of, raise_tap_mtu};
 pub use tsc::{rdtsc, tsc_hz};
 
 /// The most ethdev ports this DPDK build probes (`RTE_MAX_ETHPORTS`; 32 as Debian builds it).

@@ -131,9 +131,9 @@ impl Port {
             if ret != 0 {
                 let msg = DpdkError::from_ret("rte_eth_dev_set_mtu", ret).msg;
                 if driver.contains("tap") {
-                    // A kernel representor: what is larger than its driver takes is dropped
-                    // as punt_undelivered (docs/routing.md).
-                    log::warn!("port {id} ({driver}): MTU {mtu} not set: {msg}; frames over 1522 B to it are dropped (punt_undelivered)");
+                    // A kernel representor: net_tap's fixed limit in DPDK 22.11, which the
+                    // caller raises (`raise_tap_mtu`, docs/routing.md).
+                    log::debug!("port {id} ({driver}): MTU {mtu} not set: {msg}");
                 } else {
                     log::info!("port {id} ({driver}): MTU {mtu} not set: {msg}");
                 }

@@ -435,9 +435,15 @@ pub struct RunningSwitch {
 impl RunningSwitch {
     /// `pfcswitch run --config cfg --stats-json json [extra...]`.
     pub fn spawn(cfg: &Path, json: &Path, extra: &[&str]) -> RunningSwitch {
+        RunningSwitch::spawn_env(cfg, json, extra, &[])
+    }
+
+    /// [`RunningSwitch::spawn`] with these environment variables set (test knobs).
+    pub fn spawn_env(cfg: &Path, json: &Path, extra: &[&str], env: &[(&str, &str)]) -> RunningSwitch {
         let mut child = Command::new(BIN)
             .args(["run", "--config", cfg.to_str().unwrap(), "--stats-json", json.to_str().unwrap()])
             .args(extra)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
