@@ -113,4 +113,5 @@ fn jumbo_pings_reach_the_kernel_and_jumbos_toward_a_small_mtu_are_fragmented_or_
     let rep = port(&j, "cpu/Ethernet0");
     assert_eq!(rep["drops"]["punt_undelivered"].as_u64().unwrap_or(0), 0, "refused punts: {}", rep["drops"]);
     assert!(!log.contains("PUNT UNDELIVERED"), "{log}");
+    assert!(log.contains("port cpu/Ethernet0: MTU 9000 (past net_tap's 1500"), "{log}");
 }

@@ -256,7 +256,7 @@ pub fn start_port(
         log::info!("port {}: RSS over {} RX queues, hash types {rss_hf:#x}", ps.name, ps.nb_rx);
     }
     if let Some(mtu) = mtu {
-        representor_mtu(ps, &port, mtu);
+        tap_mtu(ps, &port, mtu);
     }
     let flow_ctrl = port.flow_ctrl_off();
     match &flow_ctrl {
@@ -295,28 +295,29 @@ pub fn start_port(
     Ok(StartedPort { port: port.with_name(&ps.name), mac, rxqs: rq, txq, ctl_txq, flow_ctrl })
 }
 
-/// A kernel representor (net_tap) takes frames up to its port's MTU: DPDK 22.11's driver
-/// refuses an MTU above 1500, which is raised past it (`dpdk::raise_tap_mtu`). Where that
-/// fails, or with the test knob `PFCSW_FAULT_TAP_MTU` set, the driver's limit stays and
-/// larger punts are dropped as `punt_undelivered` (docs/routing.md, "Jumbo frames").
-fn representor_mtu(ps: &super::PortSpec, port: &Port, mtu: u16) {
-    let is_tap = ps.representor_of.is_some() || ps.vlan_interface_of.is_some();
+/// A net_tap port (the kernel representors) takes frames up to its MTU: DPDK 22.11's
+/// driver refuses an MTU above 1500, which is raised past it (`dpdk::raise_tap_mtu`). Where
+/// that fails, or with the test knob `PFCSW_FAULT_TAP_MTU` set, the driver's limit stays
+/// and larger frames to it are dropped: a representor counts them `punt_undelivered`
+/// (docs/routing.md, "Jumbo frames to the kernel").
+fn tap_mtu(ps: &super::PortSpec, port: &Port, mtu: u16) {
     let had = dpdk::mtu_of(port.id()).unwrap_or(0);
-    if !is_tap || !port.driver().contains("tap") || had >= mtu {
+    if !port.driver().contains("tap") || had >= mtu {
         return;
     }
     let refused = |why: &str| {
         log::warn!(
-            "representor {}: MTU {mtu} not set ({why}): punts over {} B are dropped (punt_undelivered)",
+            "port {}: MTU {mtu} not set ({why}): frames over {} B to it are dropped{}",
             ps.name,
-            u32::from(had) + crate::wire::L2_OVERHEAD
+            u32::from(had) + crate::wire::L2_OVERHEAD,
+            if ps.representor_of.is_some() || ps.vlan_interface_of.is_some() { " (punt_undelivered)" } else { "" }
         )
     };
     if std::env::var_os("PFCSW_FAULT_TAP_MTU").is_some() {
         return refused("PFCSW_FAULT_TAP_MTU");
     }
     match dpdk::raise_tap_mtu(port.id(), mtu) {
-        Ok(()) => log::info!("representor {}: MTU {mtu} (past net_tap's 1500 in DPDK 22.11)", ps.name),
+        Ok(()) => log::info!("port {}: MTU {mtu} (past net_tap's 1500 in DPDK 22.11)", ps.name),
         Err(e) => refused(&e.to_string()),
     }
 }
