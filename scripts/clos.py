@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -404,10 +405,12 @@ class Fabric:
     def pfcgen(self, host, streams, duration, json_path, cpu, rx_streams=0, pfc=True, extra=()):
         """pfcgen on a host's eth0 (af_packet), obeying PFC on priority 3 at the ToR port's
         nominal speed (the quanta's unit), napping between frames; `extra`: more options
-        (--cnp, --dcqcn-time-scale)."""
+        (--cnp, --dcqcn-time-scale, --stats-interval with --rates-csv)."""
         cmd = nsx(self.ns(host), PFCGEN, "run", "--port", "net_af_packet0,iface=eth0", "--speed",
                   topo.NOMINAL_SPEED, "--pfc-enable", "3" if pfc else "none", "--idle", "nap",
-                  "--stats-interval", "0", "--stats-json", json_path, "--link-wait", "2s")
+                  "--stats-json", json_path, "--link-wait", "2s")
+        if "--stats-interval" not in extra:
+            cmd += ["--stats-interval", "0"]
         for s in streams:
             cmd += ["--stream", s]
         if duration is not None:
@@ -484,6 +487,28 @@ class Fabric:
                 with open(path) as f:
                     out[name] = json.load(f)
         return out
+
+    def telemetry(self, sw, cmd):
+        """One DPDK telemetry query to switch `sw` (its EAL socket, as `pfcswitch show`
+        asks): the reply's value. A few ms, cheap enough to poll many switches."""
+        path = f"/var/run/dpdk/{self.ns(sw)}/dpdk_telemetry.v2"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.settimeout(10)
+            s.connect(path)
+            s.recv(4096)  # the greeting
+            s.send(cmd.encode())
+            reply = json.loads(s.recv(1 << 20))
+        return reply.get(cmd.split(",")[0])
+
+    def set_pfc(self, enable):
+        """PFC on TC 3 of every switch port on or off, live (`pfcswitch config pfc`,
+        docs/live-config.md): the lossless class becomes lossy and no switch pauses."""
+        for sw in self.t.switches.values():
+            for p in sw.ports:
+                run(BIN, "config", "--prefix", self.ns(sw.name), "pfc", p.name, "--enable",
+                    str(topo.LOSSLESS_TC) if enable else "none")
+        self.pfc = enable
+        log(f"PFC {'on' if enable else 'off'} on every switch port (live)")
 
     def tbf_drops(self):
         """Kernel routers: packets each switch's tbf queues dropped, per port."""

@@ -5,8 +5,8 @@
     scripts/fabric.sh clos-2-4-4 latency  [--duration 20]
     scripts/fabric.sh clos-2-4-4 failover [--duration 30]
     scripts/fabric.sh clos-2-4-4 ecmp
-    scripts/fabric.sh clos-2-4-4 dcqcn-incast [--duration 20] [--dcqcn-time-scale 8000]
-    scripts/fabric.sh clos-2-4-4 victim       [--duration 20]
+    scripts/fabric.sh clos-2-4-4 dcqcn-incast [--duration 20] [--dcqcn-time-scale S] [--dcqcn-config F] [--plot OUT.png]
+    scripts/fabric.sh clos-2-4-4 victim       [--duration 20] [--plot OUT.png]
     scripts/fabric.sh clos-2-4-4 all      [--duration 20]   # what tests/fabric.rs runs
     scripts/fabric.sh clos-2-4-4 down     # remove what a killed run left behind
     common: [--dataplane pfcswitch|kernel] [--config-db] [--keep]
@@ -30,12 +30,14 @@ ecmp      64 UDP flows (h11, h12 -> h41, h42, 16 source ports each) captured on 
           they may take: per-link packet counts, and that no flow is split.
 dcqcn-incast  the incast with RoCEv2 senders (pfcgen, DSCP 3, ECT(0)), every switch marking
           ECN on queue 3 (DCQCN-style RED), the receivers answering CE with CNPs, in three
-          modes, one bring-up each: PFC only (the senders ignore CNPs), PFC + DCQCN, DCQCN
-          without PFC. Beside it a victim flow h12 -> h22 (2 Mbit/s, 16 source ports) that
-          shares T1's uplinks with h11's flow but not the congested port. Per mode: PAUSE
-          frames (all switches), bottleneck utilisation, Jain's fairness, lossless drops,
-          one-way delay p99 (pfcgen's TX stamp to the receiver), CNPs; the victim's share
-          of its offered rate (docs/dcqcn.md).
+          modes on one bring-up: PFC only (the senders ignore CNPs), PFC + DCQCN, DCQCN
+          without PFC (PFC turned off live). Beside it a victim flow h12 -> h32 (16 source
+          ports) that shares its links through the spines with h11's flow but not the
+          congested port. Per
+          mode: PAUSE frames (all switches), bottleneck utilisation, Jain's fairness,
+          lossless drops, one-way delay p99 (pfcgen's TX stamp to the receiver), CNPs, the
+          watermark of the bottleneck's queue 3; the victim's share of its offered rate
+          (scripts/clos_dcqcn.py, docs/dcqcn.md).
 victim    dcqcn-incast's modes PFC only and PFC + DCQCN.
 all       on one bring-up, in sequence: ecmp; the incast with PFC (pfcgen) for --duration s
           (its excess past what every buffer on its paths could hold); the incast in a class
@@ -636,126 +638,26 @@ def print_short_incast(duration, lossless, lossy):
             "offered_frames": offered, "sent_frames": sent, "excess_bytes": round(excess), "buffer_bound_bytes": bound}
 
 
-# ---- dcqcn-incast, victim
-ROCE_PORT = 4791
-# DCQCN's time constants slowed by 40 Gbit/s over the link rate (docs/dcqcn.md, "Scaling"):
-# its 55 us timers become 440 ms, the CNP interval 400 ms.
-TIME_SCALE = 40e9 / topo.LINK_BPS
-VICTIM = ("h12", "h22")
-VICTIM_PPS = round(2_000_000 / 8 / PAYLOAD)
-WIRE_BITS = (FRAME + 20) * 8
-# mode: (PFC on the switches and obeyed by the senders, senders react with DCQCN)
-DCQCN_MODES = {"pfc": (True, False), "pfc+dcqcn": (True, True), "dcqcn": (False, True)}
-
-
-def jain(xs):
-    xs = [x for x in xs]
-    return (sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))) if any(xs) else 0.0
-
-
-def roce_incast(fab, duration, pfc, dcqcn, time_scale=TIME_SCALE):
-    """h11 (id 0) + h31 (id 1) -> h41 and the victim h12 (id 2) -> h22, RoCEv2 (DSCP 3,
-    ECT(0)), with DCQCN or not; the receivers (pfcgen on h41 and h22) answer CE with CNPs.
-    Returns per-flow figures from the receivers and senders."""
-    w = fab.work
-    scale = ["--dcqcn-time-scale", f"{time_scale:g}"]
-    sinks = [start_sink(fab, RECEIVER, ROCE_PORT), start_sink(fab, VICTIM[1], ROCE_PORT)]
-    recv = fab.pfcgen(RECEIVER, [], None, f"{w}/rx.json", cpu=0, rx_streams=3, extra=["--cnp", *scale])
-    vrecv = fab.pfcgen(VICTIM[1], [], None, f"{w}/vrx.json", cpu=1, rx_streams=3, extra=["--cnp", *scale])
-    wait_started(recv, f"{w}/rx.json.log")
-    wait_started(vrecv, f"{w}/vrx.json.log")
-    roce = ",ecn=ect0,roce=true" + (",dcqcn=true" if dcqcn else "")
-    flows = [(h, RECEIVER, i, f"{PPS}pps", "49152") for i, h in enumerate(SENDERS)]
-    flows.append((VICTIM[0], VICTIM[1], 2, f"{VICTIM_PPS}pps", "49152-49167"))
-    senders = [fab.pfcgen(h, [fab.stream(h, d, rate, FRAME, 3, sid=i, dst_port=ROCE_PORT, src_port=sp) + roce],
-                          duration, f"{w}/{h}.json", cpu=i % 2, pfc=pfc, extra=scale)
-               for h, d, i, rate, sp in flows]
-    sent = {h: wait_json(p, f"{w}/{h}.json", duration + 60) for p, (h, *_) in zip(senders, flows)}
-    wait_drained(fab, RECEIVER)
-    for r in (recv, vrecv):
-        stop_receiver(r)
-    for k in sinks:
-        k.kill()
-    got = {}
-    for path in ("rx.json", "vrx.json"):
-        with open(f"{w}/{path}") as f:
-            got.update({r["id"]: r for r in json.load(f)["received"]})
-    out = {}
-    for h, d, i, rate, _ in flows:
-        st, r = sent[h]["streams"][0], got.get(i, {})
-        out[f"{h}>{d}"] = {
-            "sent": st["tx_packets"], "received": r.get("unique", 0), "lost": st["tx_packets"] - r.get("unique", 0),
-            "rx_bps": round(r.get("rx_wire_bps", 0.0)), "ce": r.get("ecn_ce", 0), "cnp_sent": r.get("cnp_sent", 0),
-            "cnp_rx": st.get("cnp_rx", 0), "pause_frames_rx": sent[h]["totals"]["pause_frames_rx"],
-            "delay_p99_ms": r.get("latency", {}).get("p99_ns", 0) / 1e6,
-            "dcqcn_min_rate_bps": round(st["dcqcn"]["min_rate_bps"]) if "dcqcn" in st else None,
-        }
-    return out
-
-
-def dcqcn_incast(args, modes=tuple(DCQCN_MODES)):
-    if args.dataplane != "pfcswitch":
-        raise SystemExit("dcqcn-incast needs pfcswitch (ECN marking, PFC)")
-    duration = args.duration or 20
-    scale = args.dcqcn_time_scale or TIME_SCALE
-    results, victim = {}, {}
-    for mode in modes:
-        pfc, dcqcn = DCQCN_MODES[mode]
-        with fabric(args, pfc, ecn=True) as fab:
-            flows = roce_incast(fab, duration, pfc, dcqcn, scale)
-            fab.stop_switches()
-            rows = switch_rows(fab.switch_stats())
-        incast_flows = [flows[f"{h}>{RECEIVER}"] for h in SENDERS]
-        rates = [f["rx_bps"] for f in incast_flows]
-        v = flows[f"{VICTIM[0]}>{VICTIM[1]}"]
-        results[mode] = {
-            "pause_frames": sum(r["pause_tx"] for r in rows.values()),
-            "utilization": round(sum(rates) / topo.LINK_BPS, 3),
-            "jain": round(jain(rates), 3),
-            "lossless_drops": sum(r["lossless_drops"] for r in rows.values()),
-            "drops": sum(r["drops"] for r in rows.values()),
-            "delay_p99_ms": round(max(f["delay_p99_ms"] for f in incast_flows), 1),
-            "cnp_sent": sum(f["cnp_sent"] for f in flows.values()),
-            "lost": sum(f["lost"] for f in flows.values()),
-            "pause_by_switch": {n: r["pause_tx"] for n, r in rows.items() if r["pause_tx"]},
-            "flows": flows,
-        }
-        victim[mode] = {"share": round(v["rx_bps"] / (VICTIM_PPS * WIRE_BITS), 3)}
-    print(f"dcqcn-incast on {topo.NAME}: RoCEv2 {' + '.join(SENDERS)} -> {RECEIVER} ({PPS} frames/s of {FRAME} B "
-          f"each) and the victim {VICTIM[0]} -> {VICTIM[1]} ({VICTIM_PPS} frames/s), {duration:g} s per mode, "
-          f"links 5 Mbit/s, ECN Kmin/Kmax/Pmax {topo.ECN_KMIN}/{topo.ECN_KMAX} B/{topo.ECN_PMAX} %, "
-          f"DCQCN time scale {scale:g}")
-    print(f"{'mode':<10} {'PAUSE':>6} {'util':>6} {'Jain':>6} {'lossless drops':>15} {'lost':>6} {'p99 ms':>8}"
-          f" {'CNPs':>6} {'victim share':>13}  flows (received Mbit/s)")
-    for mode, m in results.items():
-        fl = ", ".join(f"{k} {f['rx_bps'] / 1e6:.2f}" for k, f in m["flows"].items())
-        print(f"{mode:<10} {m['pause_frames']:>6} {m['utilization']:>6.3f} {m['jain']:>6.3f} {m['lossless_drops']:>15}"
-              f" {m['lost']:>6} {m['delay_p99_ms']:>8.1f} {m['cnp_sent']:>6} {victim[mode]['share']:>13.3f}  {fl}")
-    return {"scenario": "dcqcn-incast", "topology": topo.NAME, "duration_s": duration, "time_scale": scale,
-            "modes": results, "victim": victim}
-
-
-def victim_only(args):
-    out = dcqcn_incast(args, modes=("pfc", "pfc+dcqcn"))
-    out["scenario"] = "victim"
-    return out
-
-
-SCENARIOS = {"dcqcn-incast": dcqcn_incast, "victim": victim_only, "incast": incast, "latency": latency, "failover": failover, "ecmp": ecmp, "all": all_in_one}
+SCENARIOS = {"incast": incast, "latency": latency, "failover": failover, "ecmp": ecmp, "all": all_in_one}
 
 
 def main(argv):
+    import clos_dcqcn  # it uses this module's pieces: imported once this module is whole
+    scenarios = {"dcqcn-incast": clos_dcqcn.dcqcn_incast, "victim": clos_dcqcn.victim_only, **SCENARIOS}
     ap = argparse.ArgumentParser(prog=f"fabric.sh {topo.NAME}", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("scenario", choices=[*SCENARIOS, "down"])
+    ap.add_argument("scenario", choices=[*scenarios, "down"])
     ap.add_argument("--dataplane", choices=["pfcswitch", "kernel"], default="pfcswitch")
     ap.add_argument("--pfc", choices=["on", "off", "both"], default="both", help="incast: PFC on, off or both")
     ap.add_argument("--duration", type=float,
                     help="seconds of traffic (incast 60, latency 20, failover 30, dcqcn-incast 20 per mode, all: its "
                          "lossless incast 20)")
-    ap.add_argument("--plot", metavar="OUT.png", help="incast: each switch's PG OFF intervals, aligned")
+    ap.add_argument("--plot", metavar="OUT.png", help="incast: each switch's PG OFF intervals, aligned; dcqcn-incast, "
+                    "victim: per mode the senders' rates, the bottleneck queue and each switch's PAUSE frames")
     ap.add_argument("--dcqcn-time-scale", type=float,
-                    help=f"dcqcn-incast: DCQCN's time scale (default 40G / link rate = {TIME_SCALE:g})")
+                    help=f"dcqcn-incast: DCQCN's time scale (default {clos_dcqcn.TIME_SCALE:g}, docs/dcqcn.md)")
+    ap.add_argument("--dcqcn-config", metavar="FILE",
+                    help="dcqcn-incast: a pfcgen TOML with [dcqcn] / [cnp] tables, given to every pfcgen")
     ap.add_argument("--config-db", action="store_true",
                     help="start every switch from a generated SONiC config_db.json (run --config-db, FRR from "
                          "import sonic --frr) instead of its TOML and hand-written FRR files")
@@ -774,7 +676,7 @@ def main(argv):
     signal.signal(signal.SIGINT, on_signal)
     result = None
     try:
-        result = SCENARIOS[a.scenario](a)
+        result = scenarios[a.scenario](a)
     except KeyboardInterrupt:
         log("interrupted: torn down")
     if result is None:

@@ -209,7 +209,7 @@ pub fn add_pfc_counters(m: &mut Metrics, v: &Value) {
     }
 }
 
-/// `/pfcswitch/queue_counters`: the per-queue counters (one list, `QUEUE_COUNTERS`) and depth.
+/// `/pfcswitch/queue_counters`: the per-queue counters (one list, `QUEUE_COUNTERS`), depth and watermark.
 pub fn add_queue_counters(m: &mut Metrics, v: &Value) {
     for (port, o) in per_port(v) {
         for q in 0..8 {
@@ -226,6 +226,9 @@ pub fn add_queue_counters(m: &mut Metrics, v: &Value) {
             }
             if let Some(n) = num(o, &format!("UC{q}_depth")) {
                 m.gauge("queue_depth_packets", "Packets waiting in the egress queue", l(), n);
+            }
+            if let Some(n) = num(o, &format!("UC{q}_watermark")) {
+                m.gauge("queue_watermark_bytes", "Egress queue high-water mark, bytes", l(), n);
             }
         }
     }

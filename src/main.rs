@@ -51,7 +51,7 @@ enum Cmd {
         config: PathBuf,
     },
     /// Show live state of a running switch (SONiC-style tables, or --json), read over DPDK
-    /// telemetry: pfc counters | queue counters | priority-group watermark shared|headroom |
+    /// telemetry: pfc counters | queue counters | queue watermark | priority-group watermark shared|headroom |
     /// buffer pool | pfcwd stats | latency | counters | conservation | ip route | ipv6 route |
     /// arp | ndp | mac | lldp neighbors | dcbx
     Show {
@@ -63,7 +63,9 @@ enum Cmd {
         #[arg(required = true, num_args = 1..)]
         what: Vec<String>,
     },
-    /// Clear counters as `show` displays them (a snapshot; the live counters keep counting)
+    /// Clear counters as `show` displays them (a snapshot; the live counters keep counting);
+    /// `clear fdb all|vlan VlanN` removes learned MACs; `clear watermarks` (or `queue
+    /// watermark`) restarts every MMU watermark from the current occupancy
     Clear {
         #[arg(long)]
         prefix: Option<String>,

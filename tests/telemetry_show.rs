@@ -108,6 +108,33 @@ fn show_and_dpdk_telemetry_agree() {
     assert!(out.status.success(), "{}", show(&out));
     let q: serde_json::Value = serde_json::from_str(&sh(&["--json", "queue", "counters"])).unwrap();
     assert!(q["Ethernet4"]["UC3_depth"].as_u64().unwrap() > 0, "a gauge is not cleared: {}", q["Ethernet4"]);
+    // Queue 3 of Ethernet4 (TX off) holds every 1000-byte frame the MMU admitted: its
+    // watermark is at least those bytes, and no other queue of it held any.
+    let (depth, wm) =
+        (q["Ethernet4"]["UC3_depth"].as_u64().unwrap(), q["Ethernet4"]["UC3_watermark"].as_u64().unwrap());
+    assert!(wm >= 1000 * depth, "watermark {wm} B below {depth} queued frames: {}", q["Ethernet4"]);
+    assert_eq!(q["Ethernet4"]["UC0_watermark"], 0, "{}", q["Ethernet4"]);
+    let t = sh(&["queue", "watermark"]);
+    assert!(
+        t.contains("UC3") && t.lines().any(|l| l.trim_start().starts_with("Ethernet4") && l.contains(&wm.to_string())),
+        "{t}"
+    );
+    // clear watermarks restarts the peak from what is held now (nothing leaves here, so
+    // the same bytes), in the switch itself: the live reply changes, not a snapshot.
+    let out = Command::new(BIN).args(["clear", "--prefix", &prefix, "watermarks"]).output().unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Watermarks reset"),
+        "{}",
+        show(&out)
+    );
+    let q: serde_json::Value = serde_json::from_str(&sh(&["--json", "queue", "counters"])).unwrap();
+    let again = q["Ethernet4"]["UC3_watermark"].as_u64().unwrap();
+    assert!(
+        again <= wm && again >= 1000 * q["Ethernet4"]["UC3_depth"].as_u64().unwrap(),
+        "{again} after clear, {wm} before"
+    );
+    let out = Command::new(BIN).args(["clear", "--prefix", &prefix, "queue", "watermark"]).output().unwrap();
+    assert!(out.status.success(), "SONiC's spelling: {}", show(&out));
 
     let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
     let status = child.wait().unwrap();

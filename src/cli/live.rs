@@ -80,6 +80,22 @@ fn show_status(prefix: Option<String>, json: bool, view: pfcswitch::show::View) 
     Ok(ExitCode::SUCCESS)
 }
 
+/// `clear watermarks`: the running switch's MMU watermarks start again from now.
+fn clear_watermarks(prefix: Option<String>, cmd: &str) -> Outcome {
+    let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    let reply = pfcswitch::dpdk::telemetry::Client::connect(&sock)
+        .and_then(|mut c| c.query(cmd))
+        .map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    match (reply.get("reset"), reply.get("error")) {
+        (Some(_), _) => {
+            println!("Watermarks reset (queues, priority groups, pools)");
+            Ok(ExitCode::SUCCESS)
+        }
+        (_, Some(e)) => Err(Fail::Input(format!("pfcswitch: {}", e.as_str().unwrap_or_default()))),
+        _ => Err(Fail::Runtime(format!("pfcswitch: unexpected reply {reply}"))),
+    }
+}
+
 /// `clear fdb ...`: the running switch removes the entries (a telemetry action).
 fn clear_fdb(prefix: Option<String>, cmd: &str) -> Outcome {
     let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
@@ -102,6 +118,9 @@ pub(super) fn show(prefix: Option<String>, json: bool, what: &[String], clear: b
     use pfcswitch::show::{self, render, Fetch, Instance, Snapshot, View};
     if let (true, Some(cmd)) = (clear, show::fdb_clear_command(what)) {
         return clear_fdb(prefix, &cmd.map_err(|e| Fail::Input(format!("pfcswitch: {e}")))?);
+    }
+    if let (true, Some(cmd)) = (clear, show::watermark_clear_command(what)) {
+        return clear_watermarks(prefix, cmd);
     }
     let view = View::parse(what).map_err(|e| Fail::Input(format!("pfcswitch: {e}")))?;
     match view.def().fetch {

@@ -273,6 +273,8 @@ impl Views {
                 o.insert(c.telemetry_key("UC", q), (c.get)(pt)[q].into());
             }
             o.insert(format!("UC{q}_depth"), (self.shared.egress[i].depth(q) as u64).into());
+            // Bytes, the MMU's high-water mark since start or the last `clear watermarks`.
+            o.insert(format!("UC{q}_watermark"), self.shared.mmu.queue_occupancy(i as u16, q as u8).watermark.into());
         }
         o
     }
@@ -457,6 +459,16 @@ impl Views {
         Ok(json!({ "removed": self.shared.fdb.flush(vid) }))
     }
 
+    /// `clear watermarks`: every MMU watermark starts again from the current occupancy
+    /// (a run's peak, not the switch's since start).
+    pub fn watermark_clear(&self, params: &str) -> Result<Value, String> {
+        if !params.trim().is_empty() {
+            return Err("takes no parameter".to_string());
+        }
+        self.shared.mmu.reset_watermarks();
+        Ok(json!({ "reset": true }))
+    }
+
     /// The reply to `cmd` with `params`; an error object when the parameter is wrong or
     /// the whole reply would not fit DPDK's limit.
     fn reply(&self, cmd: &'static str, handler: Handler, params: &str) -> Value {
@@ -526,7 +538,7 @@ impl Handler {
 /// `/pfcswitch/ports` last, so that a client that finds it answering (`pfcswitch probe`
 /// waits on it) finds every other command there too; the main thread registering them may
 /// be off its CPU between two on a loaded host, and an unregistered command answers null.
-const COMMANDS: [(&Command, Handler); 19] = [
+const COMMANDS: [(&Command, Handler); 20] = [
     (&commands::PFCWD, Handler::PerPort(Views::pfcwd)),
     (&commands::PFC_COUNTERS, Handler::PerPort(Views::pfc_counters)),
     (&commands::QUEUE_COUNTERS, Handler::PerPort(Views::queue_counters)),
@@ -542,6 +554,7 @@ const COMMANDS: [(&Command, Handler); 19] = [
     (&commands::ROUTING, Handler::Action(Views::routing_status)),
     (&commands::MAC, Handler::Action(Views::mac)),
     (&commands::FDB_CLEAR, Handler::Action(Views::fdb_clear)),
+    (&commands::WATERMARK_CLEAR, Handler::Action(Views::watermark_clear)),
     (&commands::TX_RELEASE, Handler::Action(Views::tx_release)),
     (&commands::CONFIG, Handler::Action(Views::config)),
     (&commands::RUNNING_CONFIG, Handler::Switch(Views::running_config)),

@@ -115,6 +115,18 @@ pub fn subtract(cur: &Value, snap: &Value) -> Value {
     }
 }
 
+/// `clear watermarks` (also SONiC's `clear queue watermark` and `clear priority-group
+/// watermark`, which here reset every MMU watermark together): the telemetry command.
+pub fn watermark_clear_command(words: &[String]) -> Option<&'static str> {
+    let w: Vec<&str> = words.iter().map(|s| s.as_str()).collect();
+    match w.as_slice() {
+        ["watermarks"] | ["queue", "watermark", ..] | ["priority-group", "watermark", ..] => {
+            Some(super::commands::WATERMARK_CLEAR.name)
+        }
+        _ => None,
+    }
+}
+
 /// `clear fdb all` / `clear fdb vlan Vlan1000` (SONiC's `sonic-clear fdb ...`): the
 /// telemetry command that removes those entries; None if the words are not an FDB clear.
 pub fn fdb_clear_command(words: &[String]) -> Option<Result<String, String>> {

@@ -41,8 +41,11 @@ pub const PFC_COUNTERS: Command = cmd(
     "PFC frames per port and priority (SAI PFC_n_RX/TX_PKTS, durations, ON2OFF). Param: port",
     Scope::PerPort,
 );
-pub const QUEUE_COUNTERS: Command =
-    cmd("/pfcswitch/queue_counters", "Per egress queue packets, bytes, drops, depth. Param: port", Scope::PerPort);
+pub const QUEUE_COUNTERS: Command = cmd(
+    "/pfcswitch/queue_counters",
+    "Per egress queue packets, bytes, drops, depth, watermark (bytes). Param: port",
+    Scope::PerPort,
+);
 pub const PG_WATERMARK: Command = cmd(
     "/pfcswitch/pg_watermark",
     "Per ingress PG shared/headroom watermarks, occupancy, lossless drops. Param: port",
@@ -93,6 +96,11 @@ pub const MAC: Command = cmd(
     Scope::Action,
 );
 pub const FDB_CLEAR: Command = cmd("/pfcswitch/fdb_clear", "Remove learned MACs. Param: all | VID", Scope::Action);
+pub const WATERMARK_CLEAR: Command = cmd(
+    "/pfcswitch/watermark_clear",
+    "Reset every MMU watermark (queues, PGs, pools) to the current occupancy",
+    Scope::Action,
+);
 pub const TX_RELEASE: Command = cmd(
     "/pfcswitch/tx_release",
     "Test knob: let N more data packets leave a port with tx_enable = false. Params: port,N",

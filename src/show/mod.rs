@@ -17,7 +17,8 @@ mod table;
 mod views;
 
 pub use clear::{
-    fdb_clear_command, read_snapshot, since_clear, snapshot_path, subtract, write_snapshot, Instance, Snapshot,
+    fdb_clear_command, read_snapshot, since_clear, snapshot_path, subtract, watermark_clear_command, write_snapshot,
+    Instance, Snapshot,
 };
 pub use ecn::render_ecn;
 pub use reading::{fetch, fetch_rows, unflatten, Reading, ShowError, FLAT_SEP};

@@ -81,13 +81,23 @@ pub(super) fn strings(h: &[&str]) -> Vec<String> {
 /// `title`: "Ingress shared pool occupancy per PG:" or "Ingress headroom per PG:";
 /// `key`: `shared_watermark` or `headroom_watermark`.
 pub(super) fn render_pg_watermark(ps: &[(String, Map<String, Value>)], title: &str, key: &str) -> String {
+    render_watermark(ps, title, "PG", key)
+}
+
+/// `show queue watermark`: each egress queue's high-water mark, bytes.
+pub(super) fn render_queue_watermark(ps: &[(String, Map<String, Value>)]) -> String {
+    render_watermark(ps, "Egress queue watermark per unicast queue (bytes):", "UC", "watermark")
+}
+
+/// One row per port, a column per PG or queue (`prefix` PG or UC) of `{prefix}{i}_{key}`.
+fn render_watermark(ps: &[(String, Map<String, Value>)], title: &str, prefix: &str, key: &str) -> String {
     let mut h = vec!["Port".to_string()];
-    h.extend((0..8).map(|i| format!("PG{i}")));
+    h.extend((0..8).map(|i| format!("{prefix}{i}")));
     let rows: Vec<Vec<String>> = ps
         .iter()
         .map(|(p, o)| {
             let mut r = vec![p.clone()];
-            r.extend((0..8).map(|i| get(o, &format!("PG{i}_{key}"))));
+            r.extend((0..8).map(|i| get(o, &format!("{prefix}{i}_{key}"))));
             r
         })
         .collect();

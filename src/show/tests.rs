@@ -57,6 +57,28 @@ fn pfc_table_has_sonic_shape() {
     assert!(lines[2].ends_with(" 7"));
 }
 
+/// `show queue watermark` draws each queue's peak from the queue counters' reply;
+/// `clear watermarks` (and SONiC's spellings) asks the switch to restart them.
+#[test]
+fn queue_watermark_view_and_clear() {
+    let w = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+    let view = View::parse(&w("queue watermark")).unwrap();
+    assert_eq!((view, view.command(), view.clearable()), (View::QueueWatermark, "/pfcswitch/queue_counters", false));
+    let mut o = Map::new();
+    for q in 0..8u64 {
+        o.insert(format!("UC{q}_watermark"), (1000 * q).into());
+        o.insert(format!("UC{q}_depth"), 1.into());
+    }
+    let t = render(View::QueueWatermark, &json!({ "Ethernet8": o }));
+    let lines: Vec<_> = t.lines().collect();
+    assert!(lines[0].contains("watermark") && lines[1].contains("UC0") && lines[1].contains("UC7"), "{t}");
+    assert!(lines[3].starts_with("Ethernet8") && lines[3].trim_end().ends_with("7000"), "{t}");
+    for words in ["watermarks", "queue watermark", "queue watermark unicast", "priority-group watermark shared"] {
+        assert_eq!(watermark_clear_command(&w(words)), Some("/pfcswitch/watermark_clear"), "{words}");
+    }
+    assert_eq!(watermark_clear_command(&w("queue counters")), None);
+}
+
 #[test]
 fn headroom_pool_view_is_sonics_command() {
     let w: Vec<String> = ["headroom-pool", "watermark"].iter().map(|s| s.to_string()).collect();
@@ -260,7 +282,7 @@ fn commands_and_usage_unchanged() {
     }
     assert_eq!(
         View::parse(&w("bogus view")).unwrap_err(),
-        "unknown view 'bogus view': expected one of: pfc counters | queue counters | queue wredcounters | priority-group watermark shared|headroom | buffer pool | pfcwd stats | latency | counters | conservation | headroom-pool watermark | ip route | ipv6 route | arp | ndp | mac | lldp neighbors | dcbx"
+        "unknown view 'bogus view': expected one of: pfc counters | queue counters | queue wredcounters | queue watermark | priority-group watermark shared|headroom | buffer pool | pfcwd stats | latency | counters | conservation | headroom-pool watermark | ip route | ipv6 route | arp | ndp | mac | lldp neighbors | dcbx"
     );
     let clearable: Vec<View> = VIEWS.iter().map(|d| d.view).filter(|v| v.clearable()).collect();
     assert_eq!(

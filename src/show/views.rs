@@ -9,7 +9,8 @@ use super::commands::{self, Command, Scope};
 use super::lldp::{render_dcbx, render_lldp_neighbors};
 use super::render::{
     render_buffer_pool, render_conservation, render_headroom_pool, render_latency, render_mac, render_pfc_counters,
-    render_pfcwd, render_pg_watermark, render_port_counters, render_queue_counters, render_queue_wred_counters,
+    render_pfcwd, render_pg_watermark, render_port_counters, render_queue_counters, render_queue_watermark,
+    render_queue_wred_counters,
 };
 use super::routing::{render_neighbours, render_routes, render_routing};
 use super::table::ports;
@@ -21,6 +22,8 @@ pub enum View {
     PfcCounters,
     QueueCounters,
     QueueWredCounters,
+    /// SONiC's `show queue watermark unicast`: each egress queue's peak, bytes.
+    QueueWatermark,
     PgWatermarkShared,
     PgWatermarkHeadroom,
     BufferPool,
@@ -88,7 +91,7 @@ const fn gauges(render: fn(&Value) -> String) -> Fetch {
 }
 
 /// The views, in [`View`]'s order; the list an unknown view's error prints is in this order.
-pub const VIEWS: [ViewDef; 19] = [
+pub const VIEWS: [ViewDef; 20] = [
     ViewDef {
         view: View::PfcCounters,
         words: &[&["pfc", "counters"]],
@@ -109,6 +112,13 @@ pub const VIEWS: [ViewDef; 19] = [
         usage: "queue wredcounters",
         command: &commands::QUEUE_COUNTERS,
         fetch: counters(|v| render_queue_wred_counters(&ports(v))),
+    },
+    ViewDef {
+        view: View::QueueWatermark,
+        words: &[&["queue", "watermark"], &["queue", "watermark", "unicast"]],
+        usage: "queue watermark",
+        command: &commands::QUEUE_COUNTERS,
+        fetch: gauges(|v| render_queue_watermark(&ports(v))),
     },
     ViewDef {
         view: View::PgWatermarkShared,
