@@ -241,6 +241,7 @@ fn main() {
                 metric: 0,
                 kind: RouteKind::Unicast,
                 paths: gw(i as u32),
+                nh_id: None,
             },
         })
         .collect();
@@ -260,6 +261,7 @@ fn main() {
                 metric: 0,
                 kind: RouteKind::Unicast,
                 paths: vec![Path { ifindex: 10, gateway: Some("fe80::1".parse().unwrap()), weight: 1 }],
+                nh_id: None,
             },
         })
         .collect();
@@ -280,6 +282,7 @@ fn main() {
                 metric: 0,
                 kind: RouteKind::Unicast,
                 paths: gw(i as u32 + 1)[..1].to_vec(),
+                nh_id: None,
             },
         }]);
     }
@@ -297,6 +300,7 @@ fn main() {
                 metric: 0,
                 kind: RouteKind::Unicast,
                 paths: vec![Path { ifindex: 11, gateway: Some("fe80::2".parse().unwrap()), weight: 1 }],
+                nh_id: None,
             },
         }]);
     }

@@ -137,10 +137,14 @@ fn route(m: &RouteMessage, add: bool, append: bool) -> Option<KernelEvent> {
             paths.push(Path { ifindex: oif, gateway: gateway(&m.attributes), weight: 1 });
         }
     }
+    let nh_id = m.attributes.iter().find_map(|a| match a {
+        RouteAttribute::NhId(id) => Some(*id),
+        _ => None,
+    });
     Some(KernelEvent::Route {
         add,
         append,
-        route: KernelRoute { prefix: Prefix::new(dst, h.destination_prefix_length), metric, kind, paths },
+        route: KernelRoute { prefix: Prefix::new(dst, h.destination_prefix_length), metric, kind, paths, nh_id },
     })
 }
 
