@@ -6,8 +6,8 @@
 //!
 //! * `ip nexthop` objects, a weighted group, routes of both families with `nhid`: programmed
 //!   with the right next hops; `ip nexthop replace` of the group and of a member changes the
-//!   FIB; deleting an object withdraws the routes through it (the kernel deletes them
-//!   without a message);
+//!   FIB; deleting an object, or the carrier of the link it goes through, withdraws the
+//!   routes through it (the kernel deletes them without a message);
 //! * objects replaced and deleted in storms that overrun a tiny receive buffer, while the
 //!   thread starts and once it is synced: after the resyncs the FIB equals the kernel;
 //! * FRR's zebra (which uses nexthop objects on this kernel) and staticd: static routes,
@@ -207,6 +207,17 @@ fn ip_nexthop_objects_with_compat_mode_0() {
     ip(&ns, "nexthop del id 3");
     ip(&ns, "nexthop del id 4");
     r.wait(&reader, "IPv6 object deleted", &[("2001:db8::1", "none"), ("198.51.100.1", "none")], SECS);
+    // Ethernet4 loses its carrier (its peer goes down): the kernel flushes the objects
+    // through it and deletes their routes, without a message for either.
+    ip(&ns, "nexthop add id 5 via 10.0.0.3 dev Ethernet4");
+    ip(&ns, "nexthop add id 6 via 10.0.0.1 dev Ethernet0");
+    ip(&ns, "nexthop add id 11 group 5/6");
+    ip(&ns, "route add 10.70.0.0/16 nhid 5");
+    ip(&ns, "route add 10.71.0.0/16 nhid 11");
+    r.wait(&reader, "routes through Ethernet4", &[("10.70.0.1", "ports [1]"), ("10.71.0.1", "ports [0, 1]")], SECS);
+    ip(&ns, "link set e4peer down");
+    r.wait(&reader, "carrier lost", &[("10.70.0.1", "none"), ("10.71.0.1", "ports [0]")], SECS);
+    assert_eq!(text(&sh(&format!("ip -n {} route show 10.70.0.0/16", ns.0))).trim(), "");
     drop(reader);
     r.stop();
 }
@@ -380,9 +391,10 @@ fn frr_with_nexthop_objects_programs_the_fib(d: &TestDir) {
     }
     let ns = namespace("frr");
     let dir = d.path.join("frr");
-    let run_dir = format!("/var/run/frr/{}", ns.0);
+    let run_dir = RunDir(format!("/var/run/frr/{}", ns.0));
+    let run_dir = &run_dir.0;
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::create_dir_all(run_dir).unwrap();
     std::fs::write(dir.join("zebra.conf"), "hostname nhobj\n!\n").unwrap();
     std::fs::write(
         dir.join("staticd.conf"),
@@ -441,5 +453,13 @@ fn frr_with_nexthop_objects_programs_the_fib(d: &TestDir) {
     drop(zebra);
     drop(reader);
     r.stop();
-    let _ = std::fs::remove_dir_all(&run_dir);
+}
+
+/// FRR's run directory of a pathspace, removed when dropped.
+struct RunDir(String);
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use netlink_packet_core::NLM_F_APPEND;
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
-use netlink_packet_route::link::{LinkAttribute, LinkMessage};
+use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
 use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState};
 use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteFlags, RouteMessage, RouteNextHopFlags, RouteType, RouteVia,
@@ -32,7 +32,11 @@ pub fn decode_message(m: Message) -> Option<KernelEvent> {
 /// The event a message carries, if the router cares (`nl_flags`: the netlink header's).
 pub fn decode(msg: &RouteNetlinkMessage, nl_flags: u16) -> Option<KernelEvent> {
     match msg {
-        RouteNetlinkMessage::NewLink(m) => link(m).map(|(ifindex, name)| KernelEvent::Link { ifindex, name }),
+        RouteNetlinkMessage::NewLink(m) => {
+            let f = m.header.flags;
+            let carrier = f.contains(LinkFlags::Up) && f.intersects(LinkFlags::Running | LinkFlags::LowerUp);
+            link(m).map(|(ifindex, name)| KernelEvent::Link { ifindex, name, carrier })
+        }
         RouteNetlinkMessage::DelLink(m) => Some(KernelEvent::LinkGone { ifindex: m.header.index }),
         RouteNetlinkMessage::NewAddress(m) => address(m, true),
         RouteNetlinkMessage::DelAddress(m) => address(m, false),
@@ -266,6 +270,26 @@ mod tests {
             (r.prefix.to_string(), r.nh_id, r.metric, r.paths.len()),
             ("2001:db8::/32".to_string(), Some(3), 1024, 0)
         );
+    }
+
+    #[test]
+    fn a_link_has_carrier_when_up_and_running_or_lower_up() {
+        let link = |flags: LinkFlags| {
+            let mut m = LinkMessage::default();
+            m.header.index = 3;
+            m.header.flags = flags;
+            m.attributes = vec![LinkAttribute::IfName("Ethernet0".into())];
+            match decode(&RouteNetlinkMessage::NewLink(m), 0) {
+                Some(KernelEvent::Link { ifindex: 3, carrier, .. }) => carrier,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(link(LinkFlags::Up | LinkFlags::Running | LinkFlags::LowerUp));
+        assert!(link(LinkFlags::Up | LinkFlags::LowerUp));
+        // Up without carrier (the peer down), and admin down: the kernel flushes the
+        // nexthop objects through it.
+        assert!(!link(LinkFlags::Up | LinkFlags::Broadcast | LinkFlags::Multicast));
+        assert!(!link(LinkFlags::Broadcast));
     }
 
     #[test]

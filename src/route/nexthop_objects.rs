@@ -117,6 +117,18 @@ impl NextHopObjects {
         }
     }
 
+    /// The single objects through interface `ifindex`, sorted.
+    pub fn through(&self, ifindex: u32) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .objs
+            .iter()
+            .filter(|(_, k)| matches!(k, NextHopKind::Via { ifindex: i, .. } if *i == ifindex))
+            .map(|(id, _)| *id)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
     /// What a route through `id` forwards to; None if `id` is unknown.
     pub fn resolve(&self, id: u32) -> Option<NhTarget> {
         Some(match self.objs.get(&id)? {

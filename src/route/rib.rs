@@ -103,7 +103,9 @@ pub struct KernelRoute {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KernelEvent {
     /// An interface exists (new or changed); a switch port's representor has its name.
-    Link { ifindex: u32, name: String },
+    /// `carrier`: up with a carrier (IFF_UP, and IFF_RUNNING or IFF_LOWER_UP); without it
+    /// the kernel flushes the nexthop objects through the interface, without a message.
+    Link { ifindex: u32, name: String, carrier: bool },
     /// An interface is gone.
     LinkGone { ifindex: u32 },
     /// An address was added to or removed from an interface.
@@ -467,7 +469,10 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
         for ev in events {
             self.stats.events += 1;
             match ev {
-                KernelEvent::Link { ifindex, name } => {
+                KernelEvent::Link { ifindex, name, carrier } => {
+                    if !carrier {
+                        self.nexthops_flushed(ifindex, &mut dirty);
+                    }
                     let port = self.port_names.iter().position(|n| *n == name).map(|p| p as u16);
                     let before = self.ifindex_port.get(&ifindex).copied();
                     match port {
@@ -481,6 +486,7 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
                     all |= before != self.ifindex_port.get(&ifindex).copied();
                 }
                 KernelEvent::LinkGone { ifindex } => {
+                    self.nexthops_flushed(ifindex, &mut dirty);
                     all |= self.ifindex_port.remove(&ifindex).is_some();
                 }
                 KernelEvent::Addr { add, addr, .. } => {
@@ -603,6 +609,14 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
     fn users_dirty(&self, ids: &BTreeSet<u32>, dirty: &mut Vec<Prefix>) {
         for id in ids {
             dirty.extend(self.nh_users.get(id).into_iter().flatten().copied());
+        }
+    }
+
+    /// The kernel flushes the nexthop objects through an interface that is down, without
+    /// carrier or gone (no message says so): the same here.
+    fn nexthops_flushed(&mut self, ifindex: u32, dirty: &mut Vec<Prefix>) {
+        for id in self.nexthops.through(ifindex) {
+            self.nexthop_gone(id, dirty);
         }
     }
 

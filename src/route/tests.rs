@@ -67,9 +67,9 @@ fn rib() -> (TestRib, Arc<NextHopTables>, Arc<ManualGrace>) {
     let mut r =
         Rib::new(SoftLpm::default(), tables.clone(), grace.clone(), vec!["Ethernet0".into(), "Ethernet4".into()]);
     r.apply([
-        KernelEvent::Link { ifindex: LO, name: "lo".into() },
-        KernelEvent::Link { ifindex: E0, name: "Ethernet0".into() },
-        KernelEvent::Link { ifindex: E4, name: "Ethernet4".into() },
+        KernelEvent::Link { ifindex: LO, name: "lo".into(), carrier: true },
+        KernelEvent::Link { ifindex: E0, name: "Ethernet0".into(), carrier: true },
+        KernelEvent::Link { ifindex: E4, name: "Ethernet4".into(), carrier: true },
         KernelEvent::Addr { add: true, ifindex: E0, addr: ip("10.0.0.0"), len: 31 },
         KernelEvent::Addr { add: true, ifindex: E4, addr: ip("10.0.0.2"), len: 31 },
         route("10.0.0.0/31", &[(E0, None)]),
@@ -255,7 +255,7 @@ fn a_link_seen_late_rebinds_its_routes() {
     let mut r = Rib::new(SoftLpm::default(), tables, Arc::new(NoReaders), vec!["Ethernet0".into()]);
     r.apply([route("10.8.0.0/16", &[(E0, Some("10.0.0.1"))])]);
     assert_eq!(Target::decode(r.lpm().lookup4(0x0a08_0001)), Some(Target::Kernel));
-    r.apply([KernelEvent::Link { ifindex: E0, name: "Ethernet0".into() }]);
+    r.apply([KernelEvent::Link { ifindex: E0, name: "Ethernet0".into(), carrier: true }]);
     assert!(matches!(Target::decode(r.lpm().lookup4(0x0a08_0001)), Some(Target::NextHop(_))));
     r.apply([KernelEvent::LinkGone { ifindex: E0 }]);
     assert_eq!(Target::decode(r.lpm().lookup4(0x0a08_0001)), Some(Target::Kernel));
@@ -477,7 +477,7 @@ fn refused_prefixes_are_retried_when_room_is_made() {
     let tables = Arc::new(NextHopTables::new());
     let lpm = CappedLpm { inner: SoftLpm::default(), cap: 4 };
     let mut r = Rib::new(lpm, tables, Arc::new(NoReaders), vec!["Ethernet0".into()]);
-    r.apply([KernelEvent::Link { ifindex: E0, name: "Ethernet0".into() }]);
+    r.apply([KernelEvent::Link { ifindex: E0, name: "Ethernet0".into(), carrier: true }]);
     let routes: Vec<String> = (0..6).map(|i| format!("100.{i}.0.0/16")).collect();
     r.apply(routes.iter().map(|p| route(p, &[(E0, Some("10.0.0.1"))])));
     assert_eq!(r.lpm().inner.v4.len(), 4);
@@ -692,7 +692,7 @@ fn ecmp_failover_at_scale_is_one_shared_group() {
     let mut ev: Vec<KernelEvent> = (0..4u32)
         .flat_map(|i| {
             [
-                KernelEvent::Link { ifindex: 20 + i, name: format!("Ethernet{}", 4 * i) },
+                KernelEvent::Link { ifindex: 20 + i, name: format!("Ethernet{}", 4 * i), carrier: true },
                 KernelEvent::Addr { add: true, ifindex: 20 + i, addr: ip(&format!("10.1.{i}.0")), len: 31 },
                 route(&format!("10.1.{i}.0/31"), &[(20 + i, None)]),
                 neigh(20 + i, &format!("10.1.{i}.1"), Some(i as u8)),
@@ -799,10 +799,25 @@ fn routes_through_kernel_nexthop_objects() {
     r.apply([nh(5, E4, "10.0.0.3"), nh_route("10.50.0.0/16", 5)]);
     assert_eq!(members(&r, &t, "10.50.0.1"), vec![b]);
 
+    // Ethernet4 loses its carrier: the kernel flushes the objects through it (no message),
+    // the routes through them go, groups keep their other members.
+    r.apply([nh(7, E0, "10.0.0.1"), group(11, &[(5, 1), (7, 1)]), nh_route("10.51.0.0/16", 11)]);
+    assert_eq!(members(&r, &t, "10.51.0.1"), vec![a, b]);
+    r.apply([KernelEvent::Link { ifindex: E4, name: "Ethernet4".into(), carrier: false }]);
+    assert_eq!(lookup(&r, "10.50.0.1"), None);
+    assert_eq!(members(&r, &t, "10.51.0.1"), vec![a]);
+    r.apply([KernelEvent::LinkGone { ifindex: E0 }]);
+    assert_eq!(lookup(&r, "10.51.0.1"), None);
+    assert_eq!(r.nexthop_objects(), 1, "the blackhole (on no link) is left");
+    assert_eq!(lookup(&r, "2001:db8::1"), None, "object 3 was through Ethernet0");
+    r.apply([KernelEvent::Link { ifindex: E0, name: "Ethernet0".into(), carrier: true }]);
+    r.apply([KernelEvent::Link { ifindex: E4, name: "Ethernet4".into(), carrier: true }]);
+    r.apply([nh(5, E4, "10.0.0.3"), nh_route("10.50.0.0/16", 5)]);
+
     // A resync forgets the objects the dump no longer has, and their routes.
     r.resync([
-        KernelEvent::Link { ifindex: E0, name: "Ethernet0".into() },
-        KernelEvent::Link { ifindex: E4, name: "Ethernet4".into() },
+        KernelEvent::Link { ifindex: E0, name: "Ethernet0".into(), carrier: true },
+        KernelEvent::Link { ifindex: E4, name: "Ethernet4".into(), carrier: true },
         route("10.0.0.2/31", &[(E4, None)]),
         nh(6, E4, "10.0.0.3"),
         nh_route("10.50.0.0/16", 6),
