@@ -54,7 +54,7 @@ pub fn decode(new: bool, payload: &[u8]) -> Result<KernelEvent, String> {
             }
             NHA_BLACKHOLE => blackhole = true,
             NHA_GROUP => {
-                if v.len() % 8 != 0 {
+                if !v.len().is_multiple_of(8) {
                     return Err(format!("NHA_GROUP of {} bytes", v.len()));
                 }
                 // struct nexthop_grp: id, weight − 1 (low byte), its high byte (Linux

@@ -25,7 +25,7 @@ pub mod target;
 pub use copp::{PuntLimiter, TrapGroup};
 pub use decide::{decide, forward, ingress, Decision, Ingress, PuntReason, RouteDrop, RouteTo, RouterPort};
 pub use hash::{flow_hash, pick, seed_from_mac};
-pub use nexthop_objects::{NextHopKind, NextHopObjects, NhTarget};
+pub use nexthop_objects::{NextHopKind, NextHopObjects, NhPath, NhTarget};
 pub use prefix::{IfAddr, Prefix, Prefix4, Prefix6};
 pub use rib::{
     Grace, KernelEvent, KernelRoute, LpmWriter, NeighRow, NeighbourLimits, NoReaders, Path, Rib, RibStats, RibView,

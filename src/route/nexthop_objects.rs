@@ -8,8 +8,6 @@
 use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
 
-use super::rib::Path;
-
 /// What a nexthop object is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NextHopKind {
@@ -26,11 +24,20 @@ pub enum NextHopKind {
     Other,
 }
 
+/// One path through an object: the interface, the gateway (None: on the link), the
+/// weight (≥ 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NhPath {
+    pub ifindex: u32,
+    pub gateway: Option<IpAddr>,
+    pub weight: u16,
+}
+
 /// What a route through a nexthop object forwards to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NhTarget {
     /// Paths (one, or a group's members with their weights).
-    Paths(Vec<Path>),
+    Paths(Vec<NhPath>),
     Blackhole,
     /// Punted: the kernel forwards (an object the dataplane cannot follow).
     Kernel,
@@ -133,7 +140,7 @@ impl NextHopObjects {
     pub fn resolve(&self, id: u32) -> Option<NhTarget> {
         Some(match self.objs.get(&id)? {
             NextHopKind::Via { ifindex, gateway } => {
-                NhTarget::Paths(vec![Path { ifindex: *ifindex, gateway: *gateway, weight: 1 }])
+                NhTarget::Paths(vec![NhPath { ifindex: *ifindex, gateway: *gateway, weight: 1 }])
             }
             NextHopKind::Blackhole => NhTarget::Blackhole,
             NextHopKind::Other => NhTarget::Kernel,
@@ -143,7 +150,7 @@ impl NextHopObjects {
                 for &(m, weight) in members {
                     match self.objs.get(&m) {
                         Some(NextHopKind::Via { ifindex, gateway }) => {
-                            paths.push(Path { ifindex: *ifindex, gateway: *gateway, weight: weight.max(1) })
+                            paths.push(NhPath { ifindex: *ifindex, gateway: *gateway, weight: weight.max(1) })
                         }
                         Some(NextHopKind::Blackhole) => blackholes += 1,
                         // A member the dataplane cannot follow: the kernel forwards it all.
@@ -215,7 +222,7 @@ mod tests {
         assert_eq!(t.resolve(20), Some(NhTarget::Blackhole));
         assert_eq!(t.resolve(5), Some(NhTarget::Kernel));
         assert_eq!(t.resolve(21), Some(NhTarget::Kernel));
-        assert_eq!(t.resolve(6), Some(NhTarget::Paths(vec![Path { ifindex: 3, gateway: None, weight: 1 }])));
+        assert_eq!(t.resolve(6), Some(NhTarget::Paths(vec![NhPath { ifindex: 3, gateway: None, weight: 1 }])));
         assert_eq!(t.resolve(99), None);
     }
 }

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::nexthop_objects::{NextHopKind, NextHopObjects, NhTarget};
+use super::nexthop_objects::{NextHopKind, NextHopObjects, NhPath, NhTarget};
 use super::prefix::{Prefix, Prefix4, Prefix6};
 use super::tables::{NextHop, NextHopTables, MAX_PORT};
 use super::target::{Target, MAX_GROUPS, MAX_NEXTHOPS, MAX_PATHS};
@@ -82,6 +82,12 @@ pub struct Path {
     pub gateway: Option<IpAddr>,
     /// Relative weight (the kernel's rtnh_hops + 1), ≥ 1.
     pub weight: u16,
+}
+
+impl From<NhPath> for Path {
+    fn from(p: NhPath) -> Path {
+        Path { ifindex: p.ifindex, gateway: p.gateway, weight: p.weight }
+    }
 }
 
 /// A route of the kernel's main table.
@@ -703,7 +709,7 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
     /// A route's first path, through its nexthop object if it has one.
     fn first_path(&self, r: &KernelRoute) -> Option<Path> {
         match r.nh_id.and_then(|id| self.nexthops.resolve(id)) {
-            Some(NhTarget::Paths(p)) => p.first().copied(),
+            Some(NhTarget::Paths(p)) => p.first().copied().map(Path::from),
             Some(_) => None,
             None => r.paths.first().copied(),
         }
@@ -761,7 +767,7 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
         let resolved;
         let paths = match r.nh_id.and_then(|id| self.nexthops.resolve(id)) {
             Some(NhTarget::Paths(p)) => {
-                resolved = p;
+                resolved = p.into_iter().map(Path::from).collect::<Vec<Path>>();
                 &resolved
             }
             Some(NhTarget::Blackhole) => return Want::Special(Target::Blackhole),
