@@ -11,7 +11,9 @@
 //! * objects replaced and deleted in storms that overrun a tiny receive buffer, while the
 //!   thread starts and once it is synced: after the resyncs the FIB equals the kernel;
 //! * FRR's zebra (which uses nexthop objects on this kernel) and staticd: static routes,
-//!   ECMP and IPv6, in the FIB; removing a path in vtysh changes it.
+//!   ECMP and IPv6, in the FIB; removing a path in vtysh changes it;
+//! * FRR's bgpd: a prefix a peer in another namespace announces over two eBGP sessions is
+//!   an ECMP group in the FIB; one session down leaves the other path.
 //!
 //! Needs root; skipped otherwise. Bounds are generous (a loaded 2-CPU machine): what is
 //! asserted is what the FIB ends up holding.
@@ -44,6 +46,7 @@ fn nexthop_objects_reach_the_dpdk_fib() {
     ip_nexthop_objects_with_compat_mode_0();
     a_resync_reconciles_nexthop_objects(&d);
     frr_with_nexthop_objects_programs_the_fib(&d);
+    bgp_routes_from_a_peer_namespace(&d);
     drop(eal);
 }
 
@@ -451,6 +454,97 @@ fn frr_with_nexthop_objects_programs_the_fib(d: &TestDir) {
     );
     drop(staticd);
     drop(zebra);
+    drop(reader);
+    r.stop();
+}
+
+fn bgpd_conf(asn: u32, id: &str, peers: &[&str], peer_as: u32, network: Option<&str>) -> String {
+    let mut c = format!(
+        "hostname as{asn}\n!\nrouter bgp {asn}\n bgp router-id {id}\n no bgp ebgp-requires-policy\n\
+         no bgp network import-check\n timers bgp 3 9\n"
+    );
+    for p in peers {
+        writeln!(c, " neighbor {p} remote-as {peer_as}\n neighbor {p} timers connect 1").unwrap();
+    }
+    c.push_str(" address-family ipv4 unicast\n  maximum-paths 16\n");
+    if let Some(n) = network {
+        writeln!(c, "  network {n}").unwrap();
+    }
+    c.push_str(" exit-address-family\n!\n");
+    c
+}
+
+fn bgp_routes_from_a_peer_namespace(d: &TestDir) {
+    if !std::path::Path::new(&format!("{FRR}/bgpd")).exists() {
+        eprintln!("SKIP (BGP case): {FRR}/bgpd not installed");
+        return;
+    }
+    let ns = namespace("bgp");
+    // The peer: another namespace holding the far ends of both links.
+    let peer = Netns::add(&format!("pfcswnhpeer{}", std::process::id() % 100_000));
+    for cmd in [format!("link set e0peer netns {}", peer.0), format!("link set e4peer netns {}", peer.0)] {
+        ip(&ns, &cmd);
+    }
+    for cmd in [
+        "link set lo up",
+        "link set e0peer up",
+        "link set e4peer up",
+        "addr add 10.0.0.1/31 dev e0peer",
+        "addr add 10.0.0.3/31 dev e4peer",
+    ] {
+        ip(&peer, cmd);
+    }
+    let mut dirs = Vec::new();
+    let mut run_dirs = Vec::new();
+    for (n, bgpd) in [
+        (&ns, bgpd_conf(65001, "10.0.0.0", &["10.0.0.1", "10.0.0.3"], 65002, None)),
+        (&peer, bgpd_conf(65002, "10.0.0.1", &["10.0.0.0", "10.0.0.2"], 65001, Some("10.80.0.0/16"))),
+    ] {
+        let dir = d.path.join(format!("frr-{}", n.0));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("zebra.conf"), "hostname z\n!\n").unwrap();
+        std::fs::write(dir.join("bgpd.conf"), bgpd).unwrap();
+        let run_dir = RunDir(format!("/var/run/frr/{}", n.0));
+        std::fs::create_dir_all(&run_dir.0).unwrap();
+        let o = sh(&format!("chmod 755 {0} && chown -R frr:frr {1} {2}", d.path.display(), dir.display(), run_dir.0));
+        assert!(o.status.success(), "{}", show(&o));
+        dirs.push(dir);
+        run_dirs.push(run_dir);
+    }
+    let r = Router::start(&ns);
+    let reader = r.qsbr.reader(0).unwrap();
+    reader.offline();
+    r.wait(&reader, "synced", &[("10.0.0.1", "Glean")], SECS);
+    let mut daemons = Vec::new();
+    for (n, dir, run_dir) in [(&ns, &dirs[0], &run_dirs[0].0), (&peer, &dirs[1], &run_dirs[1].0)] {
+        daemons.push(frr_daemon(n, dir, "zebra"));
+        until(SECS, || std::path::Path::new(&format!("{run_dir}/zserv.api")).exists()).expect("zebra's socket");
+        daemons.push(frr_daemon(n, dir, "bgpd"));
+    }
+    let logs = || {
+        dirs.iter()
+            .flat_map(|dir| ["bgpd.log", "bgpd.out"].map(|f| dir.join(f)))
+            .map(|f| format!("{}: {}", f.display(), std::fs::read_to_string(&f).unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let t0 = Instant::now();
+    while !text(&sh(&format!("ip -n {} route show 10.80.0.0/16", ns.0))).contains("nhid") {
+        assert!(t0.elapsed() < Duration::from_secs(120), "no BGP route with nhid in 120 s\n{}", logs());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Both sessions: the prefix over two paths (zebra may install one path first).
+    r.wait(&reader, "the BGP route over two sessions", &[("10.80.0.1", "ports [0, 1]")], Duration::from_secs(120));
+    let routes = text(&sh(&format!("ip -n {0} route show 10.80.0.0/16; ip -n {0} nexthop", ns.0)));
+    eprintln!("route_nexthop_objects: the BGP route as zebra programmed it:\n{routes}");
+    // One session down (the peer shuts it): the other path is left.
+    let o = sh(&format!(
+        "ip netns exec {0} vtysh -N {0} -c 'configure terminal' -c 'router bgp 65002' -c 'neighbor 10.0.0.2 shutdown'",
+        peer.0
+    ));
+    assert!(o.status.success(), "vtysh: {}", show(&o));
+    r.wait(&reader, "one BGP session down", &[("10.80.0.1", "ports [0]")], Duration::from_secs(120));
+    drop(daemons);
     drop(reader);
     r.stop();
 }
