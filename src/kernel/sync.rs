@@ -1,7 +1,7 @@
 //! The control thread that mirrors the kernel into the FIB: subscribe to rtnetlink events,
-//! dump links, addresses, neighbours, nexthop objects and routes, then apply events as they come, everything
-//! queued on the socket (up to a budget) as one batch through the one writer: one commit,
-//! one grace period.
+//! dump links, addresses, neighbours, nexthop objects and routes, then apply events as they
+//! come, everything queued on the socket (up to a budget) as one batch through the one
+//! writer: one commit, one grace period.
 //!
 //! It heals rather than stops (docs/routing.md, "Netlink that heals"): whatever makes the
 //! mirror doubtful — an overrun (ENOBUFS), an error answer to a dump (EBUSY), a dump that
@@ -381,9 +381,9 @@ impl Thread<'_> {
 
     /// Dump links, addresses, neighbours, nexthop objects, routes in that order (each
     /// needs the ones before: a route names its nexthop object), keeping any event that
-    /// arrives meanwhile in order. Err: why the dump cannot
-    /// be trusted (events lost, an error answer such as EBUSY, no answer within
-    /// [`DUMP_STALL`], a truncated datagram): open a new socket and dump again.
+    /// arrives meanwhile in order. Err: why the dump cannot be trusted (events lost, an
+    /// error answer such as EBUSY, no answer within [`DUMP_STALL`], a truncated datagram):
+    /// open a new socket and dump again.
     fn dump_all(&mut self, nl: &mut RtNetlink) -> Result<(), String> {
         for what in [Dump::Links, Dump::Addresses, Dump::Neighbours, Dump::NextHops, Dump::Routes] {
             let seq = nl.dump(what).map_err(|e| format!("{what:?} dump request: {e}"))?;
