@@ -212,8 +212,8 @@ fn main() {
     let (lookup, writer) = route_tables(TableSizes::default(), qsbr.clone()).expect("tables");
     let mut rib = Rib::new(writer, tables.clone(), qsbr.clone(), vec!["Ethernet0".into(), "Ethernet4".into()]);
     rib.apply([
-        KernelEvent::Link { ifindex: 10, name: "Ethernet0".into() },
-        KernelEvent::Link { ifindex: 11, name: "Ethernet4".into() },
+        KernelEvent::Link { ifindex: 10, name: "Ethernet0".into(), carrier: true },
+        KernelEvent::Link { ifindex: 11, name: "Ethernet4".into(), carrier: true },
     ]);
     // Resolved gateways, so `forward` below returns Route (the fast path's case).
     rib.apply([(10, "10.0.0.1"), (10, "10.0.0.3"), (10, "10.0.0.5"), (10, "10.0.0.7"), (11, "10.0.1.1")].map(
@@ -241,6 +241,7 @@ fn main() {
                 metric: 0,
                 kind: RouteKind::Unicast,
                 paths: gw(i as u32),
+                nh_id: None,
             },
         })
         .collect();
@@ -260,6 +261,7 @@ fn main() {
                 metric: 0,
                 kind: RouteKind::Unicast,
                 paths: vec![Path { ifindex: 10, gateway: Some("fe80::1".parse().unwrap()), weight: 1 }],
+                nh_id: None,
             },
         })
         .collect();
@@ -280,6 +282,7 @@ fn main() {
                 metric: 0,
                 kind: RouteKind::Unicast,
                 paths: gw(i as u32 + 1)[..1].to_vec(),
+                nh_id: None,
             },
         }]);
     }
@@ -297,6 +300,7 @@ fn main() {
                 metric: 0,
                 kind: RouteKind::Unicast,
                 paths: vec![Path { ifindex: 11, gateway: Some("fe80::2".parse().unwrap()), weight: 1 }],
+                nh_id: None,
             },
         }]);
     }

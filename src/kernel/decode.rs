@@ -1,27 +1,42 @@
 //! rtnetlink messages → [`KernelEvent`]s: links by name, addresses, main-table routes of
-//! IPv4/IPv6 (multipath, RFC 5549 `via inet6`), neighbours with their state.
+//! IPv4/IPv6 (multipath, RFC 5549 `via inet6`, the nexthop object a route goes through),
+//! neighbours with their state; nexthop objects themselves come decoded ([`super::nexthop`]).
 
 use std::net::IpAddr;
 
 use netlink_packet_core::NLM_F_APPEND;
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
-use netlink_packet_route::link::{LinkAttribute, LinkMessage};
+use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
 use netlink_packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState};
 use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteFlags, RouteMessage, RouteNextHopFlags, RouteType, RouteVia,
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
+use super::netlink::Message;
 use crate::route::{KernelEvent, KernelRoute, Path, Prefix, RouteKind};
 use crate::wire::MacAddr;
 
 /// The kernel's main routing table (the one `ip route` shows and FRR programs).
 pub const RT_TABLE_MAIN: u32 = 254;
 
+/// The event a message read by [`RtNetlink`](super::netlink::RtNetlink) carries, if the
+/// router cares.
+pub fn decode_message(m: Message) -> Option<KernelEvent> {
+    match m {
+        Message::Route(msg, nl_flags) => decode(&msg, nl_flags),
+        Message::NextHop(ev) => Some(ev),
+    }
+}
+
 /// The event a message carries, if the router cares (`nl_flags`: the netlink header's).
 pub fn decode(msg: &RouteNetlinkMessage, nl_flags: u16) -> Option<KernelEvent> {
     match msg {
-        RouteNetlinkMessage::NewLink(m) => link(m).map(|(ifindex, name)| KernelEvent::Link { ifindex, name }),
+        RouteNetlinkMessage::NewLink(m) => {
+            let f = m.header.flags;
+            let carrier = f.contains(LinkFlags::Up) && f.intersects(LinkFlags::Running | LinkFlags::LowerUp);
+            link(m).map(|(ifindex, name)| KernelEvent::Link { ifindex, name, carrier })
+        }
         RouteNetlinkMessage::DelLink(m) => Some(KernelEvent::LinkGone { ifindex: m.header.index }),
         RouteNetlinkMessage::NewAddress(m) => address(m, true),
         RouteNetlinkMessage::DelAddress(m) => address(m, false),
@@ -137,10 +152,14 @@ fn route(m: &RouteMessage, add: bool, append: bool) -> Option<KernelEvent> {
             paths.push(Path { ifindex: oif, gateway: gateway(&m.attributes), weight: 1 });
         }
     }
+    let nh_id = m.attributes.iter().find_map(|a| match a {
+        RouteAttribute::NhId(id) => Some(*id),
+        _ => None,
+    });
     Some(KernelEvent::Route {
         add,
         append,
-        route: KernelRoute { prefix: Prefix::new(dst, h.destination_prefix_length), metric, kind, paths },
+        route: KernelRoute { prefix: Prefix::new(dst, h.destination_prefix_length), metric, kind, paths, nh_id },
     })
 }
 
@@ -224,6 +243,53 @@ mod tests {
         let m = v4_route(RouteType::BlackHole, vec![]);
         let Some(KernelEvent::Route { route, .. }) = decode(&RouteNetlinkMessage::NewRoute(m), 0) else { panic!() };
         assert_eq!((route.kind, route.prefix.to_string()), (RouteKind::Blackhole, "0.0.0.0/16".to_string()));
+    }
+
+    #[test]
+    fn routes_through_nexthop_objects_captured_from_the_kernel() {
+        // With nexthop_compat_mode = 0 (Linux 6.18): `ip route add 192.168.0.0/16 nhid 10`
+        // and `ip -6 route add 2001:db8::/32 nhid 3` carry RTA_NH_ID and no path.
+        let route = |hex: &str| {
+            let b: Vec<u8> =
+                (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+            let m = netlink_packet_core::NetlinkMessage::<RouteNetlinkMessage>::deserialize(&b).unwrap();
+            let netlink_packet_core::NetlinkPayload::InnerMessage(inner) = m.payload else { panic!() };
+            let Some(KernelEvent::Route { add: true, route, .. }) = decode(&inner, m.header.flags) else { panic!() };
+            route
+        };
+        let r = route(
+            "3400000018000006cea1156b7c44000002100000fe0300010000000008000f00fe00000008000100c0a8000008001e000a000000",
+        );
+        assert_eq!((r.prefix.to_string(), r.nh_id, r.paths.len()), ("192.168.0.0/16".to_string(), Some(10), 0));
+        let r = route(
+            "7400000018000006daa1156be94500000a200000fe0300010000000008000f00fe0000001400010020010db800000000\
+             0000000000000000080006000004000008001e000300000024000c000000000000000000000000000000000000000000\
+             0000000000000000000000000500140000000000",
+        );
+        assert_eq!(
+            (r.prefix.to_string(), r.nh_id, r.metric, r.paths.len()),
+            ("2001:db8::/32".to_string(), Some(3), 1024, 0)
+        );
+    }
+
+    #[test]
+    fn a_link_has_carrier_when_up_and_running_or_lower_up() {
+        let link = |flags: LinkFlags| {
+            let mut m = LinkMessage::default();
+            m.header.index = 3;
+            m.header.flags = flags;
+            m.attributes = vec![LinkAttribute::IfName("Ethernet0".into())];
+            match decode(&RouteNetlinkMessage::NewLink(m), 0) {
+                Some(KernelEvent::Link { ifindex: 3, carrier, .. }) => carrier,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(link(LinkFlags::Up | LinkFlags::Running | LinkFlags::LowerUp));
+        assert!(link(LinkFlags::Up | LinkFlags::LowerUp));
+        // Up without carrier (the peer down), and admin down: the kernel flushes the
+        // nexthop objects through it.
+        assert!(!link(LinkFlags::Up | LinkFlags::Broadcast | LinkFlags::Multicast));
+        assert!(!link(LinkFlags::Broadcast));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! * [`netlink`]: a blocking rtnetlink socket: dumps, events, and the few requests the
 //!   switch makes (set a representor's MAC/MTU/up, add its addresses);
 //! * [`decode`]: rtnetlink messages → [`crate::route::KernelEvent`];
+//! * [`nexthop`]: nexthop object messages (RTM_*NEXTHOP), read from their bytes;
 //! * [`sync`]: the control thread: subscribe, dump, then apply events in batches through
 //!   the one writer ([`crate::route::Rib`]);
 //! * [`representor`]: the kernel netdev of each router interface (a `net_tap` vdev named
@@ -14,6 +15,7 @@
 pub mod decode;
 pub mod netlink;
 pub mod netns;
+pub mod nexthop;
 pub mod representor;
 pub mod sync;
 pub mod sysctl;

@@ -14,13 +14,14 @@ use netlink_packet_route::route::RouteMessage;
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 
-use super::KernelError;
+use super::{nexthop, KernelError};
 use crate::route::IfAddr;
+use crate::route::KernelEvent;
 use crate::wire::MacAddr;
 
 /// Multicast groups of the events the router follows (RTMGRP_*: link, neighbour, IPv4/IPv6
-/// addresses and routes).
-pub const EVENT_GROUPS: u32 = 0x1 | 0x4 | 0x10 | 0x40 | 0x100 | 0x400;
+/// addresses and routes; RTNLGRP_NEXTHOP: kernel nexthop objects).
+pub const EVENT_GROUPS: u32 = 0x1 | 0x4 | 0x10 | 0x40 | 0x100 | 0x400 | nexthop::GROUP_BIT;
 
 /// The event socket's receive buffer: 32 MiB, or `PFCSWITCH_NETLINK_RCVBUF` bytes (a test
 /// knob: a tiny buffer forces overruns, docs/routing.md "Netlink that heals").
@@ -35,6 +36,15 @@ pub fn event_rcvbuf() -> usize {
 const READ_BUF: usize = 1 << 16;
 /// The largest read buffer (a netlink datagram is far smaller in practice).
 const READ_BUF_MAX: usize = 16 << 20;
+
+/// One message read.
+#[derive(Debug)]
+pub enum Message {
+    /// What netlink-packet-route decodes, with the netlink header's flags.
+    Route(RouteNetlinkMessage, u16),
+    /// A nexthop object message (which it does not), decoded by [`nexthop::decode`].
+    NextHop(KernelEvent),
+}
 
 /// What one read returned.
 #[derive(Debug, PartialEq, Eq)]
@@ -129,8 +139,26 @@ impl RtNetlink {
         m.finalize();
         let mut b = vec![0u8; m.header.length as usize];
         m.serialize(&mut b);
+        self.send_bytes(&b)
+    }
+
+    /// Send a message netlink-packet-route cannot build: a netlink header (`kind`, `flags`
+    /// with NLM_F_REQUEST added) before `payload`; its sequence number.
+    fn send_raw(&mut self, kind: u16, flags: u16, payload: &[u8]) -> Result<u32, KernelError> {
+        self.seq = self.seq.wrapping_add(1).max(1);
+        let mut b = Vec::with_capacity(16 + payload.len());
+        b.extend_from_slice(&((16 + payload.len()) as u32).to_ne_bytes());
+        b.extend_from_slice(&kind.to_ne_bytes());
+        b.extend_from_slice(&(NLM_F_REQUEST | flags).to_ne_bytes());
+        b.extend_from_slice(&self.seq.to_ne_bytes());
+        b.extend_from_slice(&0u32.to_ne_bytes());
+        b.extend_from_slice(payload);
+        self.send_bytes(&b)
+    }
+
+    fn send_bytes(&mut self, b: &[u8]) -> Result<u32, KernelError> {
         // Sent again when a signal interrupted it (EINTR: nothing was sent).
-        while let Err(e) = self.sock.send(&b, 0) {
+        while let Err(e) = self.sock.send(b, 0) {
             if e.kind() != io::ErrorKind::Interrupted {
                 return Err(nl_err(e));
             }
@@ -138,12 +166,14 @@ impl RtNetlink {
         Ok(self.seq)
     }
 
-    /// Ask for a dump of links, addresses, neighbours or routes (both families).
+    /// Ask for a dump of links, addresses, neighbours, nexthop objects or routes (both
+    /// families).
     pub fn dump(&mut self, what: Dump) -> Result<u32, KernelError> {
         let msg = match what {
             Dump::Links => RouteNetlinkMessage::GetLink(LinkMessage::default()),
             Dump::Addresses => RouteNetlinkMessage::GetAddress(AddressMessage::default()),
             Dump::Neighbours => RouteNetlinkMessage::GetNeighbour(NeighbourMessage::default()),
+            Dump::NextHops => return self.send_raw(nexthop::RTM_GETNEXTHOP, NLM_F_DUMP, &nexthop::dump_payload()),
             Dump::Routes => RouteNetlinkMessage::GetRoute(RouteMessage::default()),
         };
         self.send(msg, NLM_F_DUMP)
@@ -151,16 +181,16 @@ impl RtNetlink {
 
     /// Read once (up to the 100 ms timeout); decoded messages are appended to `out`. An
     /// error answer to one of our requests is returned as `Err`.
-    pub fn recv(&mut self, out: &mut Vec<(RouteNetlinkMessage, u16)>) -> Result<Received, KernelError> {
+    pub fn recv(&mut self, out: &mut Vec<Message>) -> Result<Received, KernelError> {
         self.recv_flags(out, 0)
     }
 
     /// [`RtNetlink::recv`] without waiting: [`Received::Timeout`] when nothing is queued.
-    pub fn recv_now(&mut self, out: &mut Vec<(RouteNetlinkMessage, u16)>) -> Result<Received, KernelError> {
+    pub fn recv_now(&mut self, out: &mut Vec<Message>) -> Result<Received, KernelError> {
         self.recv_flags(out, libc::MSG_DONTWAIT)
     }
 
-    fn recv_flags(&mut self, out: &mut Vec<(RouteNetlinkMessage, u16)>, flags: i32) -> Result<Received, KernelError> {
+    fn recv_flags(&mut self, out: &mut Vec<Message>, flags: i32) -> Result<Received, KernelError> {
         // MSG_TRUNC: the datagram's real length, so a cut one is seen, not parsed short.
         let n = match self.sock.recv(&mut &mut self.buf[..], flags | libc::MSG_TRUNC) {
             Ok(n) if n > self.buf.len() => {
@@ -193,11 +223,23 @@ impl RtNetlink {
                 skipped += 1;
                 break;
             }
+            let kind = u16::from_ne_bytes([self.buf[off + 4], self.buf[off + 5]]);
+            if kind == nexthop::RTM_NEWNEXTHOP || kind == nexthop::RTM_DELNEXTHOP {
+                match nexthop::decode(kind == nexthop::RTM_NEWNEXTHOP, &self.buf[off + 16..off + len]) {
+                    Ok(ev) => out.push(Message::NextHop(ev)),
+                    Err(e) => {
+                        log::debug!("rtnetlink: undecodable nexthop message skipped: {e}");
+                        skipped += 1;
+                    }
+                }
+                off += (len + 3) & !3;
+                continue;
+            }
             match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&self.buf[off..off + len]) {
                 Ok(m) => {
                     let seq = m.header.sequence_number;
                     match m.payload {
-                        NetlinkPayload::InnerMessage(inner) => out.push((inner, m.header.flags)),
+                        NetlinkPayload::InnerMessage(inner) => out.push(Message::Route(inner, m.header.flags)),
                         NetlinkPayload::Done(_) => done = Some(seq),
                         NetlinkPayload::Error(e) => match e.code {
                             None => done = Some(seq),
@@ -241,8 +283,8 @@ impl RtNetlink {
         let mut links = Vec::new();
         for _ in 0..50 {
             let r = self.recv(&mut msgs)?;
-            for (m, _) in msgs.drain(..) {
-                if let RouteNetlinkMessage::NewLink(l) = m {
+            for m in msgs.drain(..) {
+                if let Message::Route(RouteNetlinkMessage::NewLink(l), _) = m {
                     for a in &l.attributes {
                         if let LinkAttribute::IfName(n) = a {
                             links.push((l.header.index, n.clone()));
@@ -300,5 +342,6 @@ pub enum Dump {
     Links,
     Addresses,
     Neighbours,
+    NextHops,
     Routes,
 }

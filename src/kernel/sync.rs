@@ -1,7 +1,7 @@
 //! The control thread that mirrors the kernel into the FIB: subscribe to rtnetlink events,
-//! dump links, addresses, neighbours and routes, then apply events as they come, everything
-//! queued on the socket (up to a budget) as one batch through the one writer: one commit,
-//! one grace period.
+//! dump links, addresses, neighbours, nexthop objects and routes, then apply events as they
+//! come, everything queued on the socket (up to a budget) as one batch through the one
+//! writer: one commit, one grace period.
 //!
 //! It heals rather than stops (docs/routing.md, "Netlink that heals"): whatever makes the
 //! mirror doubtful — an overrun (ENOBUFS), an error answer to a dump (EBUSY), a dump that
@@ -15,10 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use netlink_packet_route::RouteNetlinkMessage;
-
-use super::decode::decode;
-use super::netlink::{event_rcvbuf, Dump, Received, RtNetlink};
+use super::decode::decode_message;
+use super::netlink::{event_rcvbuf, Dump, Message, Received, RtNetlink};
 use super::KernelError;
 use crate::route::{Grace, KernelEvent, LpmWriter, Rib, RibStats, RibView};
 
@@ -240,7 +238,7 @@ struct Thread<'a> {
     rcvbuf: usize,
     /// The read buffer the last socket grew to (a datagram that was cut).
     read_buf: usize,
-    msgs: Vec<(RouteNetlinkMessage, u16)>,
+    msgs: Vec<Message>,
     events: Vec<KernelEvent>,
     resync_log: RateLimited,
     refusal_log: RateLimited,
@@ -361,7 +359,7 @@ impl Thread<'_> {
                 }
                 Received::Messages { .. } => reads += 1,
             }
-            self.events.extend(self.msgs.drain(..).filter_map(|(m, f)| decode(&m, f)));
+            self.events.extend(self.msgs.drain(..).filter_map(decode_message));
         }
         Ok(reads)
     }
@@ -381,12 +379,13 @@ impl Thread<'_> {
         }
     }
 
-    /// Dump links, addresses, neighbours, routes in that order (each needs the ones
-    /// before), keeping any event that arrives meanwhile in order. Err: why the dump cannot
-    /// be trusted (events lost, an error answer such as EBUSY, no answer within
-    /// [`DUMP_STALL`], a truncated datagram): open a new socket and dump again.
+    /// Dump links, addresses, neighbours, nexthop objects, routes in that order (each
+    /// needs the ones before: a route names its nexthop object), keeping any event that
+    /// arrives meanwhile in order. Err: why the dump cannot be trusted (events lost, an
+    /// error answer such as EBUSY, no answer within [`DUMP_STALL`], a truncated datagram):
+    /// open a new socket and dump again.
     fn dump_all(&mut self, nl: &mut RtNetlink) -> Result<(), String> {
-        for what in [Dump::Links, Dump::Addresses, Dump::Neighbours, Dump::Routes] {
+        for what in [Dump::Links, Dump::Addresses, Dump::Neighbours, Dump::NextHops, Dump::Routes] {
             let seq = nl.dump(what).map_err(|e| format!("{what:?} dump request: {e}"))?;
             let mut heard = Instant::now();
             loop {
@@ -395,7 +394,7 @@ impl Thread<'_> {
                 }
                 self.st.beat();
                 let r = nl.recv(&mut self.msgs).map_err(|e| format!("{what:?} dump: {e}"))?;
-                self.events.extend(self.msgs.drain(..).filter_map(|(m, f)| decode(&m, f)));
+                self.events.extend(self.msgs.drain(..).filter_map(decode_message));
                 match r {
                     Received::Messages { done, skipped } => {
                         heard = Instant::now();

@@ -8,6 +8,7 @@
 //! * [`copp`]: control-plane policing, a token bucket per (port, trap group) per worker;
 //! * [`tables`]: next hops (one `AtomicU64` each) and immutable ECMP groups, read by the
 //!   workers, written by the one writer;
+//! * [`nexthop_objects`]: the kernel's nexthop objects (`RTA_NH_ID`), resolved for routes;
 //! * [`rib`]: the one writer: kernel events → LPM entries, next hops, groups, with freed ids
 //!   reused only after a grace period;
 //! * [`target`]: what an LPM value means; [`prefix`]: prefixes.
@@ -15,6 +16,7 @@
 pub mod copp;
 pub mod decide;
 pub mod hash;
+pub mod nexthop_objects;
 pub mod prefix;
 pub mod rib;
 pub mod tables;
@@ -23,6 +25,7 @@ pub mod target;
 pub use copp::{PuntLimiter, TrapGroup};
 pub use decide::{decide, forward, ingress, Decision, Ingress, PuntReason, RouteDrop, RouteTo, RouterPort};
 pub use hash::{flow_hash, pick, seed_from_mac};
+pub use nexthop_objects::{NextHopKind, NextHopObjects, NhPath, NhTarget};
 pub use prefix::{IfAddr, Prefix, Prefix4, Prefix6};
 pub use rib::{
     Grace, KernelEvent, KernelRoute, LpmWriter, NeighRow, NeighbourLimits, NoReaders, Path, Rib, RibStats, RibView,

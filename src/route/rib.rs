@@ -12,10 +12,11 @@
 //! group id no prefix uses any more is freed only after [`LpmWriter::commit`] made the
 //! change visible and a grace period ([`Grace`]) then passed.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use super::nexthop_objects::{NextHopKind, NextHopObjects, NhPath, NhTarget};
 use super::prefix::{Prefix, Prefix4, Prefix6};
 use super::tables::{NextHop, NextHopTables, MAX_PORT};
 use super::target::{Target, MAX_GROUPS, MAX_NEXTHOPS, MAX_PATHS};
@@ -83,6 +84,12 @@ pub struct Path {
     pub weight: u16,
 }
 
+impl From<NhPath> for Path {
+    fn from(p: NhPath) -> Path {
+        Path { ifindex: p.ifindex, gateway: p.gateway, weight: p.weight }
+    }
+}
+
 /// A route of the kernel's main table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelRoute {
@@ -90,14 +97,21 @@ pub struct KernelRoute {
     /// RTA_PRIORITY: the lowest metric of a prefix is the one in force.
     pub metric: u32,
     pub kind: RouteKind,
+    /// The paths the message spells out (with nexthop objects: what the kernel expands
+    /// while `nexthop_compat_mode` is 1, else none).
     pub paths: Vec<Path>,
+    /// RTA_NH_ID: the kernel nexthop object the route goes through; when the writer knows
+    /// it, it is what the route forwards to.
+    pub nh_id: Option<u32>,
 }
 
 /// What the kernel says, decoded from rtnetlink (see [`crate::kernel`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KernelEvent {
     /// An interface exists (new or changed); a switch port's representor has its name.
-    Link { ifindex: u32, name: String },
+    /// `carrier`: up with a carrier (IFF_UP, and IFF_RUNNING or IFF_LOWER_UP); without it
+    /// the kernel flushes the nexthop objects through the interface, without a message.
+    Link { ifindex: u32, name: String, carrier: bool },
     /// An interface is gone.
     LinkGone { ifindex: u32 },
     /// An address was added to or removed from an interface.
@@ -107,6 +121,11 @@ pub enum KernelEvent {
     Route { add: bool, append: bool, route: KernelRoute },
     /// A neighbour entry: its MAC when resolved, `None` while incomplete or failed.
     Neigh { add: bool, ifindex: u32, addr: IpAddr, mac: Option<MacAddr> },
+    /// A kernel nexthop object was added or replaced (RTM_NEWNEXTHOP).
+    NextHop { id: u32, kind: NextHopKind },
+    /// A kernel nexthop object was deleted (RTM_DELNEXTHOP): the kernel deletes the routes
+    /// through it, without a message for them.
+    NextHopGone { id: u32 },
 }
 
 /// What a prefix should point at, in the writer's terms (compared before anything is
@@ -278,6 +297,9 @@ pub struct Rib<L: LpmWriter, G: Grace> {
     port_names: Vec<String>,
     ifindex_port: HashMap<u32, u16>,
     routes: HashMap<Prefix, BTreeMap<u32, KernelRoute>>,
+    /// The kernel's nexthop objects, and the prefixes with a route through each.
+    nexthops: NextHopObjects,
+    nh_users: HashMap<u32, HashSet<Prefix>>,
     locals: HashMap<IpAddr, u32>,
     /// Neighbours by address, then port: `None` = known but unresolved.
     neighbours: HashMap<IpAddr, BTreeMap<u16, Option<MacAddr>>>,
@@ -311,6 +333,8 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
             port_names,
             ifindex_port: HashMap::new(),
             routes: HashMap::new(),
+            nexthops: NextHopObjects::default(),
+            nh_users: HashMap::new(),
             locals: HashMap::new(),
             neighbours: HashMap::new(),
             neighbour_limits: NeighbourLimits::default(),
@@ -417,7 +441,7 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
                     v
                 }
             };
-            let port = route.and_then(|(_, r)| r.paths.first()).and_then(|path| self.port_of(path.ifindex));
+            let port = route.and_then(|(_, r)| self.first_path(r)).and_then(|path| self.port_of(path.ifindex));
             routes.push(RouteRow {
                 prefix: *p,
                 origin,
@@ -451,7 +475,10 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
         for ev in events {
             self.stats.events += 1;
             match ev {
-                KernelEvent::Link { ifindex, name } => {
+                KernelEvent::Link { ifindex, name, carrier } => {
+                    if !carrier {
+                        self.nexthops_flushed(ifindex, &mut dirty);
+                    }
                     let port = self.port_names.iter().position(|n| *n == name).map(|p| p as u16);
                     let before = self.ifindex_port.get(&ifindex).copied();
                     match port {
@@ -465,6 +492,7 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
                     all |= before != self.ifindex_port.get(&ifindex).copied();
                 }
                 KernelEvent::LinkGone { ifindex } => {
+                    self.nexthops_flushed(ifindex, &mut dirty);
                     all |= self.ifindex_port.remove(&ifindex).is_some();
                 }
                 KernelEvent::Addr { add, addr, .. } => {
@@ -509,6 +537,12 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
                     }
                     dirty.push(Prefix::host(addr));
                 }
+                KernelEvent::NextHop { id, kind } => {
+                    let mut changed = BTreeSet::new();
+                    self.nexthops.set(id, kind, &mut changed);
+                    self.users_dirty(&changed, &mut dirty);
+                }
+                KernelEvent::NextHopGone { id } => self.nexthop_gone(id, &mut dirty),
             }
         }
         if all {
@@ -567,6 +601,8 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
     /// the dump no longer has is withdrawn). Used at start and after lost events.
     pub fn resync(&mut self, events: impl IntoIterator<Item = KernelEvent>) {
         self.routes.clear();
+        self.nexthops.clear();
+        self.nh_users.clear();
         self.locals.clear();
         self.neighbours.clear();
         self.neighbours_per_port.clear();
@@ -575,9 +611,66 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
         self.apply_with(events, true);
     }
 
+    /// Every prefix with a route through one of `ids` is to be refreshed.
+    fn users_dirty(&self, ids: &BTreeSet<u32>, dirty: &mut Vec<Prefix>) {
+        for id in ids {
+            dirty.extend(self.nh_users.get(id).into_iter().flatten().copied());
+        }
+    }
+
+    /// The kernel flushes the nexthop objects through an interface that is down, without
+    /// carrier or gone (no message says so): the same here.
+    fn nexthops_flushed(&mut self, ifindex: u32, dirty: &mut Vec<Prefix>) {
+        for id in self.nexthops.through(ifindex) {
+            self.nexthop_gone(id, dirty);
+        }
+    }
+
+    /// A nexthop object is gone: as the kernel does, the routes through it (or through a
+    /// group it left empty) are deleted, and groups that lost it change.
+    fn nexthop_gone(&mut self, id: u32, dirty: &mut Vec<Prefix>) {
+        let (mut changed, mut gone) = (BTreeSet::new(), BTreeSet::new());
+        self.nexthops.remove(id, &mut changed, &mut gone);
+        self.users_dirty(&changed, dirty);
+        for g in gone {
+            for p in self.nh_users.remove(&g).unwrap_or_default() {
+                dirty.push(p);
+                let Some(by_metric) = self.routes.get_mut(&p) else { continue };
+                by_metric.retain(|_, r| r.nh_id != Some(g));
+                if by_metric.is_empty() {
+                    self.routes.remove(&p);
+                }
+            }
+        }
+    }
+
     fn route_event(&mut self, add: bool, append: bool, route: KernelRoute, dirty: &mut Vec<Prefix>) {
         let p = route.prefix;
         dirty.push(p);
+        let ids_of = |m: Option<&BTreeMap<u32, KernelRoute>>| -> Vec<u32> {
+            let mut v: Vec<u32> = m.into_iter().flat_map(|m| m.values().filter_map(|r| r.nh_id)).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let before = ids_of(self.routes.get(&p));
+        self.route_change(add, append, route);
+        let after = ids_of(self.routes.get(&p));
+        for id in before.iter().filter(|i| !after.contains(i)) {
+            if let Some(u) = self.nh_users.get_mut(id) {
+                u.remove(&p);
+                if u.is_empty() {
+                    self.nh_users.remove(id);
+                }
+            }
+        }
+        for id in after.iter().filter(|i| !before.contains(i)) {
+            self.nh_users.entry(*id).or_default().insert(p);
+        }
+    }
+
+    fn route_change(&mut self, add: bool, append: bool, route: KernelRoute) {
+        let p = route.prefix;
         let by_metric = self.routes.entry(p).or_default();
         if add {
             match by_metric.get_mut(&route.metric) {
@@ -611,6 +704,20 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
         if by_metric.is_empty() {
             self.routes.remove(&p);
         }
+    }
+
+    /// A route's first path, through its nexthop object if it has one.
+    fn first_path(&self, r: &KernelRoute) -> Option<Path> {
+        match r.nh_id.and_then(|id| self.nexthops.resolve(id)) {
+            Some(NhTarget::Paths(p)) => p.first().copied().map(Path::from),
+            Some(_) => None,
+            None => r.paths.first().copied(),
+        }
+    }
+
+    /// Kernel nexthop objects mirrored now.
+    pub fn nexthop_objects(&self) -> usize {
+        self.nexthops.len()
     }
 
     fn neighbour_mac(&self, port: u16, addr: IpAddr) -> Option<MacAddr> {
@@ -657,8 +764,19 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
             RouteKind::Unreachable => return Want::Special(Target::Kernel),
             RouteKind::Unicast => {}
         }
+        let resolved;
+        let paths = match r.nh_id.and_then(|id| self.nexthops.resolve(id)) {
+            Some(NhTarget::Paths(p)) => {
+                resolved = p.into_iter().map(Path::from).collect::<Vec<Path>>();
+                &resolved
+            }
+            Some(NhTarget::Blackhole) => return Want::Special(Target::Blackhole),
+            Some(NhTarget::Kernel) => return Want::Special(Target::Kernel),
+            // No object (or an unknown one): what the message spells out.
+            None => &r.paths,
+        };
         let mut members: Vec<(u16, IpAddr, u16)> = Vec::new();
-        for path in &r.paths {
+        for path in paths {
             let Some(port) = self.port_of(path.ifindex) else { return Want::Special(Target::Kernel) };
             match path.gateway {
                 Some(gw) => members.push((port, gw, path.weight.max(1))),

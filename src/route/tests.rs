@@ -26,6 +26,7 @@ fn route(p: &str, paths: &[(u32, Option<&str>)]) -> KernelEvent {
             metric: 0,
             kind: RouteKind::Unicast,
             paths: paths.iter().map(|(i, g)| Path { ifindex: *i, gateway: g.map(ip), weight: 1 }).collect(),
+            nh_id: None,
         },
     }
 }
@@ -33,7 +34,7 @@ fn del(p: &str) -> KernelEvent {
     KernelEvent::Route {
         add: false,
         append: false,
-        route: KernelRoute { prefix: pfx(p), metric: 0, kind: RouteKind::Unicast, paths: vec![] },
+        route: KernelRoute { prefix: pfx(p), metric: 0, kind: RouteKind::Unicast, paths: vec![], nh_id: None },
     }
 }
 fn neigh(ifindex: u32, a: &str, mac: Option<u8>) -> KernelEvent {
@@ -66,9 +67,9 @@ fn rib() -> (TestRib, Arc<NextHopTables>, Arc<ManualGrace>) {
     let mut r =
         Rib::new(SoftLpm::default(), tables.clone(), grace.clone(), vec!["Ethernet0".into(), "Ethernet4".into()]);
     r.apply([
-        KernelEvent::Link { ifindex: LO, name: "lo".into() },
-        KernelEvent::Link { ifindex: E0, name: "Ethernet0".into() },
-        KernelEvent::Link { ifindex: E4, name: "Ethernet4".into() },
+        KernelEvent::Link { ifindex: LO, name: "lo".into(), carrier: true },
+        KernelEvent::Link { ifindex: E0, name: "Ethernet0".into(), carrier: true },
+        KernelEvent::Link { ifindex: E4, name: "Ethernet4".into(), carrier: true },
         KernelEvent::Addr { add: true, ifindex: E0, addr: ip("10.0.0.0"), len: 31 },
         KernelEvent::Addr { add: true, ifindex: E4, addr: ip("10.0.0.2"), len: 31 },
         route("10.0.0.0/31", &[(E0, None)]),
@@ -126,7 +127,13 @@ fn routes_via_other_interfaces_and_special_kinds() {
         KernelEvent::Route {
             add: true,
             append: false,
-            route: KernelRoute { prefix: pfx("198.51.100.0/24"), metric: 0, kind: RouteKind::Blackhole, paths: vec![] },
+            route: KernelRoute {
+                prefix: pfx("198.51.100.0/24"),
+                metric: 0,
+                kind: RouteKind::Blackhole,
+                paths: vec![],
+                nh_id: None,
+            },
         },
         KernelEvent::Route {
             add: true,
@@ -136,6 +143,7 @@ fn routes_via_other_interfaces_and_special_kinds() {
                 metric: 0,
                 kind: RouteKind::Unreachable,
                 paths: vec![],
+                nh_id: None,
             },
         },
         route("0.0.0.0/0", &[(E0, Some("10.0.0.1"))]),
@@ -198,6 +206,7 @@ fn ipv6_multipath_append_and_remove_one_path() {
             metric: 0,
             kind: RouteKind::Unicast,
             paths: vec![Path { ifindex: E4, gateway: Some(ip("fe80::2")), weight: 1 }],
+            nh_id: None,
         },
     }]);
     let Some(Target::Group(g)) = lookup(&r, "2001:db8::5") else { panic!("{:?}", r.installed()) };
@@ -210,6 +219,7 @@ fn ipv6_multipath_append_and_remove_one_path() {
             metric: 0,
             kind: RouteKind::Unicast,
             paths: vec![Path { ifindex: E0, gateway: Some(ip("fe80::1")), weight: 1 }],
+            nh_id: None,
         },
     }]);
     let Some(Target::NextHop(id)) = lookup(&r, "2001:db8::5") else { panic!() };
@@ -230,6 +240,7 @@ fn weights_expand_into_members() {
                 Path { ifindex: E0, gateway: Some(ip("10.0.0.1")), weight: 3 },
                 Path { ifindex: E4, gateway: Some(ip("10.0.0.3")), weight: 1 },
             ],
+            nh_id: None,
         },
     }]);
     let Some(Target::Group(g)) = lookup(&r, "10.7.0.0") else { panic!() };
@@ -244,7 +255,7 @@ fn a_link_seen_late_rebinds_its_routes() {
     let mut r = Rib::new(SoftLpm::default(), tables, Arc::new(NoReaders), vec!["Ethernet0".into()]);
     r.apply([route("10.8.0.0/16", &[(E0, Some("10.0.0.1"))])]);
     assert_eq!(Target::decode(r.lpm().lookup4(0x0a08_0001)), Some(Target::Kernel));
-    r.apply([KernelEvent::Link { ifindex: E0, name: "Ethernet0".into() }]);
+    r.apply([KernelEvent::Link { ifindex: E0, name: "Ethernet0".into(), carrier: true }]);
     assert!(matches!(Target::decode(r.lpm().lookup4(0x0a08_0001)), Some(Target::NextHop(_))));
     r.apply([KernelEvent::LinkGone { ifindex: E0 }]);
     assert_eq!(Target::decode(r.lpm().lookup4(0x0a08_0001)), Some(Target::Kernel));
@@ -298,7 +309,13 @@ fn decisions() {
         KernelEvent::Route {
             add: true,
             append: false,
-            route: KernelRoute { prefix: pfx("198.51.100.0/24"), metric: 0, kind: RouteKind::Blackhole, paths: vec![] },
+            route: KernelRoute {
+                prefix: pfx("198.51.100.0/24"),
+                metric: 0,
+                kind: RouteKind::Blackhole,
+                paths: vec![],
+                nh_id: None,
+            },
         },
     ]);
     let d = |f: &[u8]| decide_on(&r, &t, f, true);
@@ -460,7 +477,7 @@ fn refused_prefixes_are_retried_when_room_is_made() {
     let tables = Arc::new(NextHopTables::new());
     let lpm = CappedLpm { inner: SoftLpm::default(), cap: 4 };
     let mut r = Rib::new(lpm, tables, Arc::new(NoReaders), vec!["Ethernet0".into()]);
-    r.apply([KernelEvent::Link { ifindex: E0, name: "Ethernet0".into() }]);
+    r.apply([KernelEvent::Link { ifindex: E0, name: "Ethernet0".into(), carrier: true }]);
     let routes: Vec<String> = (0..6).map(|i| format!("100.{i}.0.0/16")).collect();
     r.apply(routes.iter().map(|p| route(p, &[(E0, Some("10.0.0.1"))])));
     assert_eq!(r.lpm().inner.v4.len(), 4);
@@ -675,7 +692,7 @@ fn ecmp_failover_at_scale_is_one_shared_group() {
     let mut ev: Vec<KernelEvent> = (0..4u32)
         .flat_map(|i| {
             [
-                KernelEvent::Link { ifindex: 20 + i, name: format!("Ethernet{}", 4 * i) },
+                KernelEvent::Link { ifindex: 20 + i, name: format!("Ethernet{}", 4 * i), carrier: true },
                 KernelEvent::Addr { add: true, ifindex: 20 + i, addr: ip(&format!("10.1.{i}.0")), len: 31 },
                 route(&format!("10.1.{i}.0/31"), &[(20 + i, None)]),
                 neigh(20 + i, &format!("10.1.{i}.1"), Some(i as u8)),
@@ -705,4 +722,112 @@ fn ecmp_failover_at_scale_is_one_shared_group() {
     assert_eq!(per_port[2], 0, "a flow still on the dead member: {per_port:?}");
     assert!(per_port.iter().enumerate().all(|(p, &n)| p == 2 || n > 200_000), "{per_port:?}");
     assert_eq!(r.stats().lpm_writes, writes);
+}
+
+fn nh_route(p: &str, id: u32) -> KernelEvent {
+    KernelEvent::Route {
+        add: true,
+        append: false,
+        route: KernelRoute { prefix: pfx(p), metric: 20, kind: RouteKind::Unicast, paths: vec![], nh_id: Some(id) },
+    }
+}
+fn nh(id: u32, ifindex: u32, gw: &str) -> KernelEvent {
+    KernelEvent::NextHop { id, kind: NextHopKind::Via { ifindex, gateway: Some(ip(gw)) } }
+}
+fn group(id: u32, members: &[(u32, u16)]) -> KernelEvent {
+    KernelEvent::NextHop { id, kind: NextHopKind::Group(members.to_vec()) }
+}
+/// (port, gateway) of what `a` resolves to: one next hop or a group's members.
+fn members(r: &TestRib, t: &NextHopTables, a: &str) -> Vec<(u16, IpAddr)> {
+    let hops: Vec<(u16, u16, IpAddr, Option<MacAddr>)> = r.next_hops();
+    let key = |id: u16| hops.iter().find(|h| h.0 == id).map(|h| (h.1, h.2)).unwrap();
+    match lookup(r, a) {
+        Some(Target::NextHop(id)) => vec![key(id)],
+        Some(Target::Group(g)) => t.group(g).iter().map(|&id| key(id)).collect(),
+        other => panic!("{a}: {other:?}"),
+    }
+}
+
+#[test]
+fn routes_through_kernel_nexthop_objects() {
+    let (mut r, t, _) = rib();
+    // What the kernel sends with nexthop_compat_mode = 0: objects, then routes with only
+    // RTA_NH_ID, for both families; a group with weights.
+    r.apply([
+        nh(1, E0, "10.0.0.1"),
+        nh(2, E4, "10.0.0.3"),
+        nh(3, E0, "fc00::1"),
+        KernelEvent::NextHop { id: 4, kind: NextHopKind::Blackhole },
+        group(10, &[(1, 1), (2, 3)]),
+        nh_route("192.168.0.0/16", 10),
+        nh_route("172.16.0.0/12", 2),
+        nh_route("2001:db8::/32", 3),
+        nh_route("198.51.100.0/24", 4),
+    ]);
+    let (a, b) = ((0, ip("10.0.0.1")), (1, ip("10.0.0.3")));
+    assert_eq!(members(&r, &t, "192.168.1.1"), vec![a, b, b, b]);
+    assert_eq!(members(&r, &t, "172.16.0.1"), vec![b]);
+    assert_eq!(members(&r, &t, "2001:db8::1"), vec![(0, ip("fc00::1"))]);
+    assert_eq!(lookup(&r, "198.51.100.1"), Some(Target::Blackhole));
+    assert_eq!(r.nexthop_objects(), 5);
+    let view = r.view();
+    let row = view.routes.iter().find(|row| row.prefix == pfx("192.168.0.0/16")).unwrap();
+    assert_eq!(row.nexthops.iter().map(|h| (h.0, h.3)).collect::<Vec<_>>(), vec![(0, 1), (1, 3)]);
+
+    // The group replaced (no route message comes): the route follows in the same batch.
+    r.apply([group(10, &[(1, 1)])]);
+    assert_eq!(members(&r, &t, "192.168.1.1"), vec![a]);
+    // A member replaced: every route through it or a group holding it follows.
+    r.apply([nh(2, E0, "10.0.0.1"), group(10, &[(1, 1), (2, 1)])]);
+    assert_eq!(members(&r, &t, "172.16.0.1"), vec![a]);
+    r.apply([nh(2, E4, "10.0.0.3")]);
+    assert_eq!(members(&r, &t, "192.168.1.1"), vec![a, b]);
+    assert_eq!(members(&r, &t, "172.16.0.1"), vec![b]);
+
+    // Object 2 deleted: its route goes with it, the group keeps member 1.
+    r.apply([KernelEvent::NextHopGone { id: 2 }]);
+    assert_eq!(lookup(&r, "172.16.0.1"), None);
+    assert_eq!(members(&r, &t, "192.168.1.1"), vec![a]);
+    // Object 1 deleted: group 10 is left empty and goes, and its route.
+    r.apply([KernelEvent::NextHopGone { id: 1 }]);
+    assert_eq!(lookup(&r, "192.168.1.1"), None);
+    assert_eq!(r.nexthop_objects(), 2);
+    // An object and its route added and the object deleted in one batch: the route goes
+    // with it; added again, it is back.
+    r.apply([nh(5, E4, "10.0.0.3"), nh_route("10.50.0.0/16", 5), KernelEvent::NextHopGone { id: 5 }]);
+    assert_eq!(lookup(&r, "10.50.0.1"), None);
+    r.apply([nh(5, E4, "10.0.0.3"), nh_route("10.50.0.0/16", 5)]);
+    assert_eq!(members(&r, &t, "10.50.0.1"), vec![b]);
+
+    // Ethernet4 loses its carrier: the kernel flushes the objects through it (no message),
+    // the routes through them go, groups keep their other members.
+    r.apply([nh(7, E0, "10.0.0.1"), group(11, &[(5, 1), (7, 1)]), nh_route("10.51.0.0/16", 11)]);
+    assert_eq!(members(&r, &t, "10.51.0.1"), vec![a, b]);
+    r.apply([KernelEvent::Link { ifindex: E4, name: "Ethernet4".into(), carrier: false }]);
+    assert_eq!(lookup(&r, "10.50.0.1"), None);
+    assert_eq!(members(&r, &t, "10.51.0.1"), vec![a]);
+    r.apply([KernelEvent::LinkGone { ifindex: E0 }]);
+    assert_eq!(lookup(&r, "10.51.0.1"), None);
+    assert_eq!(r.nexthop_objects(), 1, "the blackhole (on no link) is left");
+    assert_eq!(lookup(&r, "2001:db8::1"), None, "object 3 was through Ethernet0");
+    r.apply([KernelEvent::Link { ifindex: E0, name: "Ethernet0".into(), carrier: true }]);
+    r.apply([KernelEvent::Link { ifindex: E4, name: "Ethernet4".into(), carrier: true }]);
+    r.apply([nh(5, E4, "10.0.0.3"), nh_route("10.50.0.0/16", 5)]);
+
+    // A resync forgets the objects the dump no longer has, and their routes.
+    r.resync([
+        KernelEvent::Link { ifindex: E0, name: "Ethernet0".into(), carrier: true },
+        KernelEvent::Link { ifindex: E4, name: "Ethernet4".into(), carrier: true },
+        route("10.0.0.2/31", &[(E4, None)]),
+        nh(6, E4, "10.0.0.3"),
+        nh_route("10.50.0.0/16", 6),
+    ]);
+    assert_eq!(members(&r, &t, "10.50.0.1"), vec![b]);
+    assert_eq!(lookup(&r, "2001:db8::1"), None);
+    assert_eq!(lookup(&r, "198.51.100.1"), None);
+    assert_eq!(r.nexthop_objects(), 1);
+    // An unknown object: the expanded paths, if any (compat mode 1), else the kernel's.
+    r.apply([nh_route("10.60.0.0/16", 99)]);
+    assert_eq!(lookup(&r, "10.60.0.1"), Some(Target::Kernel));
+    assert_eq!(r.stats().errors, 0);
 }
