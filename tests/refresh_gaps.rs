@@ -13,6 +13,9 @@
 //!   2,500 adds and 2,500 deletes; `ip` at the default priority, as a routing daemon runs);
 //! * an LLDP flood into Ethernet8 (as fast as this process can write into the veth).
 //!
+//! `ip` and the flooding thread run on the worker's CPU, not the control lcore's (see
+//! [`WORKER_CPU`]): the control lcore's late refreshes are the switch's doing.
+//!
 //! Per phase, two measurements (the slices summed):
 //! * the switch's own count of late refreshes (`tx_late_refresh`: sent more than the pause
 //!   time after the previous PAUSE, so the peer was free to send in between), from
@@ -87,6 +90,20 @@ impl Phase {
         g.sort_unstable();
         g
     }
+}
+
+/// The CPU of the worker lcore (`--lcores 0@0,1@1`: the control lcore has CPU 0). The route
+/// source and the flood run there: a CPU-bound process at the lcores' priority beside the
+/// control lcore would take it off its CPU for whole scheduler slices, whatever the switch
+/// does (on a switch, FRR runs on CPUs no lcore uses; this machine has none to spare).
+/// What is measured on the control lcore is then what the switch's own threads (routing,
+/// I/O, telemetry) and its LLDP handling cost it.
+const WORKER_CPU: &str = "1";
+
+fn pin_to_worker_cpu() {
+    let mut set = nix::sched::CpuSet::new();
+    set.set(WORKER_CPU.parse().unwrap()).unwrap();
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).expect("sched_setaffinity");
 }
 
 /// PAUSE frames (quanta > 0) and late refreshes of Ethernet0 priority 3 so far.
@@ -171,8 +188,11 @@ fn pause_refresh_gaps_under_route_churn_and_lldp_flood() {
         std::fs::write(d.join(&format!("churn{k}.batch")), lines).unwrap();
     }
     let batch = |k: u32| {
-        let o =
-            Command::new("ip").args(["-n", &ns.0, "-batch"]).arg(d.join(&format!("churn{k}.batch"))).output().unwrap();
+        let o = Command::new("taskset")
+            .args(["-c", WORKER_CPU, "ip", "-n", &ns.0, "-batch"])
+            .arg(d.join(&format!("churn{k}.batch")))
+            .output()
+            .unwrap();
         assert!(o.status.success(), "ip -batch: {}", show(&o));
     };
     let flooded = AtomicU64::new(0);
@@ -180,6 +200,7 @@ fn pause_refresh_gaps_under_route_churn_and_lldp_flood() {
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| {
+                pin_to_worker_cpu();
                 let f = lldp_frame();
                 while !stop.load(Ordering::Relaxed) {
                     veth.inject(&f);
