@@ -20,8 +20,10 @@ standard library only. IPv4/UDP frames with a chosen DSCP, so the switch's defau
     host_traffic.py udp-send DST_IP PORT RATE_BPS SECONDS DSCP LEN
         Kernel UDP socket, IP_TOS = DSCP << 2, paced at RATE_BPS (payload bits); prints
         {"sent": n, "bytes": b}.
-    host_traffic.py udp-recv PORT SECONDS
-        Count datagrams for SECONDS after the first one (or SECONDS if none); prints
+    host_traffic.py udp-recv PORT SECONDS [EXPECT_FILE]
+        Count datagrams for SECONDS; with EXPECT_FILE, stop earlier once that file exists
+        and holds a count already received (the sender's, written when it is done: no
+        wall-clock window that a late sender on a busy machine could miss); prints
         {"received": n, "bytes": b}.
     host_traffic.py flood-ip IFACE DST_MAC SRC_IP DST_IP SECONDS [DSCP]
         Raw IPv4/UDP frames (64 bytes, DSCP 0) from SRC_IP to DST_IP (e.g. a router's own
@@ -279,17 +281,30 @@ def big_rcvbuf(s):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
 
 
-def udp_recv(port, seconds):
+def expected(path):
+    """The count in `path`, or None while it does not exist (or is being written)."""
+    try:
+        with open(path) as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def udp_recv(port, seconds, expect_file=None):
     n = nbytes = 0
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         big_rcvbuf(s)
         s.bind(("0.0.0.0", int(port)))
         s.settimeout(0.2)
         end = time.monotonic() + float(seconds)
-        while time.monotonic() < end:
+        want = None
+        while time.monotonic() < end and (want is None or n < want):
             try:
                 data = s.recv(65536)
             except socket.timeout:
+                # Quiet: has the sender said how many it sent?
+                if expect_file is not None:
+                    want = expected(expect_file)
                 continue
             n += 1
             nbytes += len(data)
@@ -386,7 +401,7 @@ def main():
         sys.exit(__doc__)
     fn, nargs = COMMANDS[sys.argv[1]]
     # Trailing optional arguments (flood-ip's DSCP).
-    optional = {"flood-ip": 1}.get(sys.argv[1], 0)
+    optional = {"flood-ip": 1, "udp-recv": 1}.get(sys.argv[1], 0)
     if not 2 + nargs <= len(sys.argv) <= 2 + nargs + optional:
         sys.exit(__doc__)
     fn(*sys.argv[2:])

@@ -337,6 +337,10 @@ counter_set! {
         /// The longest loop iteration of this worker, TSC cycles (the control lcore ages
         /// the FDB: a worker never sweeps it).
         max_loop_cycles,
+        /// Nanoseconds this worker's thread was runnable but waiting for its CPU (the
+        /// kernel's schedstat `run_delay`, read at stop): the scheduler's share of
+        /// `max_loop_cycles` is at most this.
+        runqueue_wait_ns,
         /// TSC cycles spent in iterations that moved at least one packet.
         busy_cycles,
         loops,

@@ -205,6 +205,10 @@ pub fn add_pfc_counters(m: &mut Metrics, v: &Value) {
                     m.counter(&format!("pfc_{dir}_on2off_transitions"), ho, l(), n);
                 }
             }
+            if let Some(n) = num(o, &format!("tx_late_refresh{prio}")) {
+                let h = "PFC refreshes sent after the previous PAUSE had expired (the peer could resume)";
+                m.counter("pfc_tx_late_refreshes", h, l(), n);
+            }
         }
     }
 }
@@ -468,7 +472,7 @@ mod tests {
             "/pfcswitch/ports" => Ok(json!({"ports": ["Ethernet0", "Ethernet4"], "start_time_ns": 1})),
             "/pfcswitch/port_counters" => one(json!({"rx_packets": 10, "tx_bytes": 7, "drop_runt": 2, "imissed": 0})),
             "/pfcswitch/pfc_counters" => one(json!({"tx_pause3": 5, "tx_resume3": 4, "tx_pause_duration_us3": 1500,
-                                                   "rx_pause3": 0, "rx_on2off3": 1})),
+                                                   "rx_pause3": 0, "rx_on2off3": 1, "tx_late_refresh3": 2})),
             "/pfcswitch/queue_counters" => one(json!({"UC3_packets": 9, "UC3_bytes": 9000, "UC3_depth": 2})),
             "/pfcswitch/pg_watermark" => {
                 one(json!({"PG3_shared_watermark": 4000, "PG3_off": 1, "PG3_lossless_drops": 0}))
@@ -497,6 +501,7 @@ mod tests {
             "pfcswitch_pfc_tx_resume_frames_total{port=\"Ethernet0\",priority=\"3\"} 4",
             "pfcswitch_pfc_tx_pause_duration_seconds_total{port=\"Ethernet0\",priority=\"3\"} 0.0015",
             "pfcswitch_pfc_rx_on2off_transitions_total{port=\"Ethernet4\",priority=\"3\"} 1",
+            "pfcswitch_pfc_tx_late_refreshes_total{port=\"Ethernet0\",priority=\"3\"} 2",
             "pfcswitch_queue_tx_packets_total{port=\"Ethernet0\",queue=\"3\"} 9",
             "pfcswitch_queue_tx_bytes_total{port=\"Ethernet0\",queue=\"3\"} 9000",
             "pfcswitch_queue_depth_packets{port=\"Ethernet0\",queue=\"3\"} 2",

@@ -193,3 +193,47 @@ fn deadlines_are_readable_from_another_thread() {
         assert!(seen == 0 || seen == 0xff || seen.count_ones() <= 8);
     });
 }
+
+/// A refresh is late when it leaves more than the pause time after the previous PAUSE (the
+/// peer was free to send in between): counted per priority, never for one on time, and not
+/// for the first refresh after a worker's refreshes whose times the sender is not told.
+#[test]
+fn late_refreshes_are_counted() {
+    let (hz, speed) = (TSC_1, 10 * G);
+    let full = quanta_to_ticks(0xffff, speed, hz); // 3 355 392 ns
+    let half = full / 2;
+    let mut tx = PfcPortTx::new(PfcTxConfig::default(), speed, hz);
+    let c = tx.counters();
+    let late = |c: &PfcTxCounters| c.prio[3].late_refreshes.get();
+    tx.on_edge(1 << 3, EdgeKind::Pause, 0).unwrap();
+    assert!(tx.poll(half).is_some());
+    assert_eq!(late(&c), 0, "on time");
+    // Exactly the pause time after the last one: the peer is still held.
+    assert!(tx.poll(half + full).is_some());
+    assert_eq!(late(&c), 0, "at the pause time, not after it");
+    // One tick more than the pause time: the peer was free for a tick.
+    assert!(tx.poll(half + 2 * full + 1).is_some());
+    assert_eq!(late(&c), 1);
+    // A refresh carried along by another priority's edge is judged too.
+    let t = half + 4 * full;
+    tx.on_edge(1 << 4, EdgeKind::Pause, t).unwrap();
+    assert_eq!(late(&c), 2);
+    assert_eq!(c.prio[4].late_refreshes.get(), 0, "a first PAUSE is no refresh");
+    // RESUME, then a worker's PAUSE with two refreshes of its own taken over: the next
+    // refresh is not judged (the worker's last refresh time is unknown), later ones are.
+    tx.on_edge(1 << 3, EdgeKind::Resume, t + 1).unwrap();
+    let w = t + 10 * full;
+    tx.note_sent_pause(1 << 3, w, 3);
+    assert!(tx.poll(w + 5 * full).is_some());
+    assert_eq!(late(&c), 2, "not judged after a worker's unknown refreshes");
+    assert!(tx.poll(w + 7 * full).is_some());
+    assert_eq!(late(&c), 3);
+    // A worker's single PAUSE has a known time.
+    let mut tx = PfcPortTx::new(PfcTxConfig::default(), speed, hz);
+    let c = tx.counters();
+    tx.note_sent_pause(1 << 3, 100, 1);
+    assert!(tx.poll(100 + full + 1).is_some());
+    assert_eq!(late(&c), 1);
+    let s = PfcPrioStats::snapshot(&c, &PfcRx::new(0, speed).counters(), hz);
+    assert_eq!(s[3].tx_late_refresh, 1);
+}

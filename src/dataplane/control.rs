@@ -81,7 +81,8 @@ impl Control {
         }
     }
 
-    /// Link status of every port (`rte_eth_link_get_nowait`, every millisecond): a link
+    /// Link status of every port (`rte_eth_link_get_nowait` every millisecond, a kernel
+    /// interface's operstate every 16; its speed only when it comes up): a link
     /// that goes down (or never came up: `Shared::link_up` starts from the link read at
     /// start) makes its TX owner drop what it holds for the port and admit nothing more for
     /// it, so a dead egress cannot hold an ingress PG OFF and pause a healthy upstream for
@@ -94,10 +95,12 @@ impl Control {
             if matches!(src, LinkSource::None) || (src.is_kernel() && !kernel_too) {
                 continue;
             }
-            let link = src.read();
+            let up = src.up();
             let rt = &shared.ports[p];
             let was = rt.link_up.load(Ordering::Relaxed);
-            if link.up && !was {
+            if up && !was {
+                // The speed only now: for a kernel interface reading it takes `rtnl`.
+                let link = src.read();
                 rt.link_up.store(true, Ordering::Release);
                 if p < 64 {
                     shared.link_down_mask.fetch_and(!(1u64 << p), Ordering::Release);
@@ -118,7 +121,7 @@ impl Control {
                         ),
                     ));
                 }
-            } else if !link.up && was {
+            } else if !up && was {
                 rt.link_up.store(false, Ordering::Release);
                 if p < 64 {
                     shared.link_down_mask.fetch_or(1u64 << p, Ordering::Release);

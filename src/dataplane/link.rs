@@ -46,11 +46,21 @@ impl LinkSource {
                 Link { up: l.up, speed_mbps: l.speed_mbps }
             }
             LinkSource::Kernel(iface) => {
-                let state = std::fs::read_to_string(format!("/sys/class/net/{iface}/operstate")).unwrap_or_default();
-                // "unknown": interfaces that do not report one (dummy, some tun); not down.
-                let up = matches!(state.trim(), "up" | "unknown");
+                let up = kernel_up(iface);
                 Link { up, speed_mbps: if up { kernel_speed_mbps(iface).unwrap_or(u32::MAX) } else { 0 } }
             }
+        }
+    }
+
+    /// Whether the link is up, without its speed: what the control lcore polls. For a kernel
+    /// interface one sysfs read of `operstate`, which takes no lock; `speed` (read by
+    /// [`LinkSource::read`], at start and when a link comes up) takes the kernel's `rtnl`
+    /// lock, which a route storm holds for long stretches (PAUSE refreshes would wait).
+    pub fn up(&self) -> bool {
+        match self {
+            LinkSource::None => true,
+            LinkSource::Pmd(id) => dpdk::link_of(*id).up,
+            LinkSource::Kernel(iface) => kernel_up(iface),
         }
     }
 
@@ -67,6 +77,13 @@ pub fn kernel_iface(devargs: &str) -> Option<&str> {
         return None;
     }
     devargs.split(',').skip(1).find_map(|kv| kv.strip_prefix("iface="))
+}
+
+/// Kernel interface `iface`'s operstate says up (or "unknown": interfaces that do not
+/// report one, dummy, some tun; not down).
+fn kernel_up(iface: &str) -> bool {
+    let state = std::fs::read_to_string(format!("/sys/class/net/{iface}/operstate")).unwrap_or_default();
+    matches!(state.trim(), "up" | "unknown")
 }
 
 /// The negotiated speed of kernel interface `iface` (`/sys/class/net/<iface>/speed`, Mb/s;
@@ -92,5 +109,7 @@ mod tests {
         // A kernel interface that does not exist reads as down.
         assert!(!LinkSource::Kernel("pfcsw-no-such-if".into()).read().up);
         assert!(LinkSource::Kernel("lo".into()).read().up);
+        assert!(!LinkSource::Kernel("pfcsw-no-such-if".into()).up());
+        assert!(LinkSource::Kernel("lo".into()).up() && LinkSource::None.up());
     }
 }

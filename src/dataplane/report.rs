@@ -304,6 +304,7 @@ impl RunReport {
                         "tx_pause_duration_us": arr(&|s| s.tx_pause_duration_us),
                         "rx_pause_duration_us": arr(&|s| s.rx_pause_duration_us),
                         "tx_on2off": arr(&|s| s.tx_on2off),
+                        "tx_late_refresh": arr(&|s| s.tx_late_refresh),
                         "rx_on2off": arr(&|s| s.rx_on2off),
                         "rx_8023x_pause": p.rx_link_pause,
                         "rx_8023x_ignored": p.rx_link_pause_ignored,

@@ -261,6 +261,7 @@ impl Views {
             o.insert(format!("tx_pause_duration_us{n}"), x.tx_pause_duration_us.into());
             o.insert(format!("rx_on2off{n}"), x.rx_on2off.into());
             o.insert(format!("tx_on2off{n}"), x.tx_on2off.into());
+            o.insert(format!("tx_late_refresh{n}"), x.tx_late_refresh.into());
         }
         o
     }

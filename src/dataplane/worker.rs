@@ -231,6 +231,9 @@ impl Worker {
         }
         let now = rdtsc();
         self.rx.mac.poll_all(now);
+        // What the kernel kept this lcore waiting over the run (at stop: a file read).
+        let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+        counters.worker.runqueue_wait_ns.set(run_delay_ns(&schedstat).unwrap_or(0));
         shared.workers_stopped.fetch_add(1, Ordering::SeqCst);
         let deadline = rdtsc().wrapping_add(self.tsc_hz.saturating_mul(5));
         while shared.workers_stopped.load(Ordering::SeqCst) < shared.workers_launched.load(Ordering::SeqCst)
@@ -270,5 +273,20 @@ impl Worker {
             now,
         );
         c.worker.pause_refreshes.add(n);
+    }
+}
+
+/// `run_delay` (ns runnable but not running) from a `/proc/.../schedstat` line:
+/// `<on-CPU ns> <run_delay ns> <timeslices>`.
+fn run_delay_ns(schedstat: &str) -> Option<u64> {
+    schedstat.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn run_delay_from_schedstat() {
+        assert_eq!(super::run_delay_ns("1000 70312 1\n"), Some(70_312));
+        assert_eq!(super::run_delay_ns(""), None);
     }
 }

@@ -15,6 +15,9 @@ pub struct PrioTx {
     pub pause_ticks: Counter,
     /// ON→OFF transitions (PAUSE edges).
     pub on2off: Counter,
+    /// Refreshes sent more than the pause time after the previous PAUSE: the peer was
+    /// free to send into a PG still OFF in between (the control lcore came late).
+    pub late_refreshes: Counter,
 }
 
 /// One priority, receive side.
@@ -74,6 +77,8 @@ pub struct PfcPrioStats {
     pub rx_on2off: u64,
     /// Our PAUSE edges.
     pub tx_on2off: u64,
+    /// Our refreshes sent after the previous PAUSE had expired ([`PrioTx::late_refreshes`]).
+    pub tx_late_refresh: u64,
 }
 
 impl PfcPrioStats {
@@ -99,6 +104,7 @@ impl PfcPrioStats {
                 tx_pause_duration_us: super::ticks_to_us(t.pause_ticks.get(), tsc_hz),
                 rx_on2off: r.on2off.get(),
                 tx_on2off: t.on2off.get(),
+                tx_late_refresh: t.late_refreshes.get(),
             };
         }
         out

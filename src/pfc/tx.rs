@@ -43,7 +43,13 @@ impl Send {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     On,
-    Off { next_refresh: u64, accrued_to: u64 },
+    /// `last_sent`: when the last PAUSE for this priority was sent, if this sender knows
+    /// (not after a worker's refreshes it took over, whose times it is not told).
+    Off {
+        next_refresh: u64,
+        accrued_to: u64,
+        last_sent: Option<u64>,
+    },
 }
 
 /// The refresh interval of a PAUSE at `speed_bps`:
@@ -64,13 +70,16 @@ pub fn refresh_ticks(cfg: &PfcTxConfig, speed_bps: u64, tsc_hz: u64) -> u64 {
 pub struct PfcTx {
     pause_quanta: u16,
     refresh_ticks: u64,
+    /// How long a PAUSE holds the peer: a refresh later than this after the previous
+    /// PAUSE is late (the peer resumed in between).
+    pause_ticks: u64,
     state: State,
 }
 
 impl PfcTx {
     /// A sender in state ON for a link of `speed_bps`.
     pub fn new(cfg: &PfcTxConfig, speed_bps: u64, tsc_hz: u64) -> Self {
-        let mut t = PfcTx { pause_quanta: cfg.pause_quanta.max(1), refresh_ticks: 1, state: State::On };
+        let mut t = PfcTx { pause_quanta: cfg.pause_quanta.max(1), refresh_ticks: 1, pause_ticks: 0, state: State::On };
         t.set_speed(cfg, speed_bps, tsc_hz);
         t
     }
@@ -78,6 +87,7 @@ impl PfcTx {
     /// Recomputes the refresh interval after a speed change ([`refresh_ticks`]).
     pub fn set_speed(&mut self, cfg: &PfcTxConfig, speed_bps: u64, tsc_hz: u64) {
         self.refresh_ticks = refresh_ticks(cfg, speed_bps, tsc_hz);
+        self.pause_ticks = quanta_to_ticks(cfg.pause_quanta.max(1), speed_bps, tsc_hz);
     }
 
     /// Refresh interval in ticks.
@@ -94,7 +104,11 @@ impl PfcTx {
     pub fn on_edge(&mut self, kind: EdgeKind, now: u64) -> Option<Send> {
         match (kind, self.state) {
             (EdgeKind::Pause, State::On) => {
-                self.state = State::Off { next_refresh: now.saturating_add(self.refresh_ticks), accrued_to: now };
+                self.state = State::Off {
+                    next_refresh: now.saturating_add(self.refresh_ticks),
+                    accrued_to: now,
+                    last_sent: Some(now),
+                };
                 Some(Send { quanta: self.pause_quanta })
             }
             (EdgeKind::Resume, State::Off { .. }) => {
@@ -108,11 +122,29 @@ impl PfcTx {
     /// The refresh due at `now`, if any.
     pub fn poll(&mut self, now: u64) -> Option<Send> {
         match self.state {
-            State::Off { next_refresh, accrued_to } if now >= next_refresh => {
-                self.state = State::Off { next_refresh: now.saturating_add(self.refresh_ticks), accrued_to };
+            State::Off { next_refresh, accrued_to, .. } if now >= next_refresh => {
+                self.state = State::Off {
+                    next_refresh: now.saturating_add(self.refresh_ticks),
+                    accrued_to,
+                    last_sent: Some(now),
+                };
                 Some(Send { quanta: self.pause_quanta })
             }
             _ => None,
+        }
+    }
+
+    /// A refresh sent at `now` would be late: the previous PAUSE (whose time this sender
+    /// knows) expired before it (more than the pause time ago): the peer was free to send in between.
+    pub fn refresh_late(&self, now: u64) -> bool {
+        matches!(self.state, State::Off { last_sent: Some(t), .. } if now.saturating_sub(t) > self.pause_ticks)
+    }
+
+    /// A PAUSE for this priority was sent at `at` by someone else (a worker), after
+    /// `frames - 1` refreshes of its own whose times are unknown here.
+    fn noted_elsewhere(&mut self, at: u64, frames: u64) {
+        if let State::Off { last_sent, .. } = &mut self.state {
+            *last_sent = if frames <= 1 { last_sent.map(|t| t.max(at)).or(Some(at)) } else { None };
         }
     }
 
@@ -152,6 +184,7 @@ struct Delta {
     resume_frames: u64,
     pause_ticks: u64,
     on2off: u64,
+    late_refreshes: u64,
 }
 
 /// A decision worked out on a copy of the eight senders, so that nothing changes until
@@ -219,12 +252,14 @@ impl Draft {
             if among & (1 << i) == 0 || p.next_deadline().is_none_or(|d| d > horizon) {
                 continue;
             }
+            let late = p.refresh_late(now);
             // Due (or nearly): refresh now, early rather than late.
-            if let State::Off { accrued_to, .. } = p.state {
-                p.state = State::Off { next_refresh: now, accrued_to };
+            if let State::Off { next_refresh, .. } = &mut p.state {
+                *next_refresh = now;
             }
             if let Some(s) = p.poll(now) {
                 let d = &mut self.delta[i];
+                d.late_refreshes += u64::from(late);
                 d.pause_ticks += p.take_off_ticks(now, None);
                 d.pause_frames += 1;
                 mask |= 1 << i;
@@ -264,6 +299,7 @@ impl PfcAttempt<'_> {
             c.resume_frames.add(d.resume_frames);
             c.pause_ticks.add(d.pause_ticks);
             c.on2off.add(d.on2off);
+            c.late_refreshes.add(d.late_refreshes);
         }
         frame
     }
@@ -338,6 +374,7 @@ impl PfcPortTx {
             if draft.prio[i].on_edge(EdgeKind::Pause, at).is_some() {
                 draft.delta[i].on2off += 1;
             }
+            draft.prio[i].noted_elsewhere(at, frames);
             draft.delta[i].pause_frames += frames;
         }
         let frame = MacControl::pfc_pause(priorities, self.cfg.pause_quanta);
