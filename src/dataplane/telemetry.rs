@@ -102,6 +102,7 @@ impl RoutingView {
                     Target::Glean => "direct",
                     Target::Local => "local",
                     Target::Blackhole => "blackhole",
+                    Target::NonPort => "non-port",
                     _ => "kernel",
                 };
                 let iface = r.port.map(|p| self.name(p)).unwrap_or("");

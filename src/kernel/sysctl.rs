@@ -52,6 +52,16 @@ impl Sysctls {
         Ok(())
     }
 
+    /// [`Sysctls::set`] where `path` exists: `Ok(false)` when it does not (a sysctl this
+    /// kernel or this interface has not).
+    pub fn set_if_present(&mut self, path: &str, value: &str) -> Result<bool, KernelError> {
+        if !std::path::Path::new(path).exists() {
+            return Ok(false);
+        }
+        self.set(path, value)?;
+        Ok(true)
+    }
+
     /// Raise the number in `path` to `at_least` (never lower it). `Ok(false)` when there is
     /// no such file.
     pub fn raise(&mut self, path: &str, at_least: u64) -> Result<bool, KernelError> {

@@ -165,6 +165,7 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
         })
         .collect();
     routing::add_representors(&mut ports, &mut lcores, &routing, &vlans)?;
+    routing::check_namespace(&routing, &mut ctx)?;
     let buffer = resolve_buffer(top.get("buffer"), &ports, &qos, &mut ctx)?;
     check_eal(&eal, &ports, &lcores, top.contains_key("lcores"))?;
     warn_devargs(&ports, &mut ctx);
