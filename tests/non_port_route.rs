@@ -1,9 +1,9 @@
 //! Routes that leave through an interface that is not a switch port (docs/routing.md,
-//! "Routes through interfaces that are not ports"): in the switch's namespace a dummy
-//! interface stands in for the management port, with a connected subnet, a route through
+//! "Routes through interfaces that are not ports"): in the switch's namespace a veth
+//! (`npdum0`, its peer beside it) stands in for the management port, with a connected subnet, a route through
 //! it and the default route. Packets the dataplane routes by them are dropped and counted
 //! `route_non_port` on the ingress port; none is punted, so the kernel never forwards them
-//! off the fabric (before: punted `no_route`, and the kernel sent them out of the dummy).
+//! off the fabric (before: punted `no_route`, and the kernel sent them out of the veth).
 //!
 //! Needs root; skipped otherwise.
 
@@ -26,8 +26,8 @@ fn frame(src: [u8; 4], dst: [u8; 4], seq: u32) -> Vec<u8> {
     f
 }
 
-/// The dummy's transmitted packets, as the kernel counts them.
-fn dummy_tx(ns: &str) -> u64 {
+/// The management stand-in's transmitted packets, as the kernel counts them.
+fn stand_in_tx(ns: &str) -> u64 {
     let o = sh(&format!("ip netns exec {ns} cat /sys/class/net/npdum0/statistics/tx_packets"));
     text(&o).trim().parse().unwrap_or_else(|_| panic!("tx_packets: {}", text(&o)))
 }
@@ -41,7 +41,10 @@ fn routes_through_non_ports_are_dropped_not_punted() {
     let d = TestDir::new("non-port-route");
     let ns = Netns::add(&format!("pfcswnp{}", std::process::id() % 100_000));
     let o = sh(&format!(
-        "ip -n {0} link add npdum0 type dummy && ip -n {0} link set npdum0 up && ip -n {0} link set lo up && \
+        "ip -n {0} link add npdum0 type veth peer name npdum1 && \
+         ip netns exec {0} sysctl -qw net.ipv6.conf.npdum0.disable_ipv6=1 net.ipv6.conf.npdum1.disable_ipv6=1 && \
+         ip -n {0} link set npdum1 up && \
+         ip -n {0} link set npdum0 up && ip -n {0} link set lo up && \
          ip -n {0} addr add 10.77.0.1/24 dev npdum0 && \
          ip -n {0} route add 10.78.0.0/16 dev npdum0 && \
          ip -n {0} route add default via 10.77.0.254 dev npdum0 && \
@@ -53,8 +56,8 @@ fn routes_through_non_ports_are_dropped_not_punted() {
     let peer = [10, 9, 0, 1];
     let mut frames = Vec::new();
     for i in 0..30 {
-        frames.push(frame(peer, [10, 77, 0, 5], i)); // the dummy's connected subnet
-        frames.push(frame(peer, [10, 78, 1, 1], i)); // a route through the dummy
+        frames.push(frame(peer, [10, 77, 0, 5], i)); // the stand-in's connected subnet
+        frames.push(frame(peer, [10, 78, 1, 1], i)); // a route through it
         frames.push(frame(peer, [198, 51, 100, 7], i)); // the default route, through it
     }
     write_pcap(&d.join("in0.pcap"), &frames);
@@ -70,12 +73,12 @@ fn routes_through_non_ports_are_dropped_not_punted() {
         .toml(&format!("[control_plane]\nnetns = \"{}\"\n[interface]\nEthernet0 = [\"10.9.0.0/31\"]", ns.0))
         .one_worker()
         .write(&d.join("t.toml"));
-    let tx_before = dummy_tx(&ns.0);
+    let tx_before = stand_in_tx(&ns.0);
     let j = run_for(&d, &cfg, "4");
     let e0 = port(&j, "Ethernet0");
     let punted: u64 = e0["punted"].as_object().unwrap().values().filter_map(|v| v.as_u64()).sum();
     assert_eq!(e0["drops"]["route_non_port"].as_u64(), Some(90), "drops: {}\npunted: {}", e0["drops"], e0["punted"]);
     assert_eq!(punted, 0, "punted: {}", e0["punted"]);
-    assert_eq!(dummy_tx(&ns.0), tx_before, "the kernel forwarded packets out of the dummy");
+    assert_eq!(stand_in_tx(&ns.0), tx_before, "the kernel forwarded packets out of the management stand-in");
     assert_conserved(&j);
 }
