@@ -230,8 +230,9 @@ impl Views {
     /// sends whole ([`crate::reconfig::pieces`]).
     pub fn running_config(&self) -> Value {
         match self.shared.reconfig.running_text() {
-            Some(t) => json!({ "pieces": crate::reconfig::pieces(&t) }),
-            None => error("the configuration file could not be read at start".into()),
+            Ok(Some(t)) => json!({ "pieces": crate::reconfig::pieces(&t) }),
+            Ok(None) => error("the configuration file could not be read at start".into()),
+            Err(e) => error(e),
         }
     }
 
