@@ -468,4 +468,28 @@ speed = "100G"
         // Nothing routes: nothing asked.
         assert!(cfg("").unwrap().warnings.is_empty());
     }
+
+    #[test]
+    fn eal_memory_must_hold_the_routing_tables() {
+        let eal = |m: &str, extra: &str| {
+            cfg(&format!(
+                "[eal]\nargs = [\"--no-huge\", {m}, \"--no-pci\"]\n[switch]\nmbuf_count = 16383\n\
+                 [control_plane]\nnetns = \"leaf1\"\n{extra}[interface]\nEthernet0 = []\n"
+            ))
+        };
+        // Like the clos fabric's switches: -m 512, few mbufs, the default tables.
+        assert!(cfg("[eal]\nargs = [\"-m\", \"512\"]\n[switch]\nmbuf_count = 8192\n[control_plane]\nnetns = \"x\"\n[interface]\nEthernet0 = []\n").is_ok());
+        assert!(eal("\"-m\", \"1024\"", "max_ipv4_routes = 262144\n").is_ok());
+        let e = eal("\"-m\", \"512\"", "max_ipv4_routes = 262144\n").unwrap_err();
+        assert!(
+            !e.contains('\n')
+                && e.starts_with("t.toml: eal.args[1]: 512 MiB of EAL memory cannot hold the routing tables"),
+            "{e}"
+        );
+        let e = eal("\"--socket-mem=256,128\"", "").unwrap_err();
+        assert!(e.starts_with("t.toml: eal.args[1]: 384 MiB of EAL memory"), "{e}");
+        // Not given (EAL takes what it finds), or nothing routes: not checked.
+        assert!(eal("\"-l\", \"0-1\"", "max_ipv4_routes = 262144\n").is_ok());
+        assert!(cfg("[eal]\nargs = [\"-m\", \"64\"]\n[switch]\nmbuf_count = 16383\n").is_ok());
+    }
 }
