@@ -87,6 +87,10 @@ impl Sysctls {
         while let Some(s) = self.saved.pop() {
             match write(&s.file, &s.old) {
                 Ok(()) => log::info!("sysctl {} restored to {}", s.path, s.old),
+                // An interface's sysctl, gone with the interface (a representor closed first).
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    log::debug!("sysctl {}: gone with its interface", s.path);
+                }
                 Err(e) => {
                     log::warn!("sysctl {}: not restored to {}: {e}", s.path, s.old);
                     errors.push(err(&s.path, e));
