@@ -91,6 +91,9 @@ pub fn handle(shared: &Shared, param: &str) -> Result<Value, String> {
     }
 }
 
+/// A change's id and the control lcore's answer to it.
+type Reply = (u64, Result<String, String>);
+
 /// The control lcore's side: installs what the telemetry thread validated.
 pub struct Reconfigurer {
     /// Headroom waiting to shrink: the limits to install once safe, and the change.
@@ -98,7 +101,7 @@ pub struct Reconfigurer {
     /// Test knob `PFCSW_TEST_REPLY_DELAY_MS`: answers are held this long after the change
     /// is in force (an answer that comes after the telemetry thread stopped waiting).
     reply_delay: Option<Duration>,
-    held: Option<(Instant, (u64, Result<String, String>))>,
+    held: Option<(Instant, Reply)>,
 }
 
 impl Default for Reconfigurer {
