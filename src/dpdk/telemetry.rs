@@ -207,7 +207,8 @@ pub fn check_private_dir(dir: &Path) -> Result<(), String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("runtime directory {}: {e}", dir.display())),
     };
-    let me = nix::unistd::geteuid().as_raw();
+    // The owner of /proc/self is this process's effective uid.
+    let me = std::fs::metadata("/proc/self").map(|m| m.uid()).map_err(|e| format!("/proc/self: {e}"))?;
     let mode = m.permissions().mode() & 0o7777;
     if !m.file_type().is_dir() || m.uid() != me || mode != 0o700 {
         return Err(format!(
@@ -407,7 +408,7 @@ mod tests {
         let e = check_private_dir(&d).unwrap_err();
         assert!(e.contains("mode 0755") && !e.contains('\n'), "{e}");
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
-        if nix::unistd::geteuid().is_root() {
+        if is_root() {
             std::os::unix::fs::chown(&d, Some(65534), None).unwrap();
             let e = check_private_dir(&d).unwrap_err();
             assert!(e.contains("owned by uid 65534"), "{e}");

@@ -92,7 +92,7 @@ impl Sysctls {
                     log::debug!("sysctl {}: gone with its interface", s.path);
                 }
                 Err(e) => {
-                    log::warn!("sysctl {}: not restored to {}: {e}", s.path, s.old);
+                    log::warn!("sysctl {} not restored to {}: {e}", s.path, s.old);
                     errors.push(err(&s.path, e));
                 }
             }
