@@ -112,6 +112,9 @@ drop_reasons! {
     PuntUndelivered = "punt_undelivered" @ Egress;
     /// Routed into a kernel blackhole route.
     RouteBlackhole = "route_blackhole" @ Ingress;
+    /// Routed by a route whose next hops all leave through interfaces that are not switch
+    /// ports (management, dummy, lo): never punted for the kernel to forward off the fabric.
+    RouteNonPort = "route_non_port" @ Ingress;
     /// Sent to the router MAC with IP length fields that overrun the frame.
     RouteMalformed = "route_malformed" @ Ingress;
     /// On a routed port: unicast to a MAC that is not the router's (never bridged).

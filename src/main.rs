@@ -644,6 +644,9 @@ fn run(args: RunArgs) -> Outcome {
             pfcswitch::dpdk::MAX_PORTS
         )));
     }
+    // EAL reuses a runtime directory that exists: it must be this user's alone.
+    let rundir = pfcswitch::dpdk::telemetry::runtime_dir(&cfg.file_prefix());
+    pfcswitch::dpdk::telemetry::check_private_dir(&rundir).map_err(|e| Fail::Input(format!("pfcswitch: {e}")))?;
     let spec = dataplane::SwitchSpec::from_config(&cfg, plan);
     let signal_err = |e: std::io::Error| Fail::Runtime(format!("pfcswitch: cannot install signal handler: {e}"));
     let tx_enable_all = Arc::new(AtomicBool::new(false));

@@ -77,15 +77,20 @@ fn representor_carries_frames_both_ways() {
     let d = TestDir::new("representor");
     let ns = Netns::add(&format!("pfcswrep{}", std::process::id() % 100_000));
     let cfg = pfcswitch::config::from_str(
-        r#"
+        &format!(
+            r#"
 [[port]]
 name = "Ethernet0"
 devargs = "net_null0"
 speed = "10G"
 mtu = 1500
+[control_plane]
+netns = "{}"
 [interface]
 Ethernet0 = ["10.0.0.0/31"]
 "#,
+            ns.0
+        ),
         "t.toml",
     )
     .unwrap();

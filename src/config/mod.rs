@@ -121,9 +121,11 @@
 //! "Ethernet0" = ["10.0.0.0/31", "fc00::/127"]   # frames to the port's MAC are routed; the
 //!                               # port gets a kernel representor named like it with these
 //!                               # addresses (docs/routing.md)
-//! [control_plane]               # optional
+//! [control_plane]               # required with router interfaces: netns or allow_root_namespace
 //! netns = "leaf1"               # enter this network namespace (`ip netns add leaf1`) before
 //!                               # EAL starts: representors, rtnetlink, af_packet live there
+//! allow_root_namespace = false  # true: route in the namespace the switch starts in (the
+//!                               # host's kernel forwards punts; warned about at start)
 //! accept_martian_sources = []   # router interfaces that route IPv4 martian sources
 //!                               # (RFC 1812 5.3.7 relaxed; default none: docs/routing.md)
 //! max_neighbours = 16384        # ARP/ND neighbours mirrored (IPv4 + IPv6), 1..=16384; the

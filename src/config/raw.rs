@@ -342,6 +342,8 @@ pub(crate) enum RawTaggingMode {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawControlPlane {
     pub netns: Option<String>,
+    /// Route without `netns`, in the namespace the switch starts in (warned about).
+    pub allow_root_namespace: Option<bool>,
     /// Router interfaces that route IPv4 martian sources (RFC 1812 5.3.7 relaxed).
     pub accept_martian_sources: Option<Vec<String>>,
     /// Deserialized on its own, so its errors name `control_plane.copp.<key>`.

@@ -597,6 +597,10 @@ pub struct RoutingConfig {
     /// (its kernel representors, rtnetlink socket and af_packet interfaces live there);
     /// `None` = the namespace it was started in.
     pub netns: Option<String>,
+    /// `[control_plane] allow_root_namespace`: route without `netns`, in the namespace the
+    /// switch was started in (the host's, usually), with a warning. Without it, routing
+    /// requires `netns`.
+    pub allow_root_namespace: bool,
     /// `[switch] ecmp_seed`; `None` = derived from the first port's MAC at start
     /// ([`crate::route::seed_from_mac`]).
     pub ecmp_seed: Option<u32>,

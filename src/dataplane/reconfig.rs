@@ -20,7 +20,7 @@ use crate::reconfig::{apply, interim, Change};
 use super::control::Control;
 use super::io::IoMsg;
 use super::pfc_live::PfcSet;
-use super::reconfig_shared::Request;
+use super::reconfig_shared::{Late, Request};
 use super::shared::Shared;
 use super::tx_live::TxParams;
 
@@ -28,6 +28,11 @@ use super::tx_live::TxParams;
 /// millisecond or a nap; a machine whose CPUs are oversubscribed may keep it off its CPU
 /// for a while). `pfcswitch config` waits for the reply a little longer.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(10);
+
+/// Test knobs (docs/lossless.md, "Test knobs"): the milliseconds in `var`, if set.
+fn knob_ms(var: &str) -> Option<Duration> {
+    std::env::var(var).ok()?.parse().ok().map(Duration::from_millis)
+}
 
 /// `/pfcswitch/config,<param>` on the telemetry thread: validate, hand over, wait.
 pub fn handle(shared: &Shared, param: &str) -> Result<Value, String> {
@@ -37,6 +42,8 @@ pub fn handle(shared: &Shared, param: &str) -> Result<Value, String> {
     let Some((text, n)) = running.as_mut() else {
         return Err(format!("{}: cannot be read again: no live changes", r.origin));
     };
+    // A change made to a text that misses one in force would revert it.
+    r.settle_late(text, n)?;
     let applied = apply(text, &r.origin, &change, r.sw_response_ns)?;
     let id = *n + 1;
     let tx = applied
@@ -55,6 +62,7 @@ pub fn handle(shared: &Shared, param: &str) -> Result<Value, String> {
         .push(Request { id, what: change.describe(), mmu: applied.plan.mmu.clone(), tx, pfc })
         .map_err(|_| "a change is still being applied".to_string())?;
     let start = Instant::now();
+    let wait = knob_ms("PFCSW_TEST_ANSWER_WAIT_MS").unwrap_or(ANSWER_WAIT);
     loop {
         if let Some((rid, answer)) = r.replies.pop() {
             if rid != id {
@@ -65,23 +73,41 @@ pub fn handle(shared: &Shared, param: &str) -> Result<Value, String> {
             *n = id;
             return Ok(json!({ "applied": change.describe(), "status": status, "change": id }));
         }
-        if start.elapsed() > ANSWER_WAIT {
-            // Take it back if the control lcore never saw it; if it did, the answer is
-            // late and the change may be in force without being in the running text.
-            return Err(match r.requests.pop() {
-                Some(_) => "the control lcore did not answer: not applied".to_string(),
-                None => "the control lcore did not answer in time: check the log".to_string(),
-            });
+        if start.elapsed() > wait {
+            // Take it back if the control lcore never saw it. If it did, the change may be
+            // in force: it is kept as late, and the next change or read of the running text
+            // waits for its answer (never made to, or reading, a text without it).
+            if r.requests.pop().is_some() {
+                return Err("the control lcore did not answer: not applied".to_string());
+            }
+            let late = Late { id, what: change.describe(), text: applied.text };
+            *r.late.lock().map_err(|_| "live configuration unavailable (poisoned)".to_string())? = Some(late);
+            return Err(format!(
+                "the control lcore did not answer in time: change {id} may be in force; `pfcswitch config save` or \
+                 the next change says once it answers"
+            ));
         }
         std::thread::sleep(Duration::from_millis(1));
     }
 }
 
+/// A change's id and the control lcore's answer to it.
+type Reply = (u64, Result<String, String>);
+
 /// The control lcore's side: installs what the telemetry thread validated.
-#[derive(Default)]
 pub struct Reconfigurer {
     /// Headroom waiting to shrink: the limits to install once safe, and the change.
     pending: Option<(MmuConfig, String)>,
+    /// Test knob `PFCSW_TEST_REPLY_DELAY_MS`: answers are held this long after the change
+    /// is in force (an answer that comes after the telemetry thread stopped waiting).
+    reply_delay: Option<Duration>,
+    held: Option<(Instant, Reply)>,
+}
+
+impl Default for Reconfigurer {
+    fn default() -> Self {
+        Reconfigurer { pending: None, reply_delay: knob_ms("PFCSW_TEST_REPLY_DELAY_MS"), held: None }
+    }
 }
 
 impl Reconfigurer {
@@ -112,7 +138,17 @@ impl Reconfigurer {
                     rt.tx_live.publish(p);
                 }
             }
-            let _ = shared.reconfig.replies.push((req.id, answer));
+            match self.reply_delay {
+                Some(d) => self.held = Some((Instant::now() + d, (req.id, answer))),
+                None => {
+                    let _ = shared.reconfig.replies.push((req.id, answer));
+                }
+            }
+        }
+        if self.held.as_ref().is_some_and(|(at, _)| Instant::now() >= *at) {
+            if let Some((_, reply)) = self.held.take() {
+                let _ = shared.reconfig.replies.push(reply);
+            }
         }
         if let Some((cfg, what)) = self.pending.take() {
             if shared.mmu.headroom_shrink_safe(&cfg) {

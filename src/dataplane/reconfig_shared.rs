@@ -18,6 +18,15 @@ pub struct Request {
     pub pfc: Vec<super::pfc_live::PfcSet>,
 }
 
+/// A change the control lcore took but had not answered when the telemetry thread stopped
+/// waiting: it may be in force. Settled by the next change or read of the running text.
+pub(super) struct Late {
+    pub id: u64,
+    pub what: String,
+    /// The running text with the change in it.
+    pub text: String,
+}
+
 /// What the telemetry thread and the control lcore share.
 pub struct ReconfigShared {
     /// The running configuration's text (None: the file could not be read at start) and
@@ -29,6 +38,8 @@ pub struct ReconfigShared {
     pub(super) requests: ArrayQueue<Request>,
     /// (request id, the control lcore's answer).
     pub(super) replies: ArrayQueue<(u64, Result<String, String>)>,
+    /// The change whose answer came too late, if any (locked only under `running`).
+    pub(super) late: Mutex<Option<Late>>,
 }
 
 impl ReconfigShared {
@@ -41,11 +52,36 @@ impl ReconfigShared {
             sw_response_ns: cfg.switch.sw_response_ns,
             requests: ArrayQueue::new(1),
             replies: ArrayQueue::new(4),
+            late: Mutex::new(None),
         }
     }
 
-    /// The running configuration as TOML (`pfcswitch config save`).
-    pub fn running_text(&self) -> Option<String> {
-        self.running.lock().ok().and_then(|r| r.as_ref().map(|(t, _)| t.clone()))
+    /// Settle a change whose answer came late, with `running` (text, change id) held: its
+    /// answer arrived and said applied → the text gets it; said refused → it stays; still
+    /// none → an error (the change may or may not be in force yet: nothing may be made
+    /// on, or read from, a text that might miss it).
+    pub(super) fn settle_late(&self, text: &mut String, n: &mut u64) -> Result<(), String> {
+        let mut late = self.late.lock().map_err(|_| "live configuration unavailable (poisoned)".to_string())?;
+        let Some(l) = late.as_ref() else { return Ok(()) };
+        while let Some((rid, answer)) = self.replies.pop() {
+            if rid == l.id {
+                if answer.is_ok() {
+                    text.clone_from(&l.text);
+                }
+                *n = l.id;
+                *late = None;
+                return Ok(());
+            }
+        }
+        Err(format!("change {} ({}) is still being applied: its answer is late; try again", l.id, l.what))
+    }
+
+    /// The running configuration as TOML (`pfcswitch config save`): `Ok(None)` when the
+    /// file could not be read at start; an error while a change's answer is late.
+    pub fn running_text(&self) -> Result<Option<String>, String> {
+        let mut running = self.running.lock().map_err(|_| "live configuration unavailable (poisoned)".to_string())?;
+        let Some((text, n)) = running.as_mut() else { return Ok(None) };
+        self.settle_late(text, n)?;
+        Ok(Some(text.clone()))
     }
 }

@@ -72,12 +72,10 @@ impl Routing {
             return Ok(None);
         }
         let t0 = Instant::now();
-        // The previous values are written back at stop (they are the host's without a netns).
-        let mut sysctls = kernel::Sysctls::default();
-        kernel::enable_forwarding(&mut sysctls).map_err(err)?;
         let nswitch = spec.switch_ports();
         let mut nl = RtNetlink::open().map_err(err)?;
-        for r in representor::representors(&spec.config) {
+        let reps = representor::representors(&spec.config);
+        for r in &reps {
             let mtu = spec.ports[r.port].mtu.min(u32::from(u16::MAX)) as u16;
             representor::configure(&mut nl, &r.ifname, macs[r.mac_port], mtu, &r.addrs).map_err(err)?;
             log::info!(
@@ -91,6 +89,20 @@ impl Routing {
                 r.ifname,
                 macs[r.mac_port],
                 r.addrs.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")
+            );
+        }
+        // The previous values are written back at stop (some are the host's without a netns).
+        let mut sysctls = kernel::Sysctls::default();
+        let rep_names: Vec<String> = reps.iter().map(|r| r.ifname.clone()).collect();
+        let scope = kernel::enable_forwarding(&mut sysctls, "/proc/sys", &rep_names).map_err(err)?;
+        for (path, old) in sysctls.changed() {
+            // Not "…forwarding: …": tests wait for the line "forwarding:".
+            log::info!("sysctl {path} was {old}, restored at stop");
+        }
+        if !scope.ipv6_per_representor {
+            log::info!(
+                "IPv6 forwarding is namespace-wide (net.ipv6.conf.all.forwarding): this kernel has no per-interface \
+                 force_forwarding (Linux 6.17)"
             );
         }
         let workers = spec.workers.len().max(1) as u32;

@@ -439,7 +439,10 @@ impl Scalar {
             let Some((mut m, h, d)) = r.decide_held(k, down) else { continue };
             match d {
                 Decision::Route(to) => {
-                    wire::route_rewrite(m.data_mut(), usize::from(h.l3_offset), to.dst_mac, r.mac(to.port));
+                    if !wire::route_rewrite(m.data_mut(), usize::from(h.l3_offset), to.dst_mac, r.mac(to.port)) {
+                        count_forwarding_drop(c, in_port, h.class.tc, DropReason::RouteMalformed);
+                        continue;
+                    }
                     routed += 1;
                     bytes += u64::from(h.len);
                     match r.vlan_of(to.port) {

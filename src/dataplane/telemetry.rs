@@ -61,26 +61,50 @@ fn family_offset(params: &str) -> Result<(bool, usize), String> {
     Ok((v6, off))
 }
 
-/// `{"total", "offset", "rows": [...]}`: the rows from `offset` that fit a reply.
-fn page(rows: Vec<String>, offset: usize) -> Value {
-    let total = rows.len();
-    let mut bytes = 0;
-    let out: Vec<String> = rows
-        .into_iter()
-        .skip(offset)
-        .take(PAGE_ROWS)
-        .take_while(|r| {
-            bytes += r.len() + 3;
-            bytes <= PAGE_BYTES
-        })
-        .collect();
-    json!({ "total": total, "offset": offset, "rows": out })
+/// One reply's page of a table: the rows from `offset` that fit, built one at a time so
+/// that rows before `offset` or after the page are never formatted (a listing of 100k
+/// routes is then O(n) per page in counting, not in formatting).
+struct Page {
+    offset: usize,
+    bytes: usize,
+    rows: Vec<String>,
+}
+
+impl Page {
+    fn new(offset: usize) -> Page {
+        Page { offset, bytes: 0, rows: Vec::new() }
+    }
+
+    /// Room for another row?
+    fn open(&self) -> bool {
+        self.rows.len() < PAGE_ROWS && self.bytes <= PAGE_BYTES
+    }
+
+    /// Add `row` if it fits; false once the page is full.
+    fn push(&mut self, row: String) -> bool {
+        if self.rows.len() >= PAGE_ROWS || self.bytes + row.len() + 3 > PAGE_BYTES {
+            self.bytes = PAGE_BYTES + 1;
+            return false;
+        }
+        self.bytes += row.len() + 3;
+        self.rows.push(row);
+        true
+    }
+
+    /// `{"total", "offset", "rows": [...]}`.
+    fn done(self, total: usize) -> Value {
+        json!({ "total": total, "offset": self.offset, "rows": self.rows })
+    }
 }
 
 impl RoutingView {
-    fn view(&self) -> Result<Arc<crate::route::RibView>, String> {
+    /// The routing thread's view of what is installed: a fresh one for a listing's first
+    /// page (`fresh`: what the dataplane uses now, not up to a second before), the same one
+    /// for the pages after it (one listing, one view), unless it is older than 10 s.
+    fn view(&self, fresh: bool) -> Result<Arc<crate::route::RibView>, String> {
+        let max_age = if fresh { std::time::Duration::ZERO } else { std::time::Duration::from_secs(10) };
         self.status
-            .view(std::time::Duration::from_secs(1), std::time::Duration::from_secs(3))
+            .view(max_age, std::time::Duration::from_secs(3))
             .ok_or_else(|| "the routing control thread did not answer".to_string())
     }
 
@@ -90,11 +114,21 @@ impl RoutingView {
 
     /// One row per next hop: `prefix|code|metric|via|iface|mac|weight` (via: a gateway,
     /// or `direct`, `local`, `blackhole`, `kernel`; mac empty while unresolved).
-    fn route_rows(&self, v6: bool) -> Result<Vec<String>, String> {
-        use crate::route::{Prefix, Target};
-        let view = self.view()?;
-        let mut rows = Vec::new();
-        for r in view.routes.iter().filter(|r| matches!(r.prefix, Prefix::V6(_)) == v6) {
+    fn route_rows(&self, v6: bool, offset: usize) -> Result<Value, String> {
+        use crate::route::{Prefix, RouteRow, Target};
+        let view = self.view(offset == 0)?;
+        let routes = || view.routes.iter().filter(|r| matches!(r.prefix, Prefix::V6(_)) == v6);
+        let rows_of = |r: &RouteRow| r.nexthops.len().max(1);
+        let mut page = Page::new(offset);
+        let mut skip = offset;
+        for r in routes() {
+            if skip >= rows_of(r) {
+                skip -= rows_of(r);
+                continue;
+            }
+            if !page.open() {
+                break;
+            }
             let metric = r.metric.map(|m| m.to_string()).unwrap_or_default();
             let code = r.origin.code();
             if r.nexthops.is_empty() {
@@ -102,28 +136,35 @@ impl RoutingView {
                     Target::Glean => "direct",
                     Target::Local => "local",
                     Target::Blackhole => "blackhole",
+                    Target::NonPort => "non-port",
                     _ => "kernel",
                 };
                 let iface = r.port.map(|p| self.name(p)).unwrap_or("");
-                rows.push(format!("{}|{code}|{metric}|{via}|{iface}||", r.prefix));
+                page.push(format!("{}|{code}|{metric}|{via}|{iface}||", r.prefix));
             }
-            for (port, gw, mac, weight) in &r.nexthops {
+            for (port, gw, mac, weight) in r.nexthops.iter().skip(skip) {
                 let mac = mac.map(|m| m.to_string()).unwrap_or_default();
-                rows.push(format!("{}|{code}|{metric}|{gw}|{}|{mac}|{weight}", r.prefix, self.name(*port)));
+                if !page.push(format!("{}|{code}|{metric}|{gw}|{}|{mac}|{weight}", r.prefix, self.name(*port))) {
+                    break;
+                }
             }
+            skip = 0;
         }
-        Ok(rows)
+        Ok(page.done(routes().map(rows_of).sum()))
     }
 
     /// `address|mac|iface` (mac empty while unresolved).
-    fn neighbour_rows(&self, v6: bool) -> Result<Vec<String>, String> {
-        let view = self.view()?;
-        Ok(view
-            .neighbours
-            .iter()
-            .filter(|n| n.addr.is_ipv6() == v6)
-            .map(|n| format!("{}|{}|{}", n.addr, n.mac.map(|m| m.to_string()).unwrap_or_default(), self.name(n.port)))
-            .collect())
+    fn neighbour_rows(&self, v6: bool, offset: usize) -> Result<Value, String> {
+        let view = self.view(offset == 0)?;
+        let neighbours = || view.neighbours.iter().filter(|n| n.addr.is_ipv6() == v6);
+        let mut page = Page::new(offset);
+        for n in neighbours().skip(offset) {
+            let mac = n.mac.map(|m| m.to_string()).unwrap_or_default();
+            if !page.push(format!("{}|{mac}|{}", n.addr, self.name(n.port))) {
+                break;
+            }
+        }
+        Ok(page.done(neighbours().count()))
     }
 }
 
@@ -201,13 +242,13 @@ impl Views {
     /// `/pfcswitch/routes,v4|v6,<offset>`: a page of the installed routes.
     pub fn routes(&self, params: &str) -> Result<Value, String> {
         let (v6, off) = family_offset(params)?;
-        Ok(page(self.routing()?.route_rows(v6)?, off))
+        self.routing()?.route_rows(v6, off)
     }
 
     /// `/pfcswitch/neighbours,v4|v6,<offset>`: a page of the neighbours.
     pub fn neighbours(&self, params: &str) -> Result<Value, String> {
         let (v6, off) = family_offset(params)?;
-        Ok(page(self.routing()?.neighbour_rows(v6)?, off))
+        self.routing()?.neighbour_rows(v6, off)
     }
 
     /// `/pfcswitch/routing`: the control thread's state and the writer's counters.
@@ -229,8 +270,9 @@ impl Views {
     /// sends whole ([`crate::reconfig::pieces`]).
     pub fn running_config(&self) -> Value {
         match self.shared.reconfig.running_text() {
-            Some(t) => json!({ "pieces": crate::reconfig::pieces(&t) }),
-            None => error("the configuration file could not be read at start".into()),
+            Ok(Some(t)) => json!({ "pieces": crate::reconfig::pieces(&t) }),
+            Ok(None) => error("the configuration file could not be read at start".into()),
+            Err(e) => error(e),
         }
     }
 

@@ -45,7 +45,8 @@ impl Default for TableSizes {
     /// "Tables at scale"), 8192 tbl8 groups; 64 Ki IPv6 routes, 32767 tbl8 groups (the most
     /// 2-byte entries can index).
     fn default() -> TableSizes {
-        TableSizes { v4_routes: 131_072, v4_tbl8: 8192, v6_routes: 65_536, v6_tbl8: 32_767 }
+        use crate::route::memory::{DEFAULT_V4_ROUTES, V4_TBL8, V6_ROUTES, V6_TBL8};
+        TableSizes { v4_routes: DEFAULT_V4_ROUTES, v4_tbl8: V4_TBL8, v6_routes: V6_ROUTES, v6_tbl8: V6_TBL8 }
     }
 }
 

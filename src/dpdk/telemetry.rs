@@ -196,6 +196,32 @@ pub fn runtime_dir(file_prefix: &str) -> PathBuf {
     base.join(file_prefix)
 }
 
+/// An instance's runtime directory left from before (EAL reuses one that exists) must be
+/// private: a directory (not a symlink) owned by this user, mode 0700. Another user's, or
+/// one others may enter, would let them at the telemetry socket and `clear` snapshots.
+/// `Ok` when it does not exist (EAL creates it 0700).
+pub fn check_private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let m = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("runtime directory {}: {e}", dir.display())),
+    };
+    // The owner of /proc/self is this process's effective uid.
+    let me = std::fs::metadata("/proc/self").map(|m| m.uid()).map_err(|e| format!("/proc/self: {e}"))?;
+    let mode = m.permissions().mode() & 0o7777;
+    if !m.file_type().is_dir() || m.uid() != me || mode != 0o700 {
+        return Err(format!(
+            "runtime directory {} is {} owned by uid {} with mode {mode:04o}; it must be a directory of this user (uid {me}) \
+             with mode 0700: remove it (or fix it) if no switch uses it",
+            dir.display(),
+            if m.file_type().is_dir() { "a directory" } else { "not a directory" },
+            m.uid(),
+        ));
+    }
+    Ok(())
+}
+
 fn is_root() -> bool {
     std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0).unwrap_or(false)
 }
@@ -368,6 +394,33 @@ fn bytes(buf: &[std::mem::MaybeUninit<u8>], n: usize) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn runtime_directory_must_be_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = std::env::temp_dir().join(format!("pfcsw-rundir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        assert!(check_private_dir(&d).is_ok(), "absent: EAL makes it");
+        std::fs::create_dir(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(check_private_dir(&d).is_ok());
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let e = check_private_dir(&d).unwrap_err();
+        assert!(e.contains("mode 0755") && !e.contains('\n'), "{e}");
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        if is_root() {
+            std::os::unix::fs::chown(&d, Some(65534), None).unwrap();
+            let e = check_private_dir(&d).unwrap_err();
+            assert!(e.contains("owned by uid 65534"), "{e}");
+        }
+        let link = d.with_extension("link");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&d, &link).unwrap();
+        assert!(check_private_dir(&link).unwrap_err().contains("not a directory"));
+        std::fs::remove_file(&link).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -109,6 +109,8 @@ speed = "100G"
 name = "Ethernet4"
 devargs = "net_null1"
 speed = "100G"
+[control_plane]
+netns = "leaf1"
 [interface]
 Ethernet4 = ["10.0.0.2/31"]
 "#,

@@ -52,6 +52,16 @@ impl Sysctls {
         Ok(())
     }
 
+    /// [`Sysctls::set`] where `path` exists: `Ok(false)` when it does not (a sysctl this
+    /// kernel or this interface has not).
+    pub fn set_if_present(&mut self, path: &str, value: &str) -> Result<bool, KernelError> {
+        if !std::path::Path::new(path).exists() {
+            return Ok(false);
+        }
+        self.set(path, value)?;
+        Ok(true)
+    }
+
     /// Raise the number in `path` to `at_least` (never lower it). `Ok(false)` when there is
     /// no such file.
     pub fn raise(&mut self, path: &str, at_least: u64) -> Result<bool, KernelError> {
@@ -77,8 +87,12 @@ impl Sysctls {
         while let Some(s) = self.saved.pop() {
             match write(&s.file, &s.old) {
                 Ok(()) => log::info!("sysctl {} restored to {}", s.path, s.old),
+                // An interface's sysctl, gone with the interface (a representor closed first).
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    log::debug!("sysctl {}: gone with its interface", s.path);
+                }
                 Err(e) => {
-                    log::warn!("sysctl {}: not restored to {}: {e}", s.path, s.old);
+                    log::warn!("sysctl {} not restored to {}: {e}", s.path, s.old);
                     errors.push(err(&s.path, e));
                 }
             }

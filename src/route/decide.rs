@@ -82,6 +82,8 @@ impl PuntReason {
 pub enum RouteDrop {
     /// A kernel blackhole route.
     Blackhole,
+    /// A route only through interfaces that are not switch ports ([`Target::NonPort`]).
+    NonPort,
     /// An IP header whose length fields overrun the frame, sent to the router MAC.
     Malformed,
     /// On a routed port: unicast to a MAC that is not the router's (a routed port is no
@@ -324,6 +326,7 @@ pub fn forward(
         },
         Resolved::Unresolved { .. } | Resolved::Special(Target::Glean) => Decision::Punt(PuntReason::NeighbourMiss),
         Resolved::Special(Target::Blackhole) => Decision::Drop(RouteDrop::Blackhole),
+        Resolved::Special(Target::NonPort) => Decision::Drop(RouteDrop::NonPort),
         Resolved::Special(Target::Local) => Decision::Punt(PuntReason::ToUs),
         Resolved::Special(_) | Resolved::Empty => Decision::Punt(PuntReason::NoRoute),
     }

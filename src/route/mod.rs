@@ -11,11 +11,13 @@
 //! * [`nexthop_objects`]: the kernel's nexthop objects (`RTA_NH_ID`), resolved for routes;
 //! * [`rib`]: the one writer: kernel events → LPM entries, next hops, groups, with freed ids
 //!   reused only after a grace period;
-//! * [`target`]: what an LPM value means; [`prefix`]: prefixes.
+//! * [`target`]: what an LPM value means; [`prefix`]: prefixes;
+//! * [`memory`]: what the DPDK tables take from EAL's memory, from their sizes.
 
 pub mod copp;
 pub mod decide;
 pub mod hash;
+pub mod memory;
 pub mod nexthop_objects;
 pub mod prefix;
 pub mod rib;

@@ -5,7 +5,8 @@
 //! What a prefix points at, in order of precedence: one of the switch's addresses
 //! ([`Target::Local`]); the kernel's route of lowest metric for exactly that prefix (main
 //! table: gateways → a next hop or an ECMP group, a connected subnet → [`Target::Glean`],
-//! blackhole, unreachable/prohibit → [`Target::Kernel`]); a resolved neighbour's host
+//! blackhole, unreachable/prohibit → [`Target::Kernel`], only through interfaces that are
+//! not ports → [`Target::NonPort`]); a resolved neighbour's host
 //! route (/32, /128) → its next hop.
 //!
 //! Reuse is what could expose a stale entry, so nothing is reused early: a next-hop or
@@ -776,8 +777,10 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
             None => &r.paths,
         };
         let mut members: Vec<(u16, IpAddr, u16)> = Vec::new();
+        // Paths through interfaces that are not ports (management, dummy, lo) are left out:
+        // the dataplane cannot send there, and the kernel would forward off the fabric.
         for path in paths {
-            let Some(port) = self.port_of(path.ifindex) else { return Want::Special(Target::Kernel) };
+            let Some(port) = self.port_of(path.ifindex) else { continue };
             match path.gateway {
                 Some(gw) => members.push((port, gw, path.weight.max(1))),
                 None => return Want::Special(Target::Glean),
@@ -787,7 +790,8 @@ impl<L: LpmWriter, G: Grace> Rib<L, G> {
         members.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
         members.truncate(MAX_PATHS);
         match members.as_slice() {
-            [] => Want::Special(Target::Kernel),
+            [] if paths.is_empty() => Want::Special(Target::Kernel),
+            [] => Want::Special(Target::NonPort),
             [(port, gw, _)] => Want::Nh(*port, *gw),
             many => {
                 let total: usize = many.iter().map(|m| usize::from(m.2)).sum();

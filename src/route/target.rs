@@ -27,9 +27,12 @@ pub enum Target {
     Glean,
     /// A kernel blackhole route: dropped.
     Blackhole,
-    /// The kernel answers (unreachable/prohibit routes) or forwards it itself (a route
-    /// through an interface that is not a switch port): punted `no_route`.
+    /// The kernel answers (unreachable/prohibit routes): punted `no_route`.
     Kernel,
+    /// A route whose every next hop leaves through an interface that is not a switch port
+    /// (the management interface, a dummy, `lo`): dropped, counted `route_non_port`. Punted,
+    /// the kernel would forward it there, off the fabric (onto the management network).
+    NonPort,
     /// One next hop (id into the next-hop table).
     NextHop(u16),
     /// An ECMP group (id into the group table).
@@ -44,6 +47,7 @@ impl Target {
             Target::Glean => 2,
             Target::Blackhole => 3,
             Target::Kernel => 4,
+            Target::NonPort => 5,
             Target::NextHop(n) => FIRST_NH + n as u32,
             Target::Group(g) => FIRST_GROUP + g as u32,
         }
@@ -57,6 +61,7 @@ impl Target {
             2 => Some(Target::Glean),
             3 => Some(Target::Blackhole),
             4 => Some(Target::Kernel),
+            5 => Some(Target::NonPort),
             v if v >= FIRST_NH && v < FIRST_GROUP => Some(Target::NextHop((v - FIRST_NH) as u16)),
             v if v >= FIRST_GROUP && v <= MAX_VALUE => Some(Target::Group((v - FIRST_GROUP) as u16)),
             _ => None,
@@ -75,6 +80,7 @@ mod tests {
             Target::Glean,
             Target::Blackhole,
             Target::Kernel,
+            Target::NonPort,
             Target::NextHop(0),
             Target::NextHop(MAX_NEXTHOPS as u16 - 1),
             Target::Group(0),
@@ -86,7 +92,7 @@ mod tests {
             assert_eq!(Target::decode(v), Some(t));
         }
         assert_eq!(Target::decode(NO_ROUTE), None);
-        assert_eq!(Target::decode(5), None);
+        assert_eq!(Target::decode(6), None);
         assert_eq!(Target::decode(MAX_VALUE + 1), None);
     }
 }

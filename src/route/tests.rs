@@ -148,10 +148,28 @@ fn routes_via_other_interfaces_and_special_kinds() {
         },
         route("0.0.0.0/0", &[(E0, Some("10.0.0.1"))]),
     ]);
-    assert_eq!(lookup(&r, "172.16.1.1"), Some(Target::Kernel));
+    assert_eq!(lookup(&r, "172.16.1.1"), Some(Target::NonPort));
     assert_eq!(lookup(&r, "198.51.100.1"), Some(Target::Blackhole));
     assert_eq!(lookup(&r, "203.0.113.1"), Some(Target::Kernel));
     assert!(matches!(lookup(&r, "8.8.8.8"), Some(Target::NextHop(_))));
+}
+
+#[test]
+fn paths_through_non_ports_are_left_out_and_alone_dropped() {
+    let (mut r, t, _) = rib();
+    r.apply([
+        // Connected through lo (a dummy, the management port: any interface not a port).
+        route("10.77.0.0/24", &[(LO, None)]),
+        // Two paths, one through a port: that one alone is used.
+        route("10.78.0.0/16", &[(LO, Some("127.0.0.2")), (E0, Some("10.0.0.1"))]),
+    ]);
+    assert_eq!(lookup(&r, "10.77.0.5"), Some(Target::NonPort));
+    let Some(Target::NextHop(n)) = lookup(&r, "10.78.0.1") else { panic!("{:?}", lookup(&r, "10.78.0.1")) };
+    assert_eq!(t.resolve(Target::NextHop(n), 0), t.resolve(Target::NextHop(n), 7));
+    // The decision drops what only leaves through a non-port, never punts it.
+    let l3 = wire::L3Header { ttl: 64, ..wire::L3Header::EMPTY };
+    let d = forward(&l3, Target::NonPort.encode(), &t, 0, &[1500; 4], false, 0);
+    assert_eq!(d, Decision::Drop(RouteDrop::NonPort));
 }
 
 #[test]
@@ -254,11 +272,11 @@ fn a_link_seen_late_rebinds_its_routes() {
     let tables = Arc::new(NextHopTables::new());
     let mut r = Rib::new(SoftLpm::default(), tables, Arc::new(NoReaders), vec!["Ethernet0".into()]);
     r.apply([route("10.8.0.0/16", &[(E0, Some("10.0.0.1"))])]);
-    assert_eq!(Target::decode(r.lpm().lookup4(0x0a08_0001)), Some(Target::Kernel));
+    assert_eq!(Target::decode(r.lpm().lookup4(0x0a08_0001)), Some(Target::NonPort));
     r.apply([KernelEvent::Link { ifindex: E0, name: "Ethernet0".into(), carrier: true }]);
     assert!(matches!(Target::decode(r.lpm().lookup4(0x0a08_0001)), Some(Target::NextHop(_))));
     r.apply([KernelEvent::LinkGone { ifindex: E0 }]);
-    assert_eq!(Target::decode(r.lpm().lookup4(0x0a08_0001)), Some(Target::Kernel));
+    assert_eq!(Target::decode(r.lpm().lookup4(0x0a08_0001)), Some(Target::NonPort));
 }
 
 // ---- the decision ----

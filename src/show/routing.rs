@@ -27,7 +27,8 @@ pub(super) fn render_routes(rows: &[String]) -> String {
             "direct" => format!("{head}{metric} is directly connected, {iface}"),
             "local" => format!("{head} is a local address"),
             "blackhole" => format!("{head}{metric} unreachable (blackhole)"),
-            "kernel" => format!("{head}{metric} handled by the kernel (unreachable, or not through a port)"),
+            "kernel" => format!("{head}{metric} handled by the kernel (unreachable)"),
+            "non-port" => format!("{head}{metric} dropped (not through a switch port)"),
             gw => {
                 let w = if weight.is_empty() || weight == "1" { String::new() } else { format!(", weight {weight}") };
                 let res = if mac.is_empty() { " (unresolved)".to_string() } else { String::new() };

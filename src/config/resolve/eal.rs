@@ -192,3 +192,62 @@ pub(super) fn warn_devargs(ports: &[PortConfig], ctx: &mut Ctx) {
         }
     }
 }
+
+/// EAL's memory in MiB when the arguments give it: `-m N` / `-mN`, or the sum of
+/// `--socket-mem a,b,…`; with its argument's index.
+fn eal_memory_mib(args: &[String]) -> Option<(usize, u64)> {
+    let mut found = None;
+    for (i, a) in args.iter().enumerate() {
+        let v = match a.as_str() {
+            "-m" | "--socket-mem" => args.get(i + 1).map(|s| s.as_str()),
+            _ => a.strip_prefix("--socket-mem=").or_else(|| a.strip_prefix("-m").filter(|v| !v.starts_with('-'))),
+        };
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            let sum: Option<u64> = v.split(',').map(|x| x.trim().parse::<u64>().ok()).sum();
+            if let Some(n) = sum {
+                found = Some((i, n));
+            }
+        }
+    }
+    found
+}
+
+/// What a switch takes from EAL's memory besides its packet mempool and routing tables (EAL,
+/// rings, the control pool, PMDs): a lower bound, well below the 160 MiB measured for two
+/// net_null ports (`/eal/heap_info`), so that the clos fabric's `-m 512` switches (4096
+/// mbufs of MTU 9100, the default tables) pass.
+const BASE_MIB: u64 = 96;
+
+/// A routed switch whose EAL memory (`-m`, `--socket-mem`) cannot hold its routing tables
+/// beside the packet mempool and the rest: one line before EAL, instead of
+/// `rte_fib6_create` failing with ENOMEM in `run`. Every figure is a lower bound, so a
+/// configuration refused here cannot start; one accepted may still be short.
+pub(super) fn check_memory(
+    args: &[String],
+    routing: &RoutingConfig,
+    switch: &SwitchConfig,
+    ports: &[PortConfig],
+) -> FResult<()> {
+    if !routing.enabled() {
+        return Ok(());
+    }
+    let Some((i, have)) = eal_memory_mib(args) else { return Ok(()) };
+    let v4 = routing.max_ipv4_routes.unwrap_or(crate::route::memory::DEFAULT_V4_ROUTES);
+    let tables = crate::route::memory::tables_bytes(v4) >> 20;
+    // The packet mempool as `run` creates it: one data room for the largest frame, + headers.
+    let max_mtu = ports.iter().map(|p| u32::from(p.mtu)).max().unwrap_or(1500);
+    let room = u64::from((max_mtu + crate::wire::L2_OVERHEAD + 128).clamp(2048 + 128, u32::from(u16::MAX)));
+    let mempool = (u64::from(switch.mbuf_count) * (room + 192)) >> 20;
+    if tables + mempool + BASE_MIB > have {
+        return Err(FieldError::new(
+            format!("eal.args[{i}]"),
+            format!(
+                "{have} MiB of EAL memory cannot hold the routing tables (about {tables} MiB for {v4} IPv4 routes and the IPv6 \
+                 FIB, two copies each) beside the packet mempool (about {mempool} MiB) and EAL's own (at least {BASE_MIB} MiB): \
+                 give more than {} MiB, or lower control_plane.max_ipv4_routes or switch.mbuf_count",
+                tables + mempool + BASE_MIB
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -20,7 +20,7 @@ mod wred;
 
 use buffer::resolve_buffer;
 pub use eal::parse_lcore_set;
-use eal::{check_eal, warn_devargs};
+use eal::{check_eal, check_memory, warn_devargs};
 use lcores::resolve_lcores;
 pub use ports::{parse_bdf, parse_devargs, VDEV_PREFIXES};
 use ports::{port_by_name, resolve_ports};
@@ -165,10 +165,12 @@ pub(crate) fn resolve(top: &Table, origin: &str) -> FResult<Config> {
         })
         .collect();
     routing::add_representors(&mut ports, &mut lcores, &routing, &vlans)?;
+    routing::check_namespace(&routing, &mut ctx)?;
     let buffer = resolve_buffer(top.get("buffer"), &ports, &qos, &mut ctx)?;
     check_eal(&eal, &ports, &lcores, top.contains_key("lcores"))?;
     warn_devargs(&ports, &mut ctx);
     compute_mbufs(&mut switch, &sw, &ports, &lcores, &buffer, &mut ctx)?;
+    check_memory(&eal.args, &routing, &switch, &ports)?;
     Ok(Config {
         origin: origin.to_string(),
         eal: EalConfig { args: eal.args, file_prefix: eal.file_prefix },

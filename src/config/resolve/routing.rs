@@ -138,8 +138,16 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
         Some(IntLike(n)) => Some(in_range(*n, 1024, 1 << 24, "control_plane.max_ipv4_routes")? as u32),
         None => None,
     };
+    let allow_root_namespace = cp.allow_root_namespace.unwrap_or(false);
+    if allow_root_namespace && cp.netns.is_some() {
+        return Err(FieldError::new(
+            "control_plane.allow_root_namespace",
+            "set together with netns: the switch routes in netns; remove one of them",
+        ));
+    }
     Ok(RoutingConfig {
         netns: cp.netns,
+        allow_root_namespace,
         ecmp_seed,
         interfaces,
         copp,
@@ -147,6 +155,32 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
         max_ipv4_routes,
         vlan_interfaces: Vec::new(),
     })
+}
+
+/// Routing needs a namespace of its own, or the operator's explicit consent to route in the
+/// one the switch starts in: there the switch's kernel is the host's, which forwards what
+/// the dataplane punts onto whatever network the host is on (the management network) and
+/// whose forwarding sysctls the switch changes (docs/routing.md, "Namespace").
+pub(super) fn check_namespace(routing: &RoutingConfig, ctx: &mut Ctx) -> FResult<()> {
+    if !routing.enabled() {
+        return Ok(());
+    }
+    match (&routing.netns, routing.allow_root_namespace) {
+        (Some(_), _) => Ok(()),
+        (None, true) => {
+            ctx.warn(
+                "control_plane.allow_root_namespace",
+                "routing in the namespace the switch starts in (the host's, usually): its kernel is the control plane, \
+                 takes the punted traffic and gets the switch's forwarding sysctls; a dedicated [control_plane] netns is recommended",
+            );
+            Ok(())
+        }
+        (None, false) => Err(FieldError::new(
+            "control_plane.netns",
+            "required with router interfaces ([interface], [vlan_interface]): name a namespace made with `ip netns add NAME`, \
+             or set control_plane.allow_root_namespace = true to route in the namespace the switch starts in",
+        )),
+    }
 }
 
 /// Append a representor port per router interface (after every `[[port]]`, so the
@@ -296,6 +330,9 @@ devargs = "net_null1"
 speed = "100G"
 "#;
 
+    /// Routing in the namespace the switch starts in, allowed.
+    const ROOT: &str = "[control_plane]\nallow_root_namespace = true\n";
+
     fn cfg(extra: &str) -> Result<crate::config::Config, String> {
         from_str(&format!("{BASE}\n{extra}"), "t.toml").map_err(|e| e.to_string())
     }
@@ -320,7 +357,7 @@ speed = "100G"
         let big = cfg("[control_plane]\nmax_ipv4_routes = 262144\n").unwrap();
         assert_eq!(big.routing.max_ipv4_routes, Some(262_144));
         // An interface with no address still routes (addresses may come from `ip addr`).
-        assert!(cfg("[interface]\nEthernet0 = []\n").unwrap().routing.is_routed(0));
+        assert!(cfg(&format!("{ROOT}[interface]\nEthernet0 = []\n")).unwrap().routing.is_routed(0));
     }
 
     #[test]
@@ -366,7 +403,7 @@ speed = "100G"
 
     #[test]
     fn representors_are_ports_after_the_configured_ones() {
-        let c = cfg("[interface]\nEthernet4 = [\"10.0.0.2/31\"]\n").unwrap();
+        let c = cfg(&format!("{ROOT}[interface]\nEthernet4 = [\"10.0.0.2/31\"]\n")).unwrap();
         assert_eq!(c.ports.len(), 3);
         assert_eq!(c.switch_ports().len(), 2);
         let r = &c.ports[2];
@@ -384,7 +421,7 @@ speed = "100G"
         assert_eq!(vdevs.last().map(|s| s.as_str()), Some("--vdev=net_tap_rep1,iface=Ethernet4"));
         // COPP: defaults, overrides, one-line errors.
         assert_eq!(c.routing.copp, crate::config::CoppConfig::default());
-        let c = cfg("[control_plane.copp]\nip2me = 100\n[interface]\nEthernet0 = []\n").unwrap();
+        let c = cfg(&format!("{ROOT}[control_plane.copp]\nip2me = 100\n[interface]\nEthernet0 = []\n")).unwrap();
         assert_eq!((c.routing.copp.ip2me, c.routing.copp.arp_nd, c.routing.copp.bgp_bfd), (100, 600, 6000));
         let e = cfg("[control_plane.copp]\nip2me = -1\n").unwrap_err();
         assert!(e.starts_with("t.toml: control_plane.copp.ip2me: -1 is out of range"), "{e}");
@@ -405,5 +442,54 @@ speed = "100G"
         let tap = BASE.replace("net_null1", "net_tap0,iface=Ethernet0");
         let e = from_str(&format!("{tap}\n[interface]\nEthernet0 = []\n"), "t.toml").unwrap_err().to_string();
         assert!(e.starts_with("t.toml: interface.Ethernet0: port Ethernet4 already uses"), "{e}");
+    }
+
+    #[test]
+    fn routing_needs_a_namespace_or_consent() {
+        for extra in ["[interface]\nEthernet0 = []\n", "[vlan.Vlan10]\n[vlan_interface]\nVlan10 = []\n"] {
+            let e = cfg(extra).unwrap_err();
+            assert!(
+                !e.contains('\n') && e.starts_with("t.toml: control_plane.netns: required with router interfaces"),
+                "{e}"
+            );
+            let c = cfg(&format!("{ROOT}{extra}")).unwrap();
+            assert!(c.routing.allow_root_namespace && c.routing.netns.is_none());
+            assert!(
+                c.warnings.iter().any(|w| w.starts_with("t.toml: control_plane.allow_root_namespace: routing in")),
+                "{:?}",
+                c.warnings
+            );
+            let c = cfg(&format!("[control_plane]\nnetns = \"leaf1\"\n{extra}")).unwrap();
+            assert!(c.warnings.is_empty() && !c.routing.allow_root_namespace, "{:?}", c.warnings);
+        }
+        let e = cfg("[control_plane]\nnetns = \"leaf1\"\nallow_root_namespace = true\n[interface]\nEthernet0 = []\n")
+            .unwrap_err();
+        assert!(e.starts_with("t.toml: control_plane.allow_root_namespace: set together with netns"), "{e}");
+        // Nothing routes: nothing asked.
+        assert!(cfg("").unwrap().warnings.is_empty());
+    }
+
+    #[test]
+    fn eal_memory_must_hold_the_routing_tables() {
+        let eal = |m: &str, extra: &str| {
+            cfg(&format!(
+                "[eal]\nargs = [\"--no-huge\", {m}, \"--no-pci\"]\n[switch]\nmbuf_count = 16383\n\
+                 [control_plane]\nnetns = \"leaf1\"\n{extra}[interface]\nEthernet0 = []\n"
+            ))
+        };
+        // Like the clos fabric's switches: -m 512, few mbufs, the default tables.
+        assert!(cfg("[eal]\nargs = [\"-m\", \"512\"]\n[switch]\nmbuf_count = 8192\n[control_plane]\nnetns = \"x\"\n[interface]\nEthernet0 = []\n").is_ok());
+        assert!(eal("\"-m\", \"1024\"", "max_ipv4_routes = 262144\n").is_ok());
+        let e = eal("\"-m\", \"512\"", "max_ipv4_routes = 262144\n").unwrap_err();
+        assert!(
+            !e.contains('\n')
+                && e.starts_with("t.toml: eal.args[1]: 512 MiB of EAL memory cannot hold the routing tables"),
+            "{e}"
+        );
+        let e = eal("\"--socket-mem=256,128\"", "").unwrap_err();
+        assert!(e.starts_with("t.toml: eal.args[1]: 384 MiB of EAL memory"), "{e}");
+        // Not given (EAL takes what it finds), or nothing routes: not checked.
+        assert!(eal("\"-l\", \"0-1\"", "max_ipv4_routes = 262144\n").is_ok());
+        assert!(cfg("[eal]\nargs = [\"-m\", \"64\"]\n[switch]\nmbuf_count = 16383\n").is_ok());
     }
 }

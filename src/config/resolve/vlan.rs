@@ -134,6 +134,8 @@ speed = "100G"
     }
 
     const T0: &str = r#"
+[control_plane]
+netns = "t0"
 [vlan.Vlan1000]
 vlanid = 1000
 [vlan.Vlan20]

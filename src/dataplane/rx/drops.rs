@@ -10,6 +10,7 @@ use super::super::shared::Shared;
 pub fn route_drop(why: RouteDrop) -> DropReason {
     match why {
         RouteDrop::Blackhole => DropReason::RouteBlackhole,
+        RouteDrop::NonPort => DropReason::RouteNonPort,
         RouteDrop::Malformed => DropReason::RouteMalformed,
         RouteDrop::NotRouterMac => DropReason::NotRouterMac,
         RouteDrop::NotRouted => DropReason::NotRouted,

@@ -97,7 +97,12 @@ fn pass2(x: Ctx, burst: &mut MbufBurst, v: &mut Vector, r: &mut Router) {
         match d {
             Decision::Route(to) => {
                 let Some(m) = burst.get_mut(i) else { continue };
-                wire::route_rewrite(m.data_mut(), usize::from(h.l3_offset), to.dst_mac, r.mac(to.port));
+                // Pass 1 parsed the header and punted TTL <= 1, so this holds; a frame it
+                // cannot rewrite is dropped, never sent on unchanged.
+                if !wire::route_rewrite(m.data_mut(), usize::from(h.l3_offset), to.dst_mac, r.mac(to.port)) {
+                    count_forwarding_drop(x.c, x.in_port, h.class.tc, DropReason::RouteMalformed);
+                    continue;
+                }
                 routed += 1;
                 bytes += u64::from(h.len);
                 match r.vlan_of(to.port) {

@@ -39,6 +39,7 @@ pub(super) fn l3(cx: &mut Cx) -> BResult<()> {
     }
     addresses(cx, "VLAN_INTERFACE", "vlan_interface", false)?;
     addresses(cx, "INTERFACE", "interface", true)?;
+    namespace(cx);
     let loopbacks: Vec<&str> = db.keys("LOOPBACK_INTERFACE");
     if !loopbacks.is_empty() {
         for k in &loopbacks {
@@ -70,6 +71,26 @@ pub(super) fn l3(cx: &mut Cx) -> BResult<()> {
         }
     }
     Ok(())
+}
+
+/// Routing needs `[control_plane] netns` or `allow_root_namespace` (docs/routing.md,
+/// "Namespace"). SONiC routes in the host's namespace, so without either in the port map
+/// that is what the import writes, and says so (the switch warns again at start).
+fn namespace(cx: &mut Cx) {
+    let routes = ["interface", "vlan_interface"].iter().any(|s| cx.out.contains_key(*s));
+    let cp = cx.section("control_plane");
+    if !routes || cp.contains_key("netns") || cp.contains_key("allow_root_namespace") {
+        if cp.is_empty() {
+            cx.out.remove("control_plane");
+        }
+        return;
+    }
+    cp.insert("allow_root_namespace".into(), Value::Boolean(true));
+    cx.note(
+        NoteKind::Approximated,
+        "INTERFACE: SONiC routes in the host's network namespace: control_plane.allow_root_namespace = true \
+         (a [control_plane] netns in the port map gives the switch a namespace of its own, recommended)",
+    );
 }
 
 /// `TABLE|<name>|<prefix>` keys → `section.<name> = [prefixes]`; `TABLE|<name>` keys carry
