@@ -251,6 +251,11 @@ impl SharedFdb {
         w & HELD != 0 && ((w >> 32) as u32).wrapping_sub(self.stamp(now_tsc) as u32) as i32 > 0
     }
 
+    /// Bytes the table holds, allocated whole at creation: its slots and their move words.
+    pub fn bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.slots) + std::mem::size_of_val(&*self.moves)
+    }
+
     /// Slots in the table (`2 × capacity`).
     pub fn slots(&self) -> usize {
         self.slots.len()
