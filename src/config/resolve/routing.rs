@@ -138,6 +138,10 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
         Some(IntLike(n)) => Some(in_range(*n, 1024, 1 << 24, "control_plane.max_ipv4_routes")? as u32),
         None => None,
     };
+    let max_ipv6_routes = match &cp.max_ipv6_routes {
+        Some(IntLike(n)) => Some(in_range(*n, 1024, 1 << 18, "control_plane.max_ipv6_routes")? as u32),
+        None => None,
+    };
     Ok(RoutingConfig {
         netns: cp.netns,
         ecmp_seed,
@@ -145,6 +149,7 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
         copp,
         neighbours,
         max_ipv4_routes,
+        max_ipv6_routes,
         vlan_interfaces: Vec::new(),
     })
 }
@@ -319,6 +324,9 @@ speed = "100G"
         assert_eq!(c.routing.max_ipv4_routes, None);
         let big = cfg("[control_plane]\nmax_ipv4_routes = 262144\n").unwrap();
         assert_eq!(big.routing.max_ipv4_routes, Some(262_144));
+        assert_eq!(big.routing.max_ipv6_routes, None);
+        let v6 = cfg("[control_plane]\nmax_ipv6_routes = 32768\n").unwrap();
+        assert_eq!(v6.routing.max_ipv6_routes, Some(32_768));
         // An interface with no address still routes (addresses may come from `ip addr`).
         assert!(cfg("[interface]\nEthernet0 = []\n").unwrap().routing.is_routed(0));
     }
@@ -342,6 +350,10 @@ speed = "100G"
             (
                 "[control_plane]\nmax_ipv4_routes = 10\n",
                 "t.toml: control_plane.max_ipv4_routes: 10 is out of range 1024..=16777216",
+            ),
+            (
+                "[control_plane]\nmax_ipv6_routes = 1000000\n",
+                "t.toml: control_plane.max_ipv6_routes: 1000000 is out of range 1024..=262144",
             ),
             (
                 "[control_plane]\nmax_neighbours = 0\n",
