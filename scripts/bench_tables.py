@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """Tables at ToR sizes through the kernel: `scripts/bench.sh --scale` (docs/benchmarks.md,
 "Tables at scale"). A routed pfcswitch with four router interfaces (net_null
-ports, their net_tap representors in a namespace of their own) mirrors what `ip -batch`
-installs there, as FRR would through netlink:
+ports, their net_tap representors in a namespace of their own) mirrors what is installed
+there through netlink: the routes as FRR's zebra sends them (scripts/nl_routes.py: one
+socket, batched), the neighbours with `ip -batch`:
 
   * 131 072 IPv4 /24s and 32 768 IPv6 /48s, each over the same 4 next hops (4-way ECMP);
   * 8192 IPv4 and 8192 IPv6 neighbours (permanent entries: the kernel's gc thresholds do
     not cap those), 16 384 in all = the default `max_neighbours`.
 
 Figures: seconds from the batch's start to the kernel having it and to the switch's FIB
-having it (its routing health's `lpm_writes`), and the switch's resident memory before and
-after. Then scripts/scale_ir.py (callgrind Ir and cache misses per packet with traffic
+having it (its routing health's `lpm_writes`), the switch's resident memory before and
+after, and its tables' memory as it allocated them (`scale_table_memory_mib`). Then scripts/scale_ir.py (callgrind Ir and cache misses per packet with traffic
 spread over 32k MACs / 131k routes + 16k neighbours vs one destination) and
 scripts/scale_failover.py (ECMP failover with 131k routes on a live veth switch) and
 scripts/mac_flap_rate.py, merged under the issue's keys (`scale_l2_ir_ratio`,
@@ -49,7 +50,8 @@ def config():
            f"rx = [{', '.join(json.dumps(p + ':0') for p in PORTS)}]", f"tx = {json.dumps(PORTS)}"]
     for i, p in enumerate(PORTS):
         out += ["[[port]]", f'name = "{p}"', f'devargs = "net_null{i}"', 'speed = "100G"']
-    out += ["[control_plane]", f'netns = "{NS}"', "max_ipv4_routes = 262144", "[interface]"]
+    out += ["[control_plane]", f'netns = "{NS}"', "max_ipv4_routes = 262144",
+            "max_ipv6_routes = 65536", "[interface]"]
     out += [f'"{p}" = ["10.9.{i}.0/31", "fd00:{i}::/127"]' for i, p in enumerate(PORTS)]
     path = os.path.join(WORK, "tables.toml")
     with open(path, "w") as f:
@@ -77,18 +79,45 @@ def batch(name, lines):
     return path
 
 
+def done(rib):
+    """FIB writes plus the neighbours the switch refused (beyond `max_neighbours`: the
+    kernel's own count too), so a batch's end is seen when a few were not mirrored."""
+    return rib.get("lpm_writes", 0) + rib.get("neighbours_refused", 0)
+
+
 def install(name, lines, writes):
     """Run `ip -batch`; seconds until the kernel returned and until the FIB has `writes` more."""
-    base = routing().get("rib", {}).get("lpm_writes", 0)
+    base = done(routing().get("rib", {}))
     path = batch(name, lines)
     t0 = time.monotonic()
     subprocess.run(["ip", "-n", NS, "-force", "-batch", path], check=True)
     kernel = time.monotonic() - t0
     while time.monotonic() - t0 < 300:
-        if routing().get("rib", {}).get("lpm_writes", 0) - base >= writes:
+        if done(routing().get("rib", {})) - base >= writes:
             return round(kernel, 2), round(time.monotonic() - t0, 2)
         time.sleep(0.05)
     return round(kernel, 2), None
+
+
+def install_netlink(name, lines, writes):
+    """Routes through scripts/nl_routes.py (one netlink socket, batched, as FRR's zebra
+    sends them): seconds from its first send until the kernel acknowledged the last and
+    until the FIB has `writes` more."""
+    base = done(routing().get("rib", {}))
+    path = batch(name, lines)
+    p = subprocess.Popen(["ip", "netns", "exec", NS, sys.executable, os.path.join(ROOT, "scripts", "nl_routes.py"),
+                          path], stdout=subprocess.PIPE, text=True)
+    t_fib, deadline = None, time.monotonic() + 600
+    while time.monotonic() < deadline and (t_fib is None or p.poll() is None):
+        if t_fib is None and done(routing().get("rib", {})) - base >= writes:
+            t_fib = time.monotonic()
+        time.sleep(0.05)
+    out, _ = p.communicate(timeout=600)
+    r = json.loads(out.strip().splitlines()[-1])
+    if r["refused"]:
+        log(f"{name}: the kernel refused {r['refused']} routes, first: {r['first_error']}")
+    fib = round(t_fib - r["start"], 2) if t_fib is not None else None
+    return round(r["seconds"], 2), fib
 
 
 def main():
@@ -106,9 +135,9 @@ def main():
         r4 = [f"route add {100 + (n >> 16)}.{(n >> 8) & 255}.{n & 255}.0/24 {via4}" for n in range(ROUTES4)]
         r6 = [f"route add 2001:db8:{n >> 8:x}{n & 255:02x}::/48 {via6}" for n in range(ROUTES6)]
         log(f"{ROUTES4} IPv4 routes, 4-way ECMP")
-        k4, f4 = install("routes4.batch", r4, ROUTES4)
+        k4, f4 = install_netlink("routes4.batch", r4, ROUTES4)
         log(f"{ROUTES6} IPv6 routes, 4-way ECMP")
-        k6, f6 = install("routes6.batch", r6, ROUTES6)
+        k6, f6 = install_netlink("routes6.batch", r6, ROUTES6)
         rss_routes = rss_mib(pid)
         subprocess.run(["ip", "-n", NS, "addr", "add", "10.10.0.1/18", "dev", PORTS[0]], check=True)
         subprocess.run(["ip", "-n", NS, "addr", "add", "fd00:a::1/64", "dev", PORTS[0], "nodad"], check=True)
@@ -135,13 +164,24 @@ def main():
         "rss_mib": {"started": rss0, "routes": rss_routes, "routes_and_neighbours": rss_all},
         "rib": {k: rib.get(k) for k in ("events", "lpm_writes", "errors", "refused", "neighbours_refused", "last_error")},
         "fib_out_of_sync": health.get("fib_out_of_sync"),
+        "scale_table_memory_mib": table_memory(health.get("memory", {})),
     }
     print(f"IPv4 {ROUTES4} routes (4-way ECMP): kernel {k4} s, FIB {f4} s", file=sys.stderr)
     print(f"IPv6 {ROUTES6} routes (4-way ECMP): kernel {k6} s, FIB {f6} s", file=sys.stderr)
     print(f"{NEIGH4 + NEIGH6} neighbours: kernel {kn} s, FIB {fn} s", file=sys.stderr)
     print(f"switch RSS: {rss0} MiB started, {rss_routes} with routes, {rss_all} with neighbours", file=sys.stderr)
+    print("tables (MiB): " + ", ".join(f"{k} {v}" for k, v in out["scale_table_memory_mib"].items()), file=sys.stderr)
     out.update(others())
     print(json.dumps(out))
+
+
+def table_memory(mem):
+    """The switch's tables in MiB, as it allocated them (its routing health's `memory`):
+    both copies of each FIB from DPDK's heap across their creation, the next hops (one per
+    neighbour or gateway), the ECMP groups, the FDB's slots."""
+    names = {"fdb": "fdb_bytes", "neighbours": "nexthops_bytes", "ipv4_fib": "fib4_bytes",
+             "ipv6_fib": "fib6_bytes", "nexthop_groups": "groups_bytes"}
+    return {k: (round(mem[b] / 2**20, 2) if b in mem else None) for k, b in names.items()}
 
 
 def others():

@@ -132,6 +132,8 @@
 //! max_neighbours_per_interface = 16384   # rest are punted (docs/routing.md "Neighbours, bounded")
 //! max_ipv4_routes = 131072      # the IPv4 FIB's size (routes + neighbours), 1024..=2^24;
 //!                               # 262144 for a ToR's 128k routes (needs -m 1024)
+//! max_ipv6_routes = 65536       # the IPv6 FIB's size, 1024..=2^18, its tbl8 pool sized for
+//!                               # that many /48s (3 KiB each, twice; docs/routing.md)
 //!
 //! [vlan.Vlan1000]               # VLAN|Vlan1000: the name is Vlan<1..4094>
 //! vlanid = 1000                 # optional; must match the name

@@ -353,6 +353,8 @@ pub(crate) struct RawControlPlane {
     pub max_neighbours_per_interface: Option<IntLike>,
     /// IPv4 prefixes the FIB holds (its size, fixed at start).
     pub max_ipv4_routes: Option<IntLike>,
+    /// IPv6 prefixes the FIB holds (its size and tbl8 pool, fixed at start).
+    pub max_ipv6_routes: Option<IntLike>,
 }
 
 /// `[control_plane.copp]`: punt rate limits per trap group and port, packets per second.

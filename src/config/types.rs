@@ -617,6 +617,10 @@ pub struct RoutingConfig {
     /// routes together), allocated at start (None: 128 Ki, which fits `-m 512`; a ToR with
     /// 128 Ki routes and 16 Ki neighbours wants 256 Ki and `-m 1024`).
     pub max_ipv4_routes: Option<u32>,
+    /// `[control_plane] max_ipv6_routes`: the IPv6 FIB's size, its tbl8 pool sized for that
+    /// many /48s (None: 64 Ki prefixes over 32 767 groups, ~10 900 /48s, which fits
+    /// `-m 512`; docs/routing.md "IPv6 table size").
+    pub max_ipv6_routes: Option<u32>,
     /// `[vlan_interface]` (SONiC `VLAN_INTERFACE|Vlan1000|192.168.0.1/21`): the VLANs that
     /// route, with their addresses (filled in once the VLANs are resolved).
     pub vlan_interfaces: Vec<VlanInterface>,

@@ -184,13 +184,30 @@ fn run_with_eal(
     let mut routing = routing::Routing::start(spec, &ports.macs)?;
     let mut pfc = setup::PfcSides::new(spec, hz);
     let shared = setup::shared_state(spec, mmu, &ports, &pfc, pools, &links, hz);
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    match routing.as_ref().map(|r| r.memory()) {
+        Some(m) => log::info!(
+            "tables: FDB {:.1} MiB, IPv4 FIB {:.1} MiB, IPv6 FIB {:.1} MiB (two copies each), next hops {:.2} MiB, \
+             ECMP groups {:.2} MiB",
+            mib(shared.fdb.bytes() as u64),
+            mib(m.fib4_bytes),
+            mib(m.fib6_bytes),
+            mib(m.nexthops_bytes),
+            mib(m.groups_bytes)
+        ),
+        None => log::info!("tables: FDB {:.1} MiB", mib(shared.fdb.bytes() as u64)),
+    }
     let mut control = control::Control::new(shared.clone(), hz, sources);
     telemetry::register(telemetry::Views {
         shared: shared.clone(),
         pfc_tx: control.tx_counters(),
         port_ids: ports.ids.clone(),
         tsc_hz: hz,
-        routing: routing.as_ref().map(|r| telemetry::RoutingView { status: r.status.clone(), names: r.names.clone() }),
+        routing: routing.as_ref().map(|r| telemetry::RoutingView {
+            status: r.status.clone(),
+            names: r.names.clone(),
+            memory: r.memory(),
+        }),
     });
     let (timeline, timeline_file) = match &opts.timeline {
         Some((path, every)) => {

@@ -22,6 +22,15 @@ use super::DataplaneError;
 /// How long start-up waits for the kernel's first full dump to be in the tables.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// [`Routing::memory`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TableMemory {
+    pub fib4_bytes: u64,
+    pub fib6_bytes: u64,
+    pub nexthops_bytes: u64,
+    pub groups_bytes: u64,
+}
+
 /// The running router's shared parts.
 pub struct Routing {
     qsbr: Arc<Qsbr>,
@@ -111,6 +120,9 @@ impl Routing {
         if let Some(n) = cfg.max_ipv4_routes {
             sizes.v4_routes = n;
         }
+        if let Some(n) = cfg.max_ipv6_routes {
+            sizes = sizes.with_ipv6_routes(n);
+        }
         let (lookup, writer) = route_tables(sizes, qsbr.clone()).map_err(err)?;
         let tables = Arc::new(NextHopTables::new());
         // Kernel interface names by port index: the switch ports and the VLAN interfaces
@@ -185,6 +197,21 @@ impl Routing {
             seed
         );
         Ok(Some(routing))
+    }
+
+    /// The router's tables' memory in bytes, each allocated whole at start: both copies
+    /// of the IPv4 and of the IPv6 FIB (DPDK's heap across their creation; a neighbour's
+    /// host route is in them), the next hops (one per neighbour or gateway) and the ECMP
+    /// groups. The control thread's model of the kernel (the Rib's maps) is not in it.
+    pub fn memory(&self) -> TableMemory {
+        let fib = self.lookup.memory();
+        let (nexthops, groups) = self.tables.bytes();
+        TableMemory {
+            fib4_bytes: fib.v4_bytes,
+            fib6_bytes: fib.v6_bytes,
+            nexthops_bytes: nexthops as u64,
+            groups_bytes: groups as u64,
+        }
     }
 
     /// Worker `index`'s router: its QSBR reader (offline until the worker runs), the

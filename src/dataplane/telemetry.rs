@@ -39,6 +39,8 @@ pub struct RoutingView {
     pub status: Arc<crate::kernel::sync::SyncStatus>,
     /// Switch port names by index.
     pub names: Vec<String>,
+    /// The router's tables' memory (fixed at start).
+    pub memory: super::routing::TableMemory,
 }
 
 /// Rows of one page: DPDK sends 16 KB at most, a string of 127 bytes at most.
@@ -254,7 +256,12 @@ impl Views {
     /// `/pfcswitch/routing`: the control thread's state and the writer's counters.
     pub fn routing_status(&self, _params: &str) -> Result<Value, String> {
         let r = self.routing()?;
-        Ok(super::report::routing_json(&r.status))
+        let mut v = super::report::routing_json(&r.status);
+        if let (Value::Object(o), Ok(Value::Object(mut m))) = (&mut v, serde_json::to_value(r.memory)) {
+            m.insert("fdb_bytes".into(), self.shared.fdb.bytes().into());
+            o.insert("memory".into(), Value::Object(m));
+        }
+        Ok(v)
     }
 
     /// `/pfcswitch/config,<change>` ([`super::reconfig::handle`]).
@@ -464,6 +471,7 @@ impl Views {
         let mut m = Map::new();
         m.insert("entries".into(), self.shared.fdb.len().into());
         m.insert("capacity".into(), (self.shared.fdb.slots() / 2).into());
+        m.insert("bytes".into(), self.shared.fdb.bytes().into());
         if let Value::Object(c) = serde_json::to_value(self.shared.fdb.counters()).unwrap_or_default() {
             m.extend(c);
         }

@@ -63,14 +63,7 @@ impl Eal {
     /// Bytes allocated from DPDK's heaps (every socket): what the tables, mempools and rings
     /// hold; a table that leaks shows here.
     pub fn heap_allocated_bytes(&self) -> u64 {
-        (0..sys::RTE_MAX_NUMA_NODES as i32)
-            .filter_map(|socket| {
-                let mut st = sys::rte_malloc_socket_stats::default();
-                // SAFETY: writes one stats struct on the stack; a socket without a heap fails.
-                let ret = unsafe { sys::rte_malloc_get_socket_stats(socket, &mut st) };
-                (ret == 0).then_some(st.heap_allocsz_bytes as u64)
-            })
-            .sum()
+        heap_allocated_bytes()
     }
 
     /// Whether `lcore` is enabled in this EAL (given by `--lcores`/`-l`).
@@ -100,6 +93,19 @@ impl Drop for Eal {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
+}
+
+/// Bytes allocated from DPDK's heaps (every socket), once EAL runs: before and after a
+/// table's creation, what the table took (`rte_malloc` and its mempools come from here).
+pub fn heap_allocated_bytes() -> u64 {
+    (0..sys::RTE_MAX_NUMA_NODES as i32)
+        .filter_map(|socket| {
+            let mut st = sys::rte_malloc_socket_stats::default();
+            // SAFETY: writes one stats struct on the stack; a socket without a heap fails.
+            let ret = unsafe { sys::rte_malloc_get_socket_stats(socket, &mut st) };
+            (ret == 0).then_some(st.heap_allocsz_bytes as u64)
+        })
+        .sum()
 }
 
 /// Let `dpdk-dumpcap`/`dpdk-pdump` (secondary processes) capture from this one's ports.

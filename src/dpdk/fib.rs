@@ -24,12 +24,13 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::lpm::{Fib4, Fib6};
-use super::{DpdkError, Qsbr};
+use super::{heap_allocated_bytes, DpdkError, Qsbr};
 use crate::route::{LpmWriter, Prefix4, Prefix6, NO_ROUTE};
 use crate::wire::{IpPair, L3Header};
 
 /// Table sizes. Memory, each family twice: 32 MiB (the 2^24-entry first level, 2 bytes an
-/// entry) + 512 B per tbl8 group, plus DPDK's RIB nodes per route.
+/// entry) + 512 B per tbl8 group, plus DPDK's RIB nodes per route (an IPv6 table of more
+/// than 32 767 groups: 64 MiB + 1 KiB per group).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TableSizes {
     pub v4_routes: u32,
@@ -50,9 +51,33 @@ impl Default for TableSizes {
     }
 }
 
+/// tbl8 groups DPDK 22.11's trie reserves for a /48 with no covering prefix longer than
+/// /24 (`rsvd_tbl8s` in lib/fib/trie.c: one per byte past the covering prefix's, 48 − 24
+/// bits = 3), however many groups its neighbours already use; an add past the pool's
+/// size is refused (ENOSPC) even when most groups are free. A /64 reserves 5, a /128
+/// under its /64 8 (docs/routing.md "IPv6 table size").
+pub const V6_TBL8_PER_ROUTE: u32 = 3;
+
+impl TableSizes {
+    /// These sizes with an IPv6 table for `routes` prefixes, each a /48 at worst
+    /// ([`V6_TBL8_PER_ROUTE`] tbl8 groups, and one more: DPDK refuses an add that would
+    /// fill the pool exactly; 4-byte entries past 32 767 groups).
+    pub fn with_ipv6_routes(self, routes: u32) -> TableSizes {
+        TableSizes { v6_routes: routes, v6_tbl8: routes.saturating_mul(V6_TBL8_PER_ROUTE).saturating_add(1), ..self }
+    }
+}
+
+/// What the tables took from DPDK's heap at creation, both copies of each family.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FibMemory {
+    pub v4_bytes: u64,
+    pub v6_bytes: u64,
+}
+
 struct Inner {
     v4: [Fib4; 2],
     v6: [Fib6; 2],
+    memory: FibMemory,
     /// Which copy of each family the workers read (0 or 1).
     active: AtomicUsize,
     default4: AtomicU32,
@@ -92,9 +117,17 @@ pub struct RouteWriter {
 
 /// Create the tables; grace periods are `qsbr`'s (the workers are its readers).
 pub fn route_tables(sizes: TableSizes, qsbr: Arc<Qsbr>) -> Result<(RouteLookup, RouteWriter), DpdkError> {
+    // DPDK allocates a table whole at creation (first level, tbl8 pool, RIB node pool):
+    // the heap's growth across it is the table's memory.
+    let h0 = heap_allocated_bytes();
+    let v4 = [Fib4::new(sizes.v4_routes, sizes.v4_tbl8)?, Fib4::new(sizes.v4_routes, sizes.v4_tbl8)?];
+    let h1 = heap_allocated_bytes();
+    let v6 = [Fib6::new(sizes.v6_routes, sizes.v6_tbl8)?, Fib6::new(sizes.v6_routes, sizes.v6_tbl8)?];
+    let h2 = heap_allocated_bytes();
     let inner = Arc::new(Inner {
-        v4: [Fib4::new(sizes.v4_routes, sizes.v4_tbl8)?, Fib4::new(sizes.v4_routes, sizes.v4_tbl8)?],
-        v6: [Fib6::new(sizes.v6_routes, sizes.v6_tbl8)?, Fib6::new(sizes.v6_routes, sizes.v6_tbl8)?],
+        v4,
+        v6,
+        memory: FibMemory { v4_bytes: h1.saturating_sub(h0), v6_bytes: h2.saturating_sub(h1) },
         active: AtomicUsize::new(0),
         default4: AtomicU32::new(NO_ROUTE),
         default6: AtomicU32::new(NO_ROUTE),
@@ -106,6 +139,11 @@ pub fn route_tables(sizes: TableSizes, qsbr: Arc<Qsbr>) -> Result<(RouteLookup, 
 }
 
 impl RouteLookup {
+    /// The tables' memory (fixed from creation on).
+    pub fn memory(&self) -> FibMemory {
+        self.inner.memory
+    }
+
     /// The LPM value for an IPv4 destination (host order), or [`NO_ROUTE`].
     #[inline]
     pub fn lookup4(&self, dst: u32) -> u32 {

@@ -330,7 +330,7 @@ impl Drop for Lpm6 {
 }
 
 /// IPv6 `rte_fib6` (trie with 2-byte entries: values up to 2^15 − 1, a 32 MiB first
-/// level). In DPDK 22.11 it has no RCU integration, and its trie does not give back every
+/// level; 4-byte entries for more than [`FIB6_2B_MAX_TBL8`] tbl8 groups). In DPDK 22.11 it has no RCU integration, and its trie does not give back every
 /// tbl8 group a delete frees: `Fib6::rebuild` replaces the whole table with an empty one.
 pub struct Fib6 {
     /// Swapped by [`Fib6::rebuild`] only while no reader uses this table.
@@ -343,6 +343,11 @@ pub struct Fib6 {
 unsafe impl Send for Fib6 {}
 unsafe impl Sync for Fib6 {}
 
+/// The most tbl8 groups 2-byte trie entries can index (DPDK's `get_max_nh`); a bigger pool
+/// takes 4-byte entries (a 64 MiB first level and 1 KiB per group instead of 32 MiB and
+/// 512 B).
+pub const FIB6_2B_MAX_TBL8: u32 = (1 << 15) - 1;
+
 fn fib6_create(max_routes: u32, tbl8: u32) -> Result<NonNull<sys::rte_fib6>, DpdkError> {
     let name = unique_name("fib6")?;
     let mut conf = sys::rte_fib6_conf {
@@ -352,7 +357,11 @@ fn fib6_create(max_routes: u32, tbl8: u32) -> Result<NonNull<sys::rte_fib6>, Dpd
         rib_ext_sz: 0,
         ..Default::default()
     };
-    conf.__bindgen_anon_1.trie.nh_sz = sys::rte_fib_trie_nh_sz_RTE_FIB6_TRIE_2B;
+    conf.__bindgen_anon_1.trie.nh_sz = if tbl8 > FIB6_2B_MAX_TBL8 {
+        sys::rte_fib_trie_nh_sz_RTE_FIB6_TRIE_4B
+    } else {
+        sys::rte_fib_trie_nh_sz_RTE_FIB6_TRIE_2B
+    };
     conf.__bindgen_anon_1.trie.num_tbl8 = tbl8;
     // SAFETY: valid name and config.
     let p = unsafe { sys::rte_fib6_create(name.as_ptr(), sys::SOCKET_ID_ANY, &mut conf) };

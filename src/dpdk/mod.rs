@@ -22,7 +22,7 @@ pub mod telemetry;
 pub mod threads;
 mod tsc;
 
-pub use eal::{pdump_init, Eal};
+pub use eal::{heap_allocated_bytes, pdump_init, Eal};
 pub use error::DpdkError;
 pub use lcore::{current_lcore, launch_on, main_lcore, set_timer_slack_ns, LcoreHandle};
 pub use mbuf::{Drain, HeldMbuf, Mbuf, MbufBurst, BURST_CAP};

@@ -38,7 +38,7 @@
 //! against and the table of the engine benchmarks.
 
 mod shared;
-pub use shared::{vkey, FdbCounters, MoveDamping, SharedFdb};
+pub use shared::{vkey, vkey_of_word, FdbCounters, MoveDamping, SharedFdb};
 
 /// Outcome of [`Fdb::learn`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

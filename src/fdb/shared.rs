@@ -13,7 +13,9 @@
 //! `OCCUPIED | k`, or `TOMBSTONE` (aged out; does not end a chain, may be reused). Its
 //! `val` is `port << 48 | stamp`, `stamp` the last-seen time in units of 2^k TSC ticks
 //! (the power of two at or above `tsc_hz / 16`: 1/16 to 1/8 s; a shift, not a division, on
-//! the per-packet path), so a refresh writes a MAC's slot at most 16 times a second.
+//! the per-packet path). A refresh on the same port writes the stamp only once it is 1/16
+//! of the aging time old: a MAC's slot is written every ~19 s at 300 s aging, and an entry
+//! ages out between 15/16 of the aging time and the aging time after its last frame.
 //!
 //! `k` is the entry's (VID, MAC): the MAC in bits 0..48, the VID in bits 48..60 (see
 //! [`crate::vlan`]; VID 0 is the VLAN-unaware domain, the only one without `[vlan]`). The
@@ -22,7 +24,8 @@
 //! # Concurrency
 //!
 //! * **Learn** (any worker): find the MAC's slot on its chain; refresh `val` only if the
-//!   port or the stamp changed (no write, no cache-line transfer, on most packets).
+//!   port changed or the stamp is old enough (no write, no cache-line transfer, on most
+//!   packets).
 //!   Absent: claim the first tombstone or the empty slot that ends the chain with a CAS
 //!   `0|TOMBSTONE → RESERVED|mac`, write `val`, then publish `OCCUPIED|mac` (release).
 //!   Only the CAS winner writes `val`; a learner that finds `RESERVED|mac` leaves it to
@@ -63,6 +66,13 @@ use super::{is_group, mac_to_u64};
 #[inline(always)]
 pub fn vkey(vid: u16, mac: [u8; 6]) -> u64 {
     u64::from(vid & 0xfff) << 48 | mac_to_u64(mac)
+}
+
+/// [`vkey`] from the MAC's six bytes read as a little-endian word (bits 48..64 zero), as
+/// the receive side already holds them: a byte swap, not six loads.
+#[inline(always)]
+pub fn vkey_of_word(vid: u16, le_word: u64) -> u64 {
+    u64::from(vid & 0xfff) << 48 | le_word.swap_bytes() >> 16
 }
 
 const OCCUPIED: u64 = 1 << 63;
@@ -146,6 +156,10 @@ pub struct SharedFdb {
     stamp_shift: u32,
     /// Aging time in stamps (0 = never).
     aging_stamps: u64,
+    /// A refresh on the same port writes the stamp only once it is this many stamps old
+    /// (1/16 of the aging time: ~19 s at 300 s; 1 s without aging): a MAC's slot is written
+    /// that seldom, not at every stamp, and lookups on other workers keep the line.
+    refresh_stamps: u64,
     /// Where the next aging slice starts (one aging thread).
     cursor: AtomicUsize,
     /// Per slot: its MAC's recent moves and hold (see [`HELD`]).
@@ -174,6 +188,7 @@ impl SharedFdb {
             stamp_shift: (tsc_hz / STAMPS_PER_S).max(1).next_power_of_two().trailing_zeros(),
             aging_stamps: (u64::from(aging_time_s) * tsc_hz)
                 .div_ceil((tsc_hz / STAMPS_PER_S).max(1).next_power_of_two()),
+            refresh_stamps: 1,
             cursor: AtomicUsize::new(0),
             moves: (0..nslots).map(|_| AtomicU64::new(0)).collect(),
             damping: MoveDamping { max_moves: 0, window_s: 0, hold_s: 0 },
@@ -183,7 +198,13 @@ impl SharedFdb {
             mac_flaps: Sharded::default(),
             learn_full: Sharded::default(),
         }
+        .with_refresh()
         .with_damping(MoveDamping::default(), tsc_hz)
+    }
+
+    fn with_refresh(mut self) -> SharedFdb {
+        self.refresh_stamps = if self.aging_stamps == 0 { 16 } else { (self.aging_stamps / 16).max(1) };
+        self
     }
 
     /// The same table with `d` as its move damping (before any learning).
@@ -251,6 +272,11 @@ impl SharedFdb {
         w & HELD != 0 && ((w >> 32) as u32).wrapping_sub(self.stamp(now_tsc) as u32) as i32 > 0
     }
 
+    /// Bytes the table holds, allocated whole at creation: its slots and their move words.
+    pub fn bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.slots) + std::mem::size_of_val(&*self.moves)
+    }
+
     /// Slots in the table (`2 × capacity`).
     pub fn slots(&self) -> usize {
         self.slots.len()
@@ -288,8 +314,53 @@ impl SharedFdb {
         if is_group(mac) || mac_to_u64(mac) == 0 {
             return false;
         }
-        let m = vkey(vid, mac);
-        let val = u64::from(port) << 48 | self.stamp(now_tsc);
+        self.learn_key(vkey(vid, mac), port, now_tsc)
+    }
+
+    /// [`SharedFdb::learn`] of a frame's source as the receive side holds it: the MAC's
+    /// bytes as a little-endian word ([`vkey_of_word`]).
+    #[inline]
+    pub fn learn_word(&self, vid: u16, src_le_word: u64, port: u16, now_tsc: u64) -> bool {
+        // The group bit is the first byte's lowest: bit 0 of the little-endian word.
+        if src_le_word & 1 != 0 || src_le_word == 0 {
+            return false;
+        }
+        self.learn_key(vkey_of_word(vid, src_le_word), port, now_tsc)
+    }
+
+    /// Learn the unicast key `m` ([`vkey`]). The common case inline: the MAC is on its
+    /// chain before any free slot, on this port, its stamp fresh — a hash, a load or two
+    /// and no write. Anything else (a move, a stamp to write, a new MAC) goes to
+    /// [`SharedFdb::learn_slow`], out of line.
+    #[inline(always)]
+    fn learn_key(&self, m: u64, port: u16, now_tsc: u64) -> bool {
+        let stamp = self.stamp(now_tsc);
+        let mut i = self.home(m);
+        for _ in 0..self.slots.len() {
+            let s = &self.slots[i];
+            let k = s.key.load(Acquire);
+            if k == OCCUPIED | m {
+                let old = s.val.load(Relaxed);
+                if old >> 48 == u64::from(port) && stamp.wrapping_sub(old) & STAMP_MASK < self.refresh_stamps {
+                    return true;
+                }
+                break;
+            }
+            if k & OCCUPIED == 0 {
+                break; // empty, a tombstone or being filled: the slow path sorts it out
+            }
+            i = (i + 1) & self.mask;
+        }
+        self.learn_slow(m, port, now_tsc)
+    }
+
+    /// [`SharedFdb::learn_key`] when something may be written: the whole chain from the
+    /// MAC's home.
+    #[cold]
+    #[inline(never)]
+    fn learn_slow(&self, m: u64, port: u16, now_tsc: u64) -> bool {
+        let stamp = self.stamp(now_tsc);
+        let val = u64::from(port) << 48 | stamp;
         let mut i = self.home(m);
         let mut free = None;
         for _ in 0..self.slots.len() {
@@ -297,10 +368,12 @@ impl SharedFdb {
             let k = s.key.load(Acquire);
             if k == OCCUPIED | m {
                 let old = s.val.load(Relaxed);
-                if old != val {
-                    if old >> 48 != u64::from(port) && !self.may_move(i, port, now_tsc) {
+                if old >> 48 != u64::from(port) {
+                    if !self.may_move(i, port, now_tsc) {
                         return true; // held on its port: this frame teaches nothing
                     }
+                    s.val.store(val, Relaxed);
+                } else if stamp.wrapping_sub(old) & STAMP_MASK >= self.refresh_stamps {
                     s.val.store(val, Relaxed);
                 }
                 return true;
@@ -328,7 +401,7 @@ impl SharedFdb {
         let s = &self.slots[slot];
         if s.key.compare_exchange(was, RESERVED | m, AcqRel, Acquire).is_err() {
             // Lost the slot to another learner: it may be this MAC; try once more.
-            return self.learn_retry(vid, mac, port, now_tsc);
+            return self.learn_slow(m, port, now_tsc);
         }
         self.used.fetch_add(1, Relaxed);
         self.moves[slot].store(0, Relaxed);
@@ -337,15 +410,21 @@ impl SharedFdb {
         true
     }
 
-    #[cold]
-    fn learn_retry(&self, vid: u16, mac: [u8; 6], port: u16, now_tsc: u64) -> bool {
-        self.learn(vid, mac, port, now_tsc)
-    }
-
     /// The live port of `mac` in VLAN `vid`. Per-packet path.
     #[inline]
     pub fn lookup(&self, vid: u16, mac: [u8; 6], now_tsc: u64) -> Option<u16> {
-        let m = vkey(vid, mac);
+        self.lookup_key(vkey(vid, mac), now_tsc)
+    }
+
+    /// [`SharedFdb::lookup`] of a destination as the receive side holds it (the MAC's
+    /// bytes as a little-endian word, [`vkey_of_word`]).
+    #[inline]
+    pub fn lookup_word(&self, vid: u16, dst_le_word: u64, now_tsc: u64) -> Option<u16> {
+        self.lookup_key(vkey_of_word(vid, dst_le_word), now_tsc)
+    }
+
+    #[inline]
+    fn lookup_key(&self, m: u64, now_tsc: u64) -> Option<u16> {
         let mut i = self.home(m);
         for _ in 0..self.slots.len() {
             let s = &self.slots[i];
@@ -504,6 +583,39 @@ mod tests {
     fn mac(n: u32) -> [u8; 6] {
         let b = n.to_be_bytes();
         [0x02, 0, b[0], b[1], b[2], b[3]]
+    }
+
+    #[test]
+    fn words_as_the_receive_side_holds_them_are_the_same_keys() {
+        let f = SharedFdb::new(64, 300, HZ);
+        let word = |m: [u8; 6]| u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], 0, 0]);
+        let m = [0x02, 0x11, 0x22, 0x33, 0x44, 0x55];
+        assert_eq!(vkey_of_word(100, word(m)), vkey(100, m));
+        assert!(f.learn_word(100, word(m), 3, 0));
+        assert_eq!((f.lookup(100, m, 0), f.lookup_word(100, word(m), 0)), (Some(3), Some(3)));
+        assert_eq!(f.lookup_word(101, word(m), 0), None, "another VLAN's entry");
+        // Group and zero sources teach nothing.
+        assert!(!f.learn_word(100, word([0x01, 0, 0x5e, 0, 0, 1]), 3, 0));
+        assert!(!f.learn_word(100, 0, 3, 0));
+        assert_eq!(f.len(), 1);
+    }
+
+    #[test]
+    fn a_refresh_writes_the_stamp_only_once_it_is_old_enough() {
+        // 32 s aging = 512 stamps of 128 ticks; a refresh on the same port writes once the
+        // stamp is 512 / 16 = 32 stamps old.
+        let f = SharedFdb::new(64, 32, HZ);
+        let at = |stamps: u64| stamps * 128;
+        assert!(f.learn(0, mac(1), 3, at(0)));
+        assert!(f.learn(0, mac(2), 3, at(0)));
+        assert!(f.learn(0, mac(1), 3, at(31))); // too fresh to write: still stamped 0
+        assert!(f.learn(0, mac(2), 3, at(40))); // written: stamped 40
+        assert_eq!(f.lookup(0, mac(1), at(511)), Some(3));
+        assert_eq!(f.lookup(0, mac(1), at(512)), None, "aged from its first stamp");
+        assert_eq!(f.lookup(0, mac(2), at(551)), Some(3), "aged from its refreshed stamp");
+        // A move is written at once, however fresh.
+        assert!(f.learn(0, mac(2), 4, at(41)));
+        assert_eq!(f.lookup(0, mac(2), at(42)), Some(4));
     }
 
     #[test]

@@ -102,6 +102,15 @@ impl NextHopTables {
         }
     }
 
+    /// Bytes of the next-hop table (a neighbour or gateway each: port and MAC) and of the
+    /// ECMP group tables (lengths and members), allocated whole at creation.
+    pub fn bytes(&self) -> (usize, usize) {
+        (
+            std::mem::size_of_val(&*self.nh),
+            std::mem::size_of_val(&*self.group_len) + std::mem::size_of_val(&*self.members),
+        )
+    }
+
     /// Next hop `id` as a reader sees it now.
     #[inline]
     pub fn next_hop(&self, id: u16) -> Option<NextHop> {

@@ -145,6 +145,10 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
             "set together with netns: the switch routes in netns; remove one of them",
         ));
     }
+    let max_ipv6_routes = match &cp.max_ipv6_routes {
+        Some(IntLike(n)) => Some(in_range(*n, 1024, 1 << 18, "control_plane.max_ipv6_routes")? as u32),
+        None => None,
+    };
     Ok(RoutingConfig {
         netns: cp.netns,
         allow_root_namespace,
@@ -153,6 +157,7 @@ pub(super) fn resolve_routing(top: &Table, sw: &RawSwitch, ports: &[PortConfig])
         copp,
         neighbours,
         max_ipv4_routes,
+        max_ipv6_routes,
         vlan_interfaces: Vec::new(),
     })
 }
@@ -356,6 +361,9 @@ speed = "100G"
         assert_eq!(c.routing.max_ipv4_routes, None);
         let big = cfg("[control_plane]\nmax_ipv4_routes = 262144\n").unwrap();
         assert_eq!(big.routing.max_ipv4_routes, Some(262_144));
+        assert_eq!(big.routing.max_ipv6_routes, None);
+        let v6 = cfg("[control_plane]\nmax_ipv6_routes = 32768\n").unwrap();
+        assert_eq!(v6.routing.max_ipv6_routes, Some(32_768));
         // An interface with no address still routes (addresses may come from `ip addr`).
         assert!(cfg(&format!("{ROOT}[interface]\nEthernet0 = []\n")).unwrap().routing.is_routed(0));
     }
@@ -379,6 +387,10 @@ speed = "100G"
             (
                 "[control_plane]\nmax_ipv4_routes = 10\n",
                 "t.toml: control_plane.max_ipv4_routes: 10 is out of range 1024..=16777216",
+            ),
+            (
+                "[control_plane]\nmax_ipv6_routes = 1000000\n",
+                "t.toml: control_plane.max_ipv6_routes: 1000000 is out of range 1024..=262144",
             ),
             (
                 "[control_plane]\nmax_neighbours = 0\n",

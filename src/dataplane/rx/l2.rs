@@ -64,7 +64,7 @@ impl Bridge {
             let (p, vid, class) = (&v.parsed[i], v.vid[i], v.class[i]);
             let src_key = v.src[i] | u64::from(vid) << 48;
             if learned != src_key {
-                fdb.learn(vid, p.src.0, x.in_port as u16, x.now);
+                fdb.learn_word(vid, v.src[i], x.in_port as u16, x.now);
                 learned = src_key;
                 looked_up.0 = NO_KEY;
             }
@@ -78,7 +78,7 @@ impl Bridge {
             } else {
                 let dst_key = v.dst[i] | u64::from(vid) << 48;
                 if looked_up.0 != dst_key {
-                    looked_up = (dst_key, fdb.lookup(vid, p.dst.0, x.now));
+                    looked_up = (dst_key, fdb.lookup_word(vid, v.dst[i], x.now));
                 }
                 looked_up.1
             };
