@@ -51,19 +51,14 @@ impl Default for TableSizes {
     }
 }
 
-/// tbl8 groups DPDK 22.11's trie reserves for a /48 with no covering prefix longer than
-/// /24 (`rsvd_tbl8s` in lib/fib/trie.c: one per byte past the covering prefix's, 48 − 24
-/// bits = 3), however many groups its neighbours already use; an add past the pool's
-/// size is refused (ENOSPC) even when most groups are free. A /64 reserves 5, a /128
-/// under its /64 8 (docs/routing.md "IPv6 table size").
-pub const V6_TBL8_PER_ROUTE: u32 = 3;
+pub use crate::route::memory::V6_TBL8_PER_ROUTE;
 
 impl TableSizes {
     /// These sizes with an IPv6 table for `routes` prefixes, each a /48 at worst
     /// ([`V6_TBL8_PER_ROUTE`] tbl8 groups, and one more: DPDK refuses an add that would
     /// fill the pool exactly; 4-byte entries past 32 767 groups).
     pub fn with_ipv6_routes(self, routes: u32) -> TableSizes {
-        TableSizes { v6_routes: routes, v6_tbl8: routes.saturating_mul(V6_TBL8_PER_ROUTE).saturating_add(1), ..self }
+        TableSizes { v6_routes: routes, v6_tbl8: crate::route::memory::v6_tbl8_for(routes), ..self }
     }
 }
 

@@ -233,7 +233,7 @@ pub(super) fn check_memory(
     }
     let Some((i, have)) = eal_memory_mib(args) else { return Ok(()) };
     let v4 = routing.max_ipv4_routes.unwrap_or(crate::route::memory::DEFAULT_V4_ROUTES);
-    let tables = crate::route::memory::tables_bytes(v4) >> 20;
+    let tables = crate::route::memory::tables_bytes(v4, routing.max_ipv6_routes) >> 20;
     // The packet mempool as `run` creates it: one data room for the largest frame, + headers.
     let max_mtu = ports.iter().map(|p| u32::from(p.mtu)).max().unwrap_or(1500);
     let room = u64::from((max_mtu + crate::wire::L2_OVERHEAD + 128).clamp(2048 + 128, u32::from(u16::MAX)));
