@@ -1,6 +1,6 @@
 //! Where a port's link state comes from: the PMD (`rte_eth_link_get_nowait`) for NICs and
 //! vdevs, the kernel for af_packet and af_xdp ports (their PMDs report "up" whatever the
-//! interface does: the kernel's operstate is the truth), nowhere for net_tap (read in the
+//! interface does: the kernel's carrier is the truth), nowhere for net_tap (read in the
 //! switch's namespace, its interface usually lives in another one).
 
 use crate::dpdk;
@@ -12,7 +12,7 @@ pub enum LinkSource {
     None,
     /// The PMD's link status of this DPDK port.
     Pmd(u16),
-    /// The kernel interface's operstate (`/sys/class/net/<iface>/operstate`).
+    /// The kernel interface's carrier (`/sys/class/net/<iface>/carrier`).
     Kernel(String),
 }
 
@@ -46,11 +46,19 @@ impl LinkSource {
                 Link { up: l.up, speed_mbps: l.speed_mbps }
             }
             LinkSource::Kernel(iface) => {
-                let state = std::fs::read_to_string(format!("/sys/class/net/{iface}/operstate")).unwrap_or_default();
-                // "unknown": interfaces that do not report one (dummy, some tun); not down.
-                let up = matches!(state.trim(), "up" | "unknown");
+                let up = kernel_up(iface);
                 Link { up, speed_mbps: if up { kernel_speed_mbps(iface).unwrap_or(u32::MAX) } else { 0 } }
             }
+        }
+    }
+
+    /// Whether the link is up now (for the kernel: one small sysfs read; the speed is read
+    /// by [`LinkSource::read`] when it comes up).
+    pub fn is_up(&self) -> bool {
+        match self {
+            LinkSource::None => true,
+            LinkSource::Pmd(id) => dpdk::link_of(*id).up,
+            LinkSource::Kernel(iface) => kernel_up(iface),
         }
     }
 
@@ -67,6 +75,15 @@ pub fn kernel_iface(devargs: &str) -> Option<&str> {
         return None;
     }
     devargs.split(',').skip(1).find_map(|kv| kv.strip_prefix("iface="))
+}
+
+/// Kernel interface `iface` is up with carrier (`/sys/class/net/<iface>/carrier` is "1";
+/// reading it fails while the interface is administratively down). The carrier, not the
+/// operstate: the kernel sets the carrier at once (a veth whose peer goes down loses it in
+/// the same call), while the operstate follows through the linkwatch work queue, which a
+/// loaded machine runs tens to hundreds of milliseconds later.
+fn kernel_up(iface: &str) -> bool {
+    std::fs::read_to_string(format!("/sys/class/net/{iface}/carrier")).is_ok_and(|c| c.trim() == "1")
 }
 
 /// The negotiated speed of kernel interface `iface` (`/sys/class/net/<iface>/speed`, Mb/s;
@@ -91,6 +108,8 @@ mod tests {
         assert!(matches!(LinkSource::for_port("0000:3b:00.0", 4), LinkSource::Pmd(4)));
         // A kernel interface that does not exist reads as down.
         assert!(!LinkSource::Kernel("pfcsw-no-such-if".into()).read().up);
+        assert!(!LinkSource::Kernel("pfcsw-no-such-if".into()).is_up());
         assert!(LinkSource::Kernel("lo".into()).read().up);
+        assert!(LinkSource::Kernel("lo".into()).is_up());
     }
 }
