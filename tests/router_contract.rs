@@ -636,8 +636,9 @@ fn an_arp_flood_on_one_port_leaves_another_ports_bgp_session_and_neighbour_up() 
             .collect();
         assert!(policed.is_empty(), "{port} was policed during Ethernet0's flood: {policed:?}");
     }
-    // The session never left Established.
-    let not_up: Vec<&String> = bgp.iter().filter(|s| *s != "Established").collect();
+    // The session never left Established ("?": vtysh gave no JSON that time, which a
+    // loaded machine can make it do; the session counters below decide).
+    let not_up: Vec<&String> = bgp.iter().filter(|s| *s != "Established" && *s != "?").collect();
     assert!(not_up.is_empty() && state1 == "Established", "BGP left Established: {bgp:?}\n{bgpd_log}\n{log}");
     assert_eq!((est1, dropped1), (est0, dropped0), "the BGP session was dropped and re-established\n{bgpd_log}");
     // The neighbour behind Ethernet4 was never lost.
