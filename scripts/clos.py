@@ -94,9 +94,11 @@ class Fabric:
     """One bring-up of clos-2-4-4. `up()` makes everything, `down()` removes everything it
     made; `children` are the scenario's processes (killed at teardown if still running)."""
 
-    def __init__(self, work, dataplane="kernel", pfc=True, timeline=False, ecn=False, config_db=False):
+    def __init__(self, work, dataplane="kernel", pfc=True, timeline=False, ecn=False, config_db=False, bfd=True,
+                 kernel_nhg=True):
         self.t = topo.Clos()
         self.work, self.dataplane, self.pfc, self.timeline, self.ecn = work, dataplane, pfc, timeline, ecn
+        self.bfd, self.kernel_nhg = bfd, kernel_nhg
         self.config_db = config_db and dataplane == "pfcswitch"
         self.switch_procs, self.frr_procs, self.children = {}, [], []
         self.locked = False
@@ -244,9 +246,9 @@ class Fabric:
                 run(BIN, "import", "sonic", db, "--ports", ports, "-o", os.path.join(d, "pfcswitch.toml"), "--frr", d)
             else:
                 with open(os.path.join(d, "zebra.conf"), "w") as f:
-                    f.write(topo.zebra_conf(sw, os.path.join(d, "zebra.log")))
+                    f.write(topo.zebra_conf(sw, os.path.join(d, "zebra.log"), kernel_nhg=self.kernel_nhg))
                 with open(os.path.join(d, "bgpd.conf"), "w") as f:
-                    f.write(topo.bgpd_conf(sw, os.path.join(d, "bgpd.log")))
+                    f.write(topo.bgpd_conf(sw, os.path.join(d, "bgpd.log"), bfd=self.bfd))
             with open(os.path.join(d, "bfdd.conf"), "w") as f:
                 f.write(topo.bfdd_conf(sw, os.path.join(d, "bfdd.log")))
             for path in (d, os.path.dirname(d), run_dir, *[os.path.join(d, x) for x in os.listdir(d)]):
@@ -287,20 +289,21 @@ class Fabric:
         route --json` over its telemetry socket): next hops in its FIB, resolved, per
         prefix. FRR learned them over BGP and installed them in the namespace's kernel; the
         switch mirrored them over netlink (no route is in its TOML)."""
-        out = {}
-        for sw in self.t.switches:
-            r = run(BIN, "show", "ip", "route", "--json", "--prefix", self.ns(sw), check=False)
-            try:
-                rows = json.loads(r.stdout or "[]")
-            except json.JSONDecodeError:
-                rows = []
-            paths = {}
-            for row in rows:
-                f = row.split("|")
-                if len(f) >= 7 and f[1] == "K" and f[6] == "1" and f[0] != "0.0.0.0/0":
-                    paths.setdefault(f[0], set()).add(f[4])
-            out[sw] = {t: len(paths.get(topo.tor_subnet(int(t[1:])), ())) for t in self.t.tors() if t != sw}
-        return out
+        return {sw: self.fib_paths_of(sw) for sw in self.t.switches}
+
+    def fib_paths_of(self, sw):
+        """fib_paths() of one switch: per other ToR, the resolved next hops to its /24."""
+        r = run(BIN, "show", "ip", "route", "--json", "--prefix", self.ns(sw), check=False)
+        try:
+            rows = json.loads(r.stdout or "[]")
+        except json.JSONDecodeError:
+            rows = []
+        paths = {}
+        for row in rows:
+            f = row.split("|")
+            if len(f) >= 7 and f[1] == "K" and f[6] == "1" and f[0] != "0.0.0.0/0":
+                paths.setdefault(f[0], set()).add(f[4])
+        return {t: len(paths.get(topo.tor_subnet(int(t[1:])), ())) for t in self.t.tors() if t != sw}
 
     def fib_converged(self, timeout=10.0):
         """Whether every switch's FIB has, within `timeout` s, the expected number of

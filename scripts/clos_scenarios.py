@@ -4,12 +4,13 @@
     scripts/fabric.sh clos-2-4-4 incast   [--pfc on|off|both] [--duration 60] [--plot OUT.png]
     scripts/fabric.sh clos-2-4-4 latency  [--duration 20]
     scripts/fabric.sh clos-2-4-4 failover [--duration 30]
+    scripts/fabric.sh clos-2-4-4 link-pull [--runs 3]   # best with --no-bfd
     scripts/fabric.sh clos-2-4-4 ecmp
     scripts/fabric.sh clos-2-4-4 dcqcn-incast [--duration 20] [--dcqcn-time-scale S] [--dcqcn-config F] [--plot OUT.png]
     scripts/fabric.sh clos-2-4-4 victim       [--duration 20] [--plot OUT.png]
     scripts/fabric.sh clos-2-4-4 all      [--duration 20]   # what tests/fabric.rs runs
     scripts/fabric.sh clos-2-4-4 down     # remove what a killed run left behind
-    common: [--dataplane pfcswitch|kernel] [--config-db] [--keep]
+    common: [--dataplane pfcswitch|kernel] [--config-db] [--no-bfd] [--keep]
 
 incast    as published: h11 + h31 -> h41, 3 Mbit/s of UDP each (393 datagrams/s of 954 bytes
           of payload, 1000-byte frames) into h41's 5 Mbit/s link. PFC on: the senders are
@@ -26,6 +27,11 @@ failover  under the lossless incast, the spine link carrying h11's flow is pulle
           spine-side veth is set down, so both switches see the link go down (the peer's
           veth loses carrier). BGP withdraws, ECMP moves the flow; outage (the longest gap
           between h11's datagrams at h41), route convergence, and what was lost.
+link-pull a probe flow h11 -> h41 (a frame every 2.5 ms, no congestion); the pod-1 leaf ->
+          spine link carrying it is pulled --runs times (put back in between, BGP and FIBs
+          back to two paths): per pull, when the leaf saw the link down, when the flow
+          reached the other spine, its longest gap at h41, when the leaf's kernel route lost
+          the path. With --no-bfd this is the dataplane's and the representor's doing.
 ecmp      64 UDP flows (h11, h12 -> h41, h42, 16 source ports each) captured on every link
           they may take: per-link packet counts, and that no flow is split.
 dcqcn-incast  the incast with RoCEv2 senders (pfcgen, DSCP 3, ECT(0)), every switch marking
@@ -73,10 +79,11 @@ UDP_PORT = 5001
 
 
 @contextlib.contextmanager
-def fabric(args, pfc=True, timeline=False, ecn=False):
+def fabric(args, pfc=True, timeline=False, ecn=False, kernel_nhg=True):
     """A fabric brought up for one part of a scenario and torn down after it."""
     work = tempfile.mkdtemp(prefix="pfcsw-clos-")
-    fab = clos.Fabric(work, args.dataplane, pfc, timeline, ecn, config_db=args.config_db)
+    fab = clos.Fabric(work, args.dataplane, pfc, timeline, ecn, config_db=args.config_db,
+                      bfd=not getattr(args, "no_bfd", False), kernel_nhg=kernel_nhg)
     try:
         fab.up()
         yield fab
@@ -511,6 +518,131 @@ def pull_spine_link(fab, duration):
             "flows": flows}
 
 
+# ---- link-pull: how fast the dataplane leaves a dead link, without BFD
+# h11's probe flow: a 200-byte frame every 2.5 ms (0.64 Mbit/s, far below the 5 Mbit/s
+# links, so no queue and no PAUSE shapes its gaps): a 50 ms outage is 20 frames missing.
+PROBE_PPS = 400
+PROBE_FRAME = 200
+PULLED_S = 2.0          # how long a link stays pulled
+
+
+def link_pull(args):
+    # Links come back here: zebra without kernel nexthop groups (clos_topo.zebra_conf).
+    with fabric(args, pfc=True, kernel_nhg=False) as fab:
+        out = pull_runs(fab, args.runs)
+        fab.stop_switches()
+        rows = switch_rows(fab.switch_stats())
+    print_switch_table(rows)
+    out.update({"switches": rows, "lossless_drops": sum(r["lossless_drops"] for r in rows.values()),
+                "link_down": sum(r["link_down"] for r in rows.values())})
+    return out
+
+
+def wait_paths(fab, leaf, n, limit):
+    """Until `leaf`'s kernel route and its dataplane FIB both have `n` paths to T4's /24
+    (at most `limit` s); the seconds it took, or None (and what was there, logged)."""
+    t0 = time.time()
+    while True:
+        kernel, fib = fab.route_paths(leaf, topo.tor_subnet(4)), fab.fib_paths_of(leaf)["t4"]
+        if kernel == n and fib == n:
+            return time.time() - t0
+        if time.time() - t0 > limit:
+            log(f"{leaf}: {kernel} paths to {topo.tor_subnet(4)} in the kernel, {fib} in the FIB, not {n}, "
+                f"after {limit} s")
+            return None
+        time.sleep(0.1)
+
+
+def pull_runs(fab, runs):
+    """`runs` times on a fabric that is up, h11 -> h41 probe flow running: find the pod-1
+    leaf -> spine link carrying it, wait until the leaf has both paths (kernel and FIB),
+    pull it (the spine's veth end set down) for PULLED_S, put it back and wait until BGP
+    and the leaf's FIB have both paths again. Per pull (one clock: the captures' kernel
+    stamps and this process's time.time()): from the last probe frame the dead link
+    delivered to its spine to the first the other spine got from that leaf (`moved_ms`:
+    the leaf's own time to leave the dead member, both ends captured where they are
+    received), the longest gap in the flow at h41 around the pull (`outage_ms`), and when
+    the leaf's kernel route lost the dead path (`route_ms`: the representor went down, FRR
+    withdrew). Times from the pull (`first_on_other_ms`, `route_ms`) hold the start of the
+    `ip` command too, tens of milliseconds and more on a loaded machine. (The switches'
+    log lines are no clock here: their I/O thread runs at nice 19 and a loaded machine
+    writes them seconds late.)"""
+    w = fab.work
+    src = fab.t.hosts["h11"].ip
+    bpf = f"udp and src host {src}"
+    caps = [fab.capture(fab.ns(RECEIVER), "eth0", f"{w}/h41.pcap", bpf)]
+    # The receiving end of each pod-1 leaf -> spine link (a tap on the sending end would
+    # miss frames af_packet sends past the qdisc).
+    for leaf in topo.PODS[0][0]:
+        for spine in topo.SPINES:
+            p = fab.t.switches[spine].port_to(leaf)
+            caps.append(fab.capture(fab.ns(spine), fab.iface(p), f"{w}/{leaf}-{spine}.pcap", bpf))
+    sink = start_sink(fab)
+    sender = fab.pfcgen("h11", [fab.stream("h11", RECEIVER, f"{PROBE_PPS}pps", PROBE_FRAME, 0, dst_port=UDP_PORT)],
+                        None, f"{w}/h11.json", cpu=0)
+    wait_started(sender, f"{w}/h11.json.log")
+    time.sleep(1.0)
+    pulls = []
+    for i in range(runs):
+        link, seen = busiest_spine_link(fab)
+        leaf, spine = link.split(">")
+        if wait_paths(fab, leaf, 2, 60) is None:
+            raise SystemExit(f"link-pull {i + 1}: {leaf} has not two paths to {topo.tor_subnet(4)} to start with")
+        sp = fab.t.switches[spine].port_to(leaf)
+        leaf_port = sp.peer_port
+        other = next(s for s in topo.SPINES if s != spine)
+        t_pull = time.time()
+        clos.run("ip", "-n", fab.ns(spine), "link", "set", fab.iface(sp), "down")
+        route = None
+        while time.time() - t_pull < PULLED_S:
+            if route is None and fab.route_paths(leaf, topo.tor_subnet(4)) == 1:
+                route = time.time() - t_pull
+            time.sleep(0.005)
+        t_up = time.time()
+        clos.run("ip", "-n", fab.ns(spine), "link", "set", fab.iface(sp), "up")
+        back = wait_paths(fab, leaf, 2, 60)
+        log(f"link-pull {i + 1}/{runs}: {spine} {sp.name} <-> {leaf} {leaf_port} (h11's flow on it: {seen}); "
+            f"route down to 1 path after {route} s, both paths back {back} s after the link")
+        pulls.append({"leaf": leaf, "leaf_port": leaf_port, "spine": spine, "spine_port": sp.name, "other": other,
+                      "t_pull": t_pull, "t_up": t_up, "route_s": route, "back_s": back})
+        time.sleep(1.0)
+    sender.send_signal(signal.SIGINT)
+    sent = wait_json(sender, f"{w}/h11.json", 30)
+    time.sleep(1.0)
+    sink.kill()
+    for c in caps:
+        c.send_signal(signal.SIGINT)
+        c.wait(timeout=10)
+    at_h41 = [t for t, _ in pcap_packets(f"{w}/h41.pcap")]
+    rows = []
+    for p in pulls:
+        t0 = p["t_pull"]
+        on_other = [t for t, _ in pcap_packets(f"{w}/{p['leaf']}-{p['other']}.pcap") if t0 < t < p["t_up"]]
+        first_other = on_other[0] if on_other else None
+        on_dead = [t for t, _ in pcap_packets(f"{w}/{p['leaf']}-{p['spine']}.pcap")
+                   if t0 - 1 < t < (first_other or p["t_up"])]
+        window = [t for t in at_h41 if t0 < t < p["t_up"]]
+        marks = [max([t for t in at_h41 if t <= t0], default=t0)] + window + [p["t_up"]]
+        outage = max(b - a for a, b in zip(marks, marks[1:]))
+        ms = (lambda x: None if x is None else round(x * 1e3, 1))
+        rows.append({"pulled": f"{p['spine']} {p['spine_port']} <-> {p['leaf']} {p['leaf_port']}",
+                     "moved_ms": ms(first_other - on_dead[-1] if first_other and on_dead else None),
+                     "first_on_other_ms": ms(first_other - t0 if first_other else None),
+                     "outage_ms": ms(outage), "route_ms": ms(p["route_s"]),
+                     "both_paths_back_s": None if p["back_s"] is None else round(p["back_s"], 1)})
+    print(f"link-pull on {topo.NAME} ({fab.dataplane}, BFD {'on' if fab.bfd else 'off'}): h11 -> h41 at "
+          f"{PROBE_PPS} frames/s; the pod-1 leaf -> spine link carrying it pulled {runs} times (ms; moved: last frame on "
+          f"the dead link to first on the other; outage: longest gap at h41; other, route: from the pull)")
+    print(f"{'link pulled':<36} {'moved':>7} {'outage':>7} {'other':>7} {'route':>7} {'back (s)':>9}")
+    for r in rows:
+        print(f"{r['pulled']:<36} {r['moved_ms']!s:>7} {r['outage_ms']!s:>7} {r['first_on_other_ms']!s:>7} "
+              f"{r['route_ms']!s:>7} {r['both_paths_back_s']!s:>9}")
+    tx = sent["streams"][0]["tx_packets"]
+    print(f"h11 sent {tx}, h41 received {len(at_h41)}")
+    return {"scenario": "link-pull", "topology": topo.NAME, "dataplane": fab.dataplane, "bfd": fab.bfd,
+            "probe_pps": PROBE_PPS, "pulls": rows, "sent": tx, "received": len(at_h41)}
+
+
 # ---- ecmp
 def ecmp(args):
     with fabric(args, pfc=args.dataplane == "pfcswitch") as fab:
@@ -638,7 +770,8 @@ def print_short_incast(duration, lossless, lossy):
             "offered_frames": offered, "sent_frames": sent, "excess_bytes": round(excess), "buffer_bound_bytes": bound}
 
 
-SCENARIOS = {"incast": incast, "latency": latency, "failover": failover, "ecmp": ecmp, "all": all_in_one}
+SCENARIOS = {"incast": incast, "latency": latency, "failover": failover, "link-pull": link_pull, "ecmp": ecmp,
+             "all": all_in_one}
 
 
 def main(argv):
@@ -662,6 +795,10 @@ def main(argv):
                     help="start every switch from a generated SONiC config_db.json (run --config-db, FRR from "
                          "import sonic --frr) instead of its TOML and hand-written FRR files")
     ap.add_argument("--keep", action="store_true", help="keep the run directories (configs, logs, captures)")
+    ap.add_argument("--no-bfd", action="store_true",
+                    help="no BFD on the BGP sessions: a dead link is left by the dataplane and by the representor "
+                         "going down (or the 3 s hold time)")
+    ap.add_argument("--runs", type=int, default=3, help="link-pull: how many pulls (default 3)")
     a = ap.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("fabric.sh needs root (namespaces, veths, FRR, DPDK EAL)")

@@ -141,8 +141,13 @@ class Clos:
         return [n for n, s in self.switches.items() if s.tier == "tor"]
 
 
-def zebra_conf(sw, log_path):
-    return f"hostname {sw.name}\nlog file {log_path}\n!\n"
+def zebra_conf(sw, log_path, kernel_nhg=True):
+    """zebra's configuration; `kernel_nhg` false: routes go to the kernel with their next
+    hops inline, not as kernel nexthop groups. FRR 8.4 with groups does not survive a link
+    that goes down and comes back: the kernel drops the dead member from the group, zebra
+    still counts it in and never puts it back, so the route keeps one path for good."""
+    nhg = "" if kernel_nhg else "no zebra nexthop kernel enable\n"
+    return f"hostname {sw.name}\nlog file {log_path}\n{nhg}!\n"
 
 
 # BFD on every BGP session: a pulled link is detected in BFD_TX_MS x BFD_MULT (not BGP's 3 s
@@ -157,10 +162,11 @@ def bfdd_conf(sw, log_path):
             f"  receive-interval {BFD_TX_MS}\n  transmit-interval {BFD_TX_MS}\n !\n!\n")
 
 
-def bgpd_conf(sw, log_path):
+def bgpd_conf(sw, log_path, bfd=True):
     """eBGP to every neighbour switch over its /31, RFC 7938 style: fast timers, ECMP over
     every equal path (`maximum-paths`), no policy required (a lab fabric), and the ToR
-    announces its /24."""
+    announces its /24; BFD on every session unless `bfd` is false (then a dead link ends
+    its session when the switch takes its representor down, or in the 3 s hold time)."""
     lines = [f"hostname {sw.name}", f"log file {log_path}", "!", f"router bgp {sw.asn}",
              f" bgp router-id {sw.router_id}", " no bgp ebgp-requires-policy", " no bgp network import-check",
              " bgp bestpath as-path multipath-relax", " timers bgp 1 3"]
@@ -168,12 +174,27 @@ def bgpd_conf(sw, log_path):
         if not p.to_host:
             lines.append(f" neighbor {p.peer_addr} remote-as {peer_asn(p.peer)}")
             lines.append(f" neighbor {p.peer_addr} timers connect 1")
-            lines.append(f" neighbor {p.peer_addr} bfd profile fabric")
+            if TIERS.index(sw.tier) < TIERS.index(tier_of(p.peer)):
+                # Only the lower tier connects: when a link comes back, both ends opening
+                # at once collide (RFC 4271 6.8), and FRR 8.4 then kept the new session's
+                # routes unresolved (FRRouting/frr#12025): the path never came back.
+                lines.append(f" neighbor {p.peer_addr} passive")
+            if bfd:
+                lines.append(f" neighbor {p.peer_addr} bfd profile fabric")
     lines += [" !", " address-family ipv4 unicast", "  maximum-paths 16"]
     if sw.tier == "tor":
         lines.append(f"  network {tor_subnet(int(sw.name[1:]))}")
     lines += [" exit-address-family", "!"]
     return "\n".join(lines) + "\n"
+
+
+TIERS = ("spine", "leaf", "tor")
+
+
+def tier_of(name):
+    if name in SPINES:
+        return "spine"
+    return "leaf" if any(name in leaves for leaves, _ in PODS) else "tor"
 
 
 def peer_asn(name):

@@ -10,9 +10,10 @@ which ones crossed (docs/routing.md, "A router's contract"; tests/router_contrac
         multicast. Prints {"sent": {name: n}}.
     router_probe.py broadcast IFACE ETHERTYPE
         One broadcast frame of ETHERTYPE (hex, e.g. 88b5), marker `loop`. Prints {"sent": 1}.
-    router_probe.py arp-flood IFACE SRC_IP SECONDS
+    router_probe.py arp-flood IFACE SRC_IP SECONDS [ASK_IP]
         Broadcast ARP requests from SRC_IP for every address of its /24 in turn, as fast as
-        the socket takes them, for SECONDS. Prints {"sent": n}.
+        the socket takes them, for SECONDS; with ASK_IP (the router's address), every other
+        request asks for it, which the router's kernel answers. Prints {"sent": n}.
     router_probe.py arp-ask IFACE SRC_IP TARGET_IP COUNT INTERVAL_S
         COUNT ARP requests for TARGET_IP, one every INTERVAL_S, each waiting up to
         INTERVAL_S for its reply. Prints {"asked": n, "answered": m}.
@@ -106,10 +107,13 @@ def arp_request(src_mac, src_ip, target_ip):
     return eth(b"\xff" * 6, src_mac, 0x0806, body)
 
 
-def arp_flood(iface, src_ip, seconds):
+def arp_flood(iface, src_ip, seconds, ask_ip=None):
     mac = iface_mac(iface)
     net = src_ip.rsplit(".", 1)[0]
     frames = [arp_request(mac, src_ip, f"{net}.{i}") for i in range(2, 255)]
+    if ask_ip:
+        ask = arp_request(mac, src_ip, ask_ip)
+        frames = [f for x in frames for f in (x, ask)]
     sent = 0
     with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as s:
         s.bind((iface, 0))
@@ -155,7 +159,7 @@ def main():
         send(*args)
     elif cmd == "broadcast" and len(args) == 2:
         broadcast(*args)
-    elif cmd == "arp-flood" and len(args) == 3:
+    elif cmd == "arp-flood" and len(args) in (3, 4):
         arp_flood(*args)
     elif cmd == "arp-ask" and len(args) == 5:
         arp_ask(*args)

@@ -11,8 +11,6 @@ use crate::mmu::{self, MmuConfig, PgProfile, PortMmuConfig, QueueProfile};
 use crate::sched::TcSched;
 use crate::wred::WredProfile;
 
-use crate::wire::L2_OVERHEAD;
-
 /// Everything the dataplane needs to know about one port, derived from the config.
 #[derive(Debug, Clone)]
 pub struct PortPlan {
@@ -68,7 +66,7 @@ pub fn tx_inflight_limit(p: &config::PortConfig, burst_size: u16) -> Option<u64>
         config::TxInflight::Bytes(b) => Some(b),
         config::TxInflight::Auto if !p.has_real_link() => None,
         config::TxInflight::Auto => {
-            let frame = u64::from(p.mtu) + u64::from(L2_OVERHEAD);
+            let frame = u64::from(headroom::max_frame(u32::from(p.mtu)));
             let t = (u128::from(p.speed_bps) * u128::from(TX_INFLIGHT_AUTO_NS)).div_ceil(8 * 1_000_000_000) as u64;
             Some(t.max(u64::from(burst_size) * frame))
         }
@@ -143,7 +141,7 @@ fn plan_port(
         tc_to_queue: cfg.qos.tc_to_queue,
         default_tc: p.default_tc,
     };
-    let frame = p.mtu as u32 + L2_OVERHEAD;
+    let frame = headroom::max_frame(u32::from(p.mtu));
     let tx_inflight = tx_inflight_limit(p, cfg.switch.burst_size);
     // A PFC frame on its own TX queue waits for no data (the one frame already on the
     // wire is `mtu_local`). `auto` may put it there on a NIC; counted as not, to be safe.

@@ -8,7 +8,9 @@
 //!   (IPv4 and IPv6), a VLAN tag other than VID 0 are dropped and counted by reason; IPv4
 //!   options go to the kernel, which forwards them; a priority tag (VID 0) is routed;
 //! * two switches joined by three parallel routed links: one broadcast from a host never
-//!   circulates (the inter-switch TX counters stay flat).
+//!   circulates (the inter-switch TX counters stay flat);
+//! * an ARP flood on one port leaves another port's BGP session (FRR on both ends), its
+//!   neighbour and the traffic routed over it alone (skipped without FRR).
 //!
 //! Needs root; skipped otherwise.
 
@@ -485,4 +487,166 @@ fn a_jumbo_toward_a_smaller_mtu_gets_frag_needed_and_packet_too_big() {
     let e0 = port(&j, "Ethernet0");
     assert!(e0["drops"]["too_big"].as_u64().unwrap() >= 2, "{}", e0["drops"]);
     assert!(e0["generated"].as_u64().unwrap() >= 2, "generated: {}", e0["generated"]);
+}
+
+/// The state of the kernel's neighbour `addr` on `dev` in namespace `ns` ("REACHABLE",
+/// "STALE", "FAILED"...; "none" when absent).
+fn neigh_state(ns: &str, addr: &str, dev: &str) -> String {
+    let v: Value = serde_json::from_slice(&sh(&format!("ip -n {ns} -j neigh show {addr} dev {dev}")).stdout)
+        .unwrap_or(Value::Null);
+    v[0]["state"].as_array().and_then(|s| s.first()).and_then(|s| s.as_str()).unwrap_or("none").to_string()
+}
+
+/// FRR's view of one BGP neighbour: (state, sessions established, sessions dropped).
+fn bgp_peer(frr: &Frr, peer: &str) -> (String, u64, u64) {
+    let out = frr.vtysh(&format!("show bgp neighbors {peer} json"));
+    let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+    let p = &v[peer];
+    (
+        p["bgpState"].as_str().unwrap_or("?").to_string(),
+        p["connectionsEstablished"].as_u64().unwrap_or(0),
+        p["connectionsDropped"].as_u64().unwrap_or(0),
+    )
+}
+
+/// An ARP flood on one port (far above its CoPP arp rate, half of it asking for the
+/// switch's own address) while another port's BGP session (FRR in the switch's namespace,
+/// eBGP to FRR on the host behind it, keepalive 1 s, hold 3 s: a starved session would
+/// drop within the flood) carries the route a third port's traffic takes. For the whole
+/// flood: the session stays Established (never dropped), the neighbour behind it never
+/// fails, the routed traffic to the BGP-learned prefix flows, and only the flooded port is
+/// policed. Before CoPP was per port, one port's ARP flood left a neighbour on another
+/// port FAILED and the traffic routed to it lost.
+#[test]
+fn an_arp_flood_on_one_port_leaves_another_ports_bgp_session_and_neighbour_up() {
+    if !is_root() || !Frr::installed() {
+        eprintln!("SKIP: needs root (namespaces, veth) and FRR (scripts/setup.sh)");
+        return;
+    }
+    const FLOOD_S: u64 = 15;
+    let d = TestDir::new("rbgp");
+    let p = format!("rg{}", std::process::id() % 100_000);
+    let hosts = Hosts::up_routed(&p, 3);
+    let sw_ns = format!("{p}sw");
+    let cfg = three_host_routed_switch(&d, &p, "");
+    let json = d.join("stats.json");
+    let mut sw = RunningSwitch::spawn(&cfg, &json, &[]);
+    sw.wait_forwarding(Duration::from_secs(60));
+    // Host 2 owns 10.70.0.0/24 and announces it over eBGP to the switch's FRR, which
+    // installs it in the switch namespace's kernel; the switch mirrors it into its FIB.
+    assert!(hosts.exec(2, "ip addr add 10.70.0.1/32 dev lo").status.success());
+    let timers = "timers bgp 1 3\n";
+    let frr_host = Frr::start(
+        &format!("{p}h2"),
+        &d.join("frr-h2"),
+        &format!(
+            "router bgp 65002\n bgp router-id 198.18.2.2\n no bgp ebgp-requires-policy\n no bgp network import-check\n \
+             {timers} neighbor 198.18.2.1 remote-as 65001\n neighbor 198.18.2.1 timers connect 1\n !\n \
+             address-family ipv4 unicast\n  network 10.70.0.0/24\n exit-address-family\n!\n"
+        ),
+    );
+    let frr_sw = Frr::start(
+        &sw_ns,
+        &d.join("frr-sw"),
+        &format!(
+            "router bgp 65001\n bgp router-id 198.18.2.1\n no bgp ebgp-requires-policy\n \
+             {timers} neighbor 198.18.2.2 remote-as 65002\n neighbor 198.18.2.2 timers connect 1\n!\n"
+        ),
+    );
+    let mut tel = Client::connect(&socket_path(&d.prefix())).expect("telemetry socket");
+    let learned = wait_route_members(&mut tel, "10.70.0.0/24", 1, Duration::from_secs(90));
+    if !learned {
+        let log = sw.stop();
+        panic!(
+            "10.70.0.0/24 never reached the dataplane: {:?}\n{}\n{}\n{log}",
+            bgp_peer(&frr_sw, "198.18.2.2"),
+            frr_sw.log("bgpd"),
+            frr_host.log("bgpd")
+        );
+    }
+    let out = text(&hosts.exec(3, "ping -c 3 -i 0.2 -W 2 10.70.0.1"));
+    assert!(out.contains("bytes from 10.70.0.1"), "h3 -> 10.70.0.1 before the flood: {out}");
+    let (state0, est0, dropped0) = bgp_peer(&frr_sw, "198.18.2.2");
+    assert_eq!(state0, "Established", "BGP before the flood");
+    let before: Vec<Value> = ["Ethernet0", "Ethernet4", "Ethernet8"].iter().map(|e| counters(&mut tel, e)).collect();
+
+    // Host 1 floods ARP for FLOOD_S seconds; host 3 pings the BGP-learned prefix meanwhile.
+    let probe = format!("{ROOT}/scripts/router_probe.py");
+    let flood = hosts.spawn(1, &format!("python3 {probe} arp-flood {p}v1b 198.18.1.2 {FLOOD_S} 198.18.1.1"));
+    let pings = FLOOD_S * 10 - 10;
+    let ping = hosts.spawn(3, &format!("sleep 0.5; ping -c {pings} -i 0.1 -W 1 10.70.0.1"));
+    // The neighbour every 100 ms; FRR's session state as often as vtysh answers (it takes
+    // seconds on a loaded machine), beside it.
+    let t0 = std::time::Instant::now();
+    let during = || t0.elapsed() < Duration::from_secs(FLOOD_S);
+    let (states, bgp) = std::thread::scope(|s| {
+        let bgp = s.spawn(|| {
+            let mut v = Vec::new();
+            while during() {
+                v.push(bgp_peer(&frr_sw, "198.18.2.2").0);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            v
+        });
+        let mut states = Vec::new();
+        while during() {
+            states.push(neigh_state(&sw_ns, "198.18.2.2", "Ethernet4"));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        (states, bgp.join().unwrap())
+    });
+    let flood = flood.wait_with_output().unwrap();
+    let ping = text(&ping.wait_with_output().unwrap());
+    let (state1, est1, dropped1) = bgp_peer(&frr_sw, "198.18.2.2");
+    let end_state = neigh_state(&sw_ns, "198.18.2.2", "Ethernet4");
+    let after: Vec<Value> = ["Ethernet0", "Ethernet4", "Ethernet8"].iter().map(|e| counters(&mut tel, e)).collect();
+    let bgpd_log = frr_sw.log("bgpd");
+    drop(frr_sw);
+    drop(frr_host);
+    let log = sw.stop();
+    drop(hosts);
+
+    assert!(flood.status.success(), "arp-flood: {}", text(&flood));
+    let sent: Value = serde_json::from_slice(&flood.stdout).unwrap();
+    let sent = sent["sent"].as_u64().unwrap();
+    let received =
+        ping.split(" received").next().and_then(|s| s.rsplit(' ').next()).and_then(|n| n.parse::<u64>().ok());
+    let reachable = states.iter().filter(|s| *s == "REACHABLE").count();
+    let delta = |i: usize, k: &str| n(&after[i], k) - n(&before[i], k);
+    eprintln!(
+        "{sent} ARP requests in {FLOOD_S} s ({} pps) on Ethernet0: copp arp_nd passed {} dropped {}; \
+         BGP {state0} -> {state1}, sessions {est0}/{dropped0} -> {est1}/{dropped1}; neighbour 198.18.2.2 \
+         REACHABLE in {reachable} of {} samples (end: {end_state}), BGP Established in {} of {} samples; \
+         h3 -> 10.70.0.1: {received:?}/{pings} replies",
+        sent / FLOOD_S,
+        delta(0, "copp_arp_nd_passed"),
+        delta(0, "copp_arp_nd_dropped"),
+        states.len(),
+        bgp.iter().filter(|s| *s == "Established").count(),
+        bgp.len()
+    );
+    // The flood was far above the arp_nd rate and policed on Ethernet0 only.
+    assert!(delta(0, "copp_arp_nd_dropped") > 0, "the flood was not policed on Ethernet0: {}", after[0]);
+    for (i, port) in [(1, "Ethernet4"), (2, "Ethernet8")] {
+        let policed: Vec<String> = after[i]
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| k.starts_with("copp_") && k.ends_with("_dropped") && delta(i, k) > 0)
+            .map(|k| format!("{k} {}", delta(i, k)))
+            .collect();
+        assert!(policed.is_empty(), "{port} was policed during Ethernet0's flood: {policed:?}");
+    }
+    // The session never left Established ("?": vtysh gave no JSON that time, which a
+    // loaded machine can make it do; the session counters below decide).
+    let not_up: Vec<&String> = bgp.iter().filter(|s| *s != "Established" && *s != "?").collect();
+    assert!(not_up.is_empty() && state1 == "Established", "BGP left Established: {bgp:?}\n{bgpd_log}\n{log}");
+    assert_eq!((est1, dropped1), (est0, dropped0), "the BGP session was dropped and re-established\n{bgpd_log}");
+    // The neighbour behind Ethernet4 was never lost.
+    let bad: Vec<&String> = states.iter().filter(|s| matches!(s.as_str(), "FAILED" | "INCOMPLETE" | "none")).collect();
+    assert!(bad.is_empty(), "neighbour 198.18.2.2 on Ethernet4 during the flood: {states:?}");
+    assert!(reachable > 0 || end_state == "REACHABLE", "neighbour 198.18.2.2 never REACHABLE: {states:?}");
+    // Routed traffic to the BGP-learned prefix kept flowing (a loaded machine may lose a few).
+    assert!(received.is_some_and(|r| r * 10 >= pings * 9), "h3 -> 10.70.0.1 during the flood: {ping}");
+    assert_conserved(&read_json(&json));
 }

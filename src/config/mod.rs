@@ -77,8 +77,8 @@
 //! control = 0                   # control lcore = DPDK main lcore (default 0)
 //! control_idle = "sleep"        # "sleep" (default): µs naps while no PG is paused;
 //!                               # "poll": busy-poll (a dedicated, isolated CPU)
-//! control_nap = "1ms"           # one nap (1us..10ms; default 1ms): bounds how late a
-//!                               # RESUME can be after a quiet spell
+//! control_nap = "10ms"          # one nap (1us..10ms; default 10ms): bounds how late a
+//!                               # RESUME can be after a quiet spell, and a link seen down
 //! worker_idle = "poll"          # "poll" (default): busy-poll; "adaptive": nap 20us..1ms
 //!                               # when idle (nothing queued, no PG paused), for switches
 //!                               # sharing CPUs; full polling again at the first packet

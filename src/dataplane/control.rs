@@ -28,6 +28,14 @@ use super::io::IoMsg;
 use super::link::LinkSource;
 use super::shared::Shared;
 
+/// How often at most the kernel's links (af_packet, af_xdp ports: one sysfs read each) are
+/// read: the router skips a dead ECMP member from the reading on, so this (or the control
+/// lcore's nap, whichever is longer) bounds how long a pulled link still gets traffic.
+/// By time, not by pass: after a nap (10 ms by default) every pass reads them; a busy
+/// control lcore (a pass every millisecond while PFC is active) reads them no more often
+/// than before (two files every 16 passes then, one every 8 ms now).
+pub const KERNEL_LINK_EVERY_NS: u64 = 8_000_000;
+
 pub struct Control {
     shared: Arc<Shared>,
     pfc_tx: Vec<PfcPortTx>,
@@ -44,8 +52,11 @@ pub struct Control {
     pub ctl_failures: u64,
     /// Per port: where its link state is read.
     links: Vec<LinkSource>,
-    /// Link polls so far (kernel links are read every 16th, ~16 ms).
-    link_polls: u64,
+    /// Kernel links (two sysfs reads each) are read at most this often (TSC ticks,
+    /// [`KERNEL_LINK_EVERY_NS`]), PMD links at every housekeeping pass.
+    kernel_link_every: u64,
+    /// TSC of the last kernel link reading.
+    kernel_link_read_at: u64,
     /// PFC frames not queued (no room, or no mbuf on any lcore) when last reported, and
     /// when that was: a warning at most once a second while it keeps happening.
     warned: (u64, Option<Instant>),
@@ -76,30 +87,33 @@ impl Control {
             retry_every: tsc_hz / 100_000,    // 10 µs
             ctl_failures: 0,
             links,
-            link_polls: 0,
+            kernel_link_every: tsc_hz / (1_000_000_000 / KERNEL_LINK_EVERY_NS),
+            kernel_link_read_at: 0,
             warned: (0, None),
         }
     }
 
-    /// Link status of every port (`rte_eth_link_get_nowait` every millisecond, a kernel
-    /// interface's operstate every 16; its speed only when it comes up): a link
+    /// Link status of every port at every housekeeping pass (every millisecond, or after
+    /// a nap; kernel links at most every [`KERNEL_LINK_EVERY_NS`]): a link
     /// that goes down (or never came up: `Shared::link_up` starts from the link read at
     /// start) makes its TX owner drop what it holds for the port and admit nothing more for
     /// it, so a dead egress cannot hold an ingress PG OFF and pause a healthy upstream for
-    /// ever. Each transition is logged.
-    pub fn poll_links(&mut self) {
+    /// ever, and the router skip it as an ECMP member (`link_down_mask`). Each transition
+    /// is logged. `now` is the TSC.
+    pub fn poll_links(&mut self, now: u64) {
         let shared = self.shared.clone();
-        self.link_polls += 1;
-        let kernel_too = self.link_polls.is_multiple_of(16);
+        let kernel_too = now.wrapping_sub(self.kernel_link_read_at) >= self.kernel_link_every;
+        if kernel_too {
+            self.kernel_link_read_at = now;
+        }
         for (p, src) in self.links.iter().enumerate() {
             if matches!(src, LinkSource::None) || (src.is_kernel() && !kernel_too) {
                 continue;
             }
-            let up = src.up();
+            let up = src.is_up();
             let rt = &shared.ports[p];
             let was = rt.link_up.load(Ordering::Relaxed);
             if up && !was {
-                // The speed only now: for a kernel interface reading it takes `rtnl`.
                 let link = src.read();
                 rt.link_up.store(true, Ordering::Release);
                 if p < 64 {

@@ -1,6 +1,6 @@
 //! Where a port's link state comes from: the PMD (`rte_eth_link_get_nowait`) for NICs and
 //! vdevs, the kernel for af_packet and af_xdp ports (their PMDs report "up" whatever the
-//! interface does: the kernel's operstate is the truth), nowhere for net_tap (read in the
+//! interface does: the kernel's carrier is the truth), nowhere for net_tap (read in the
 //! switch's namespace, its interface usually lives in another one).
 
 use crate::dpdk;
@@ -12,7 +12,7 @@ pub enum LinkSource {
     None,
     /// The PMD's link status of this DPDK port.
     Pmd(u16),
-    /// The kernel interface's operstate (`/sys/class/net/<iface>/operstate`).
+    /// The kernel interface's carrier (`/sys/class/net/<iface>/carrier`).
     Kernel(String),
 }
 
@@ -52,11 +52,10 @@ impl LinkSource {
         }
     }
 
-    /// Whether the link is up, without its speed: what the control lcore polls. For a kernel
-    /// interface one sysfs read of `operstate`, which takes no lock; `speed` (read by
-    /// [`LinkSource::read`], at start and when a link comes up) takes the kernel's `rtnl`
-    /// lock, which a route storm holds for long stretches (PAUSE refreshes would wait).
-    pub fn up(&self) -> bool {
+    /// Whether the link is up now (for the kernel: one small sysfs read of the carrier, which
+    /// takes no lock; the speed, read by [`LinkSource::read`] at start and when a link comes
+    /// up, takes the kernel's `rtnl` lock, which a route storm holds for long stretches).
+    pub fn is_up(&self) -> bool {
         match self {
             LinkSource::None => true,
             LinkSource::Pmd(id) => dpdk::link_of(*id).up,
@@ -79,11 +78,13 @@ pub fn kernel_iface(devargs: &str) -> Option<&str> {
     devargs.split(',').skip(1).find_map(|kv| kv.strip_prefix("iface="))
 }
 
-/// Kernel interface `iface`'s operstate says up (or "unknown": interfaces that do not
-/// report one, dummy, some tun; not down).
+/// Kernel interface `iface` is up with carrier (`/sys/class/net/<iface>/carrier` is "1";
+/// reading it fails while the interface is administratively down). The carrier, not the
+/// operstate: the kernel sets the carrier at once (a veth whose peer goes down loses it in
+/// the same call), while the operstate follows through the linkwatch work queue, which a
+/// loaded machine runs tens to hundreds of milliseconds later.
 fn kernel_up(iface: &str) -> bool {
-    let state = std::fs::read_to_string(format!("/sys/class/net/{iface}/operstate")).unwrap_or_default();
-    matches!(state.trim(), "up" | "unknown")
+    std::fs::read_to_string(format!("/sys/class/net/{iface}/carrier")).is_ok_and(|c| c.trim() == "1")
 }
 
 /// The negotiated speed of kernel interface `iface` (`/sys/class/net/<iface>/speed`, Mb/s;
@@ -108,8 +109,8 @@ mod tests {
         assert!(matches!(LinkSource::for_port("0000:3b:00.0", 4), LinkSource::Pmd(4)));
         // A kernel interface that does not exist reads as down.
         assert!(!LinkSource::Kernel("pfcsw-no-such-if".into()).read().up);
+        assert!(!LinkSource::Kernel("pfcsw-no-such-if".into()).is_up());
         assert!(LinkSource::Kernel("lo".into()).read().up);
-        assert!(!LinkSource::Kernel("pfcsw-no-such-if".into()).up());
-        assert!(LinkSource::Kernel("lo".into()).up() && LinkSource::None.up());
+        assert!(LinkSource::Kernel("lo".into()).is_up());
     }
 }

@@ -86,7 +86,7 @@ pub fn run(control: &mut Control, spec: &SwitchSpec, opts: &RunOptions, mut time
             continue;
         }
         next_check = t + check_every;
-        control.poll_links();
+        control.poll_links(t);
         control.warn_failures(Instant::now());
         if let Some(l) = lldp.as_mut() {
             l.poll(&shared, t);

@@ -337,6 +337,7 @@ impl Views {
             let occ = self.shared.mmu.pg_occupancy(port, pg);
             o.insert(format!("PG{pg}_shared_watermark"), w.shared.into());
             o.insert(format!("PG{pg}_headroom_watermark"), w.headroom.into());
+            o.insert(format!("PG{pg}_xoff"), self.shared.mmu.pg_xoff(port, pg).into());
             o.insert(format!("PG{pg}_occupancy"), occ.total.into());
             o.insert(format!("PG{pg}_off"), (self.shared.mmu.is_off(port, pg) as u64).into());
             for c in &PG_COUNTERS {

@@ -46,6 +46,17 @@ impl Mmu {
         PgWatermarks { shared: s.shared_wm.load(Relaxed), headroom: s.headroom_wm.load(Relaxed) }
     }
 
+    /// Headroom (`xoff`) of (port, PG) in force: the profile's, or the calculator's where
+    /// the profile has none (a live change included); 0 for a lossy PG or an invalid index.
+    pub fn pg_xoff(&self, port: u16, pg: u8) -> u64 {
+        let l = self.limits.load();
+        l.cfg
+            .ports
+            .get(usize::from(port))
+            .filter(|p| pg < 8 && p.lossless_pgs & (1 << pg) != 0)
+            .map_or(0, |p| p.pgs[usize::from(pg)].xoff)
+    }
+
     /// Bytes held by egress (port, queue).
     pub fn queue_occupancy(&self, port: u16, queue: u8) -> QueueOccupancy {
         let Some(q) = self.idx(port, queue).and_then(|i| self.queues.get(i)) else {

@@ -48,7 +48,7 @@ pub const QUEUE_COUNTERS: Command = cmd(
 );
 pub const PG_WATERMARK: Command = cmd(
     "/pfcswitch/pg_watermark",
-    "Per ingress PG shared/headroom watermarks, occupancy, lossless drops. Param: port",
+    "Per ingress PG shared/headroom watermarks, headroom (xoff), occupancy, lossless drops. Param: port",
     Scope::PerPort,
 );
 pub const BUFFER_POOL: Command =

@@ -877,3 +877,75 @@ pub fn ipv4_frame(dst: [u8; 6], src: [u8; 6], dscp: u8, ecn: u8, seq: u32, len: 
     f.resize(len, 0x5a);
     f
 }
+
+// ---- FRR ----
+
+/// FRR's zebra and bgpd in network namespace `ns`, each in the pathspace `ns` (`-N`:
+/// sockets under /var/run/frr/<ns>/, so `vtysh -N <ns>` reaches them), as scripts/clos.py
+/// starts them per switch; configuration and logs in `dir`. Killed when dropped (declare it
+/// after the namespaces it runs in, so that it drops first).
+pub struct Frr {
+    ns: String,
+    dir: PathBuf,
+    procs: Vec<std::process::Child>,
+}
+
+impl Frr {
+    /// Whether FRR is installed (scripts/setup.sh installs it).
+    pub fn installed() -> bool {
+        Path::new("/usr/lib/frr/bgpd").exists() && Path::new("/usr/bin/vtysh").exists()
+    }
+
+    /// zebra, then bgpd with `bgpd_conf` (its log file is set here).
+    pub fn start(ns: &str, dir: &Path, bgpd_conf: &str) -> Frr {
+        std::fs::create_dir_all(dir).unwrap();
+        let run_dir = format!("/var/run/frr/{ns}");
+        std::fs::create_dir_all(&run_dir).unwrap();
+        let d = dir.display();
+        std::fs::write(dir.join("zebra.conf"), format!("hostname {ns}\nlog file {d}/zebra.log\n")).unwrap();
+        std::fs::write(dir.join("bgpd.conf"), format!("hostname {ns}\nlog file {d}/bgpd.log\n!\n{bgpd_conf}")).unwrap();
+        // The daemons run as user frr: their files and the directories on the way.
+        let o = sh(&format!("chown -R frr:frr {d} {run_dir} && chmod 755 {d} {}", dir.parent().unwrap().display()));
+        assert!(o.status.success(), "chown: {}", text(&o));
+        let mut frr = Frr { ns: ns.into(), dir: dir.into(), procs: Vec::new() };
+        for daemon in ["zebra", "bgpd"] {
+            let child = Command::new("ip")
+                .args(["netns", "exec", ns, &format!("/usr/lib/frr/{daemon}"), "-N", ns])
+                .args(["-f", &format!("{d}/{daemon}.conf"), "-i", &format!("{run_dir}/{daemon}.pid")])
+                .args(["--log", &format!("file:{d}/{daemon}.log")])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("{daemon}: {e}"));
+            frr.procs.push(child);
+            // bgpd connects to zebra's socket: zebra first.
+            let up =
+                until(std::time::Duration::from_secs(20), || Path::new(&format!("{run_dir}/{daemon}.vty")).exists());
+            assert!(up.is_some(), "{daemon} in {ns} did not start: {}", frr.log(daemon));
+        }
+        frr
+    }
+
+    /// `vtysh -N <ns> -c <cmd>`'s standard output (its stderr says that the pathspace has
+    /// no vtysh.conf).
+    pub fn vtysh(&self, cmd: &str) -> String {
+        let o =
+            Command::new("ip").args(["netns", "exec", &self.ns, "vtysh", "-N", &self.ns, "-c", cmd]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// The daemon's log so far (for assertion messages).
+    pub fn log(&self, daemon: &str) -> String {
+        std::fs::read_to_string(self.dir.join(format!("{daemon}.log"))).unwrap_or_default()
+    }
+}
+
+impl Drop for Frr {
+    fn drop(&mut self) {
+        for p in self.procs.iter_mut().rev() {
+            let _ = sh(&format!("kill {}", p.id()));
+            let _ = p.wait();
+        }
+        let _ = std::fs::remove_dir_all(format!("/var/run/frr/{}", self.ns));
+    }
+}
