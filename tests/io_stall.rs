@@ -97,7 +97,7 @@ fn pause_refresh_on_time_while_stdout_and_timeline_stall() {
     let worst = pfc.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(u64::MAX);
     let span_ns = pfc.last().zip(pfc.first()).map_or(0, |(l, f)| l - f);
     // How long the OS kept an lcore away (its longest pass): a refresh can be no earlier.
-    let away_ns = away_ns(&j);
+    let away_ns = lcores_away_ns(&j);
     eprintln!(
         "{} PFC frames over {:.1} s (I/O thread blocked after {:.1} s), worst gap {:.1} ms, lcores away at most {:.1} ms, io_dropped {dropped}",
         pfc.len(),
@@ -136,12 +136,4 @@ fn io_thread_blocked(pid: u32) -> bool {
         let read = |f: &str| std::fs::read_to_string(t.path().join(f)).unwrap_or_default();
         read("comm").trim() == "pfcsw-io" && read("wchan").contains("pipe_write")
     })
-}
-
-/// The longest pass of any lcore (control and workers), in ns, from the stats JSON.
-fn away_ns(j: &serde_json::Value) -> u64 {
-    let hz = j["tsc_hz"].as_u64().unwrap().max(1);
-    let workers = j["workers"].as_array().unwrap().iter().map(|w| w["max_loop_cycles"].as_u64().unwrap());
-    let most = workers.chain(std::iter::once(j["control"]["max_loop_cycles"].as_u64().unwrap())).max().unwrap();
-    (u128::from(most) * 1_000_000_000 / u128::from(hz)) as u64
 }
