@@ -124,7 +124,7 @@ pub struct RunReport {
     pub edge_overflow: u64,
     pub rx_flushed_at_stop: u64,
     pub ctl_failures: u64,
-    /// The control lcore's longest pass, TSC cycles ([`super::control::Control::max_loop_cycles`]).
+    /// The control lcore's longest pass, TSC cycles, naps left out (`control.max_loop_cycles`).
     pub control_max_loop_cycles: u64,
     pub pool: Value,
     /// Output the I/O thread could not keep up with (dropped, never waited for).
