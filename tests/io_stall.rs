@@ -106,9 +106,11 @@ fn pause_refresh_on_time_while_stdout_and_timeline_stall() {
         worst as f64 / 1e6,
         away_ns as f64 / 1e6
     );
-    // PG 3 stays OFF the whole run: refreshes never stop (the stop's RESUME ends them).
+    // PG 3 stays OFF the whole run: refreshes never stop (the stop's RESUME ends them),
+    // but for the time an lcore was recorded away (beside a CPU hog with heavy disk
+    // writes, net_pcap's tx_pcap write once held the worker 19 s: frames queued, not sent).
     assert!(
-        pfc.len() >= 20 && span_ns as f64 >= min_run.as_secs_f64() * 1e9 * 0.9,
+        pfc.len() >= 20 && (span_ns + away_ns) as f64 >= min_run.as_secs_f64() * 1e9 * 0.9,
         "only {} PFC frames over {:.1} s: refreshes stalled\n{log}",
         pfc.len(),
         span_ns as f64 / 1e9
