@@ -67,7 +67,10 @@ fn lost_egress_link_resumes_the_upstream() {
     let killed_at = now_ns();
     let _ = peer.kill();
     let _ = peer.wait();
-    std::thread::sleep(Duration::from_millis(700));
+    // Long enough that the link loss's RESUME is told from the stop's, even when the switch
+    // was descheduled for a while (a loaded machine): the bound below is the stop, not a time.
+    std::thread::sleep(Duration::from_millis(2000));
+    let stop_at = now_ns();
     let log = sw.stop();
     let _ = std::fs::remove_dir_all(std::path::Path::new("/var/run/dpdk").join(format!("{}-peer", d.prefix())));
 
@@ -93,8 +96,13 @@ fn lost_egress_link_resumes_the_upstream() {
     eprintln!(
         "RESUME {after_ms:.2} ms after the peer was killed (±clock offset); {flushed} packets flushed (link_down)"
     );
-    // The RESUME of the link loss, not the one sent at stop (700 ms later).
-    assert!(after_ms < 100.0, "RESUME {after_ms:.1} ms after the link loss\n{log}");
+    // The RESUME of the link loss, not the one sent at stop: it left before the stop was
+    // asked for. How soon after the kill depends on when the OS ran the switch (a wall-clock
+    // bound here measured the scheduler: 125 ms beside a CPU hog; docs/testing.md).
+    assert!(
+        (t_resume as i64) < stop_at as i64 - SLACK_NS,
+        "RESUME only at the stop ({after_ms:.1} ms after the link loss), not on the link loss\n{log}"
+    );
     assert!(pfc.iter().all(|&(t, q)| t <= t_resume || q == 0), "PAUSE again after the RESUME: {pfc:?}");
     assert_conserved(&j);
 }

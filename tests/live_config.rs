@@ -6,6 +6,11 @@
 //! headroom the cable length gives, a bad change refused in one line with nothing applied,
 //! `config save` writes a file `check-config` accepts with the last values; and, over the
 //! whole run, 0 lossless drops, 0 frames lost, reordered or duplicated, conservation.
+//!
+//! Beside a busy process (docs/testing.md) the senders run until the test stops them (not
+//! for a fixed count the switch may outlast), the CLI's answers may take seconds, and
+//! lossless drops are allowed only where the switch recorded an lcore away longer than the
+//! 80 ms its headroom covers, each then lost by exactly that sender.
 
 mod common;
 use common::*;
@@ -14,10 +19,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const RX_MAC: &str = "02:00:00:00:00:c2";
-/// Frames per sender: ~7 s through a 30 Mb/s bottleneck.
-const COUNT: u64 = 12_000;
-/// Changes of each kind at most (fewer if the traffic ends first).
+/// Changes of each kind: at least MIN_ROUNDS, and more until CHANGE_FOR has passed, at most ROUNDS.
 const ROUNDS: usize = 100;
+const MIN_ROUNDS: usize = 10;
+const CHANGE_FOR: Duration = Duration::from_secs(7);
+/// What the headroom covers of the switch's reaction (`sw_response`).
+const HEADROOM_COVERS_NS: u64 = 80_000_000;
 
 fn switch_config(d: &TestDir) -> std::path::PathBuf {
     let memif = |i: u32, s: &str| format!("net_memif{i},role=server,id=0,socket={}", d.join(s).display());
@@ -99,12 +106,34 @@ fn pfcgen(d: &TestDir, cfg: &std::path::Path, args: &[&str]) -> Proc {
     )
 }
 
-/// The incast's pfcgen: COUNT frames per sender, 3 s to drain, its summary in `gen.json`.
+/// The incast's pfcgen: both senders until [`stop_incast`], 3 s to drain, its summary in
+/// `gen.json`.
 fn incast(d: &TestDir) -> (Proc, std::path::PathBuf) {
     let gen_json = d.join("gen.json");
-    let count = COUNT.to_string();
-    let args = ["--count", &count, "--drain", "3s", "--stats-json", gen_json.to_str().unwrap()];
+    let args = ["--drain", "3s", "--stats-json", gen_json.to_str().unwrap()];
     (pfcgen(d, &gen_config(d), &args), gen_json)
+}
+
+/// SIGINT to the incast's pfcgen (it stops sending and drains), its exit asserted.
+fn stop_incast(d: &TestDir, gen: &mut Proc) {
+    assert!(Command::new("kill").args(["-INT", &gen.0.id().to_string()]).status().unwrap().success());
+    let st = gen.0.wait().unwrap();
+    assert!(st.success(), "pfcgen: {st}\n{}", std::fs::read_to_string(d.join("gen.stderr")).unwrap_or_default());
+}
+
+/// A sender's stream in pfcgen's summary: every frame sent received, in order, once,
+/// but those the switch counted as lossless drops on its ingress port (`drops`).
+fn assert_stream(gen_json: &std::path::Path, name: &str, drops: u64) -> u64 {
+    let g = read_json(gen_json);
+    let st = g["streams"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap();
+    let tx = u(&st["tx_packets"]);
+    assert!(tx > 0, "{name}: nothing sent");
+    assert_eq!(
+        (u(&st["rx_packets"]), u(&st["lost"]), u(&st["reordered"]), u(&st["duplicates"])),
+        (tx - drops, drops, 0, 0),
+        "{name}: received / lost / reordered / duplicated of {tx} sent ({drops} lossless drops at its ingress)"
+    );
+    tx
 }
 
 fn u(v: &serde_json::Value) -> u64 {
@@ -132,7 +161,7 @@ fn dynamic_th_and_cable_length_change_under_a_lossless_incast() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let (mut rounds, mut bs_300m) = (0, 0);
-    while rounds < ROUNDS && gen.0.try_wait().unwrap().is_none() {
+    while rounds < ROUNDS && (rounds < MIN_ROUNDS || t0.elapsed() < CHANGE_FOR) {
         let (th, len) = if rounds % 2 == 0 { ("1", "300m") } else { ("-3", "5m") };
         let o = config(&["buffer", "profile", "pg_lossless_profile", "--dynamic-th", th]);
         if !o.status.success() {
@@ -151,7 +180,7 @@ fn dynamic_th_and_cable_length_change_under_a_lossless_incast() {
         }
         rounds += 1;
     }
-    assert!(rounds >= 10, "only {rounds} rounds of changes before the traffic ended");
+    assert!(gen.0.try_wait().unwrap().is_none(), "the senders ended before the test stopped them");
     // End on 300 m (the shrink back to 5 m may wait for PGs to drain) and dynamic_th -3
     // (a small buffer: what the switch holds drains before the generator's 3 s are up).
     for args in [
@@ -184,23 +213,12 @@ fn dynamic_th_and_cable_length_change_under_a_lossless_incast() {
     assert!(c.ports.iter().take(2).all(|p| p.cable_length_m == 300.0), "{:?}", c.ports);
     assert!(std::fs::read_to_string(&saved).unwrap().contains("dynamic_th = -3"));
 
-    let st = gen.0.wait().unwrap();
-    assert!(st.success(), "pfcgen: {st}\n{}", std::fs::read_to_string(d.join("gen.stderr")).unwrap_or_default());
+    stop_incast(&d, &mut gen);
     let log = sw.stop();
     let s = read_json(&json);
     assert_conserved(&s);
-    for p in s["ports"].as_array().unwrap() {
-        assert_eq!(u(&p["lossless_drops"]), 0, "lossless drops on {}\n{log}", p["name"]);
-    }
-    let g = read_json(&gen_json);
-    for name in ["s0", "s1"] {
-        let st = g["streams"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap();
-        assert_eq!(
-            (u(&st["tx_packets"]), u(&st["rx_packets"]), u(&st["lost"]), u(&st["reordered"]), u(&st["duplicates"])),
-            (COUNT, COUNT, 0, 0, 0),
-            "{name}: sent / received / lost / reordered / duplicated"
-        );
-    }
+    let drops = assert_lossless_unless_away(&s, HEADROOM_COVERS_NS, &log);
+    let sent = assert_stream(&gen_json, "s0", drops["Ethernet0"]) + assert_stream(&gen_json, "s1", drops["Ethernet4"]);
     let applied = log.matches(": applied").count();
     assert!(applied >= 3 * rounds, "{applied} changes logged for {rounds} rounds:\n{log}");
     // Shrinks of the headroom of a PG that was paused at the time: installed in two steps
@@ -211,13 +229,16 @@ fn dynamic_th_and_cable_length_change_under_a_lossless_incast() {
     eprintln!(
         "live config: {rounds} rounds (dynamic_th -3 <-> 1, cable 5 m <-> 300 m on 2 ports) in {:.1} s under \
          incast ({deferred} headroom shrinks deferred while a PG was paused, {completed} completed before the next change); shared size {bs_5m} B at 5 m, \
-         {bs_300m} B at 300 m; 0 lossless drops, 0 lost",
+         {bs_300m} B at 300 m; {sent} frames, lossless drops {drops:?}",
         t0.elapsed().as_secs_f64()
     );
 }
 
 /// Frames of the threshold test: 1000 bytes as received (pfcgen's `size` counts the FCS).
 const FRAME: u64 = 1000;
+/// When pfcgen sends the frame that crosses the threshold: late enough that a loaded
+/// machine has started pfcgen, received the others and looked (the test checks it did).
+const AT_S: &str = "20s";
 
 /// `pfcswitch thresholds` on the running configuration, saved: (PAUSE at packet #, first
 /// drop at packet #) for Ethernet0's PG 3 and 1000-byte frames.
@@ -265,7 +286,7 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
         .write(&d.join("sw.toml"));
     let before = thresholds(&cfg);
     let json = d.join("stats.json");
-    let mut sw = RunningSwitch::spawn(&cfg, &json, &["--duration", "60"]);
+    let mut sw = RunningSwitch::spawn(&cfg, &json, &["--duration", "300"]);
     sw.wait_forwarding(Duration::from_secs(30));
     let config = |args: &[&str]| Command::new(BIN).args(["config", "--prefix", &prefix]).args(args).output().unwrap();
     for args in [
@@ -326,14 +347,15 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
             memif(0, "client"),
             memif(1, "client"),
             stream("below", pause_at - 1, "300ms"),
-            stream("at", 1, "8s"),
+            stream("at", 1, AT_S),
         ),
     )
     .unwrap();
-    // The generator stays (its links up) until dropped: its streams end at 8 s, and with the
+    // The generator stays (its links up) until dropped: its streams end at AT_S, and with the
     // default 500 ms drain it would leave then, its link down flushing the held frames
     // before the test's SIGUSR1 (late by a few `show` calls, more on a loaded machine).
-    let gen = pfcgen(&d, &gen_cfg, &["--duration", "60", "--drain", "60s"]);
+    let gen = pfcgen(&d, &gen_cfg, &["--duration", "300", "--drain", "300s"]);
+    let gen_started = Instant::now();
     let counters = || {
         let get = |view: &[&str]| show_json(&prefix, view);
         let pause = get(&["pfc", "counters"])["Ethernet0"]["tx_pause3"].as_u64().unwrap_or(0);
@@ -343,7 +365,7 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
     let wait_rx = |n: u64| {
         let t0 = Instant::now();
         while counters().0 < n {
-            assert!(t0.elapsed() < Duration::from_secs(20), "Ethernet0 received {:?} of {n}", counters());
+            assert!(t0.elapsed() < Duration::from_secs(120), "Ethernet0 received {:?} of {n}", counters());
             std::thread::sleep(Duration::from_millis(50));
         }
     };
@@ -351,11 +373,17 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
     // Time for a PAUSE to leave if one were due.
     std::thread::sleep(Duration::from_millis(500));
     let (rx, pause) = counters();
+    // The "at" frame leaves at AT_S of pfcgen's time, which began after gen_started.
+    assert!(
+        gen_started.elapsed().as_secs_f64() < AT_S.trim_end_matches('s').parse::<f64>().unwrap(),
+        "the machine was too slow to look before the last frame was due ({:.1} s)",
+        gen_started.elapsed().as_secs_f64()
+    );
     assert_eq!((rx, pause), (pause_at - 1, 0), "(received, PAUSE frames) one frame short of packet #{pause_at}");
     wait_rx(pause_at);
     let t0 = Instant::now();
     while counters().1 == 0 {
-        assert!(t0.elapsed() < Duration::from_secs(10), "no PAUSE at packet #{pause_at}: {:?}", counters());
+        assert!(t0.elapsed() < Duration::from_secs(60), "no PAUSE at packet #{pause_at}: {:?}", counters());
         std::thread::sleep(Duration::from_millis(50));
     }
     // TX on: the held frames leave queue 3 of Ethernet4, whose WRED profile now marks
@@ -365,7 +393,7 @@ fn thresholds_of_the_saved_configuration_are_where_pause_now_happens() {
     let t0 = Instant::now();
     let sent = || show_json(&prefix, &["queue", "counters"])["Ethernet4"]["UC3_packets"].as_u64().unwrap_or(0);
     while sent() < pause_at {
-        assert!(t0.elapsed() < Duration::from_secs(10), "queue 3 of Ethernet4 sent {} of {pause_at}", sent());
+        assert!(t0.elapsed() < Duration::from_secs(60), "queue 3 of Ethernet4 sent {} of {pause_at}", sent());
         std::thread::sleep(Duration::from_millis(50));
     }
     drop(gen);
@@ -411,7 +439,7 @@ fn pfc_enable_changes_live_under_a_lossless_incast() {
     let wait = |what: &str, f: &dyn Fn((u64, u64)) -> bool| {
         let t0 = Instant::now();
         while !f(frames()) {
-            assert!(t0.elapsed() < Duration::from_secs(20), "{what}: {:?}", frames());
+            assert!(t0.elapsed() < Duration::from_secs(60), "{what}: {:?}", frames());
             std::thread::sleep(Duration::from_millis(20));
         }
     };
@@ -440,6 +468,7 @@ fn pfc_enable_changes_live_under_a_lossless_incast() {
     if !o.status.success() {
         fail(sw, &o);
     }
+    assert!(gen.0.try_wait().unwrap().is_none(), "the senders ended before PFC was given back");
     wait("no PAUSE on Ethernet0 after PFC was given back", &|(a, _)| a > a1);
     let saved = d.join("saved.toml");
     assert!(config(&["save", saved.to_str().unwrap()]).status.success());
@@ -451,19 +480,15 @@ fn pfc_enable_changes_live_under_a_lossless_incast() {
     assert_eq!(bad.status.code(), Some(2), "{}", common::show(&bad));
     assert!(err.contains("pfc_enable") && !err.contains('\n'), "{err}");
 
-    let st = gen.0.wait().unwrap();
-    assert!(st.success(), "pfcgen: {st}\n{}", std::fs::read_to_string(d.join("gen.stderr")).unwrap_or_default());
+    stop_incast(&d, &mut gen);
     let log = sw.stop();
     let s = read_json(&json);
     assert_conserved(&s);
-    for p in s["ports"].as_array().unwrap() {
-        assert_eq!(u(&p["lossless_drops"]), 0, "lossless drops on {}\n{log}", p["name"]);
-    }
-    let g = read_json(&gen_json);
-    let st = g["streams"].as_array().unwrap().iter().find(|s| s["name"] == "s1").unwrap();
-    assert_eq!((u(&st["tx_packets"]), u(&st["lost"])), (COUNT, 0), "s1 (Ethernet4, lossless throughout)");
+    let drops = assert_lossless_unless_away(&s, HEADROOM_COVERS_NS, &log);
+    // s1 (Ethernet4) is lossless throughout.
+    let sent = assert_stream(&gen_json, "s1", drops["Ethernet4"]);
     eprintln!(
         "config pfc: Ethernet0 PAUSE frames {a0} -> {a1} over 1.5 s with PFC off (Ethernet4 {b0} -> {b1}), \
-         {resumes} RESUMEs on Ethernet0 by then, PAUSE again once given back; 0 lossless drops"
+         {resumes} RESUMEs on Ethernet0 by then, PAUSE again once given back; s1 {sent} frames, lossless drops {drops:?}"
     );
 }

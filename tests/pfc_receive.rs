@@ -32,7 +32,8 @@ const PER_PCP: usize = 8000;
 const WIRE_OVERHEAD: usize = 24;
 /// A strict-priority flow at 1 Mb/s sends a frame every 0.7 ms: it never stops longer
 /// than this unless paused (generous: a busy 2-core host deschedules the worker for tens
-/// of ms now and then; the pauses looked for are ≥ 500 ms).
+/// of ms now and then; the pauses looked for are ≥ 500 ms). Bounds add the lcores' longest
+/// recorded pass ([`Outcome::away`]): beside a CPU hog a worker is away for longer.
 const STRICT_GAP_NS: u64 = 150_000_000;
 /// Under DWRR (weight 1: one 9238-byte quantum per round, 74 ms at 1 Mb/s) a class may
 /// wait for a round of the other class; far below the pauses these tests look for
@@ -85,6 +86,16 @@ impl Outcome {
             .map(|v| v.as_u64().unwrap())
             .collect()
     }
+    /// How long the switch's lcores were away at most (descheduled on a loaded machine):
+    /// every time bound here is widened by it, never by a guess (docs/testing.md).
+    fn away(&self) -> u64 {
+        lcores_away_ns(&self.json)
+    }
+
+    fn away_note(&self) -> String {
+        format!(" (lcores away at most {:.1} ms)", ms(self.away()))
+    }
+
     fn count_between(&self, pcp: u8, from: u64, to: u64) -> usize {
         self.tx.iter().filter(|&&(t, p)| p == pcp && t > from && t < to).count()
     }
@@ -184,6 +195,7 @@ fn finish(rig: Rig) -> Outcome {
     // The queues really were backlogged until the end (else gaps would mean nothing).
     assert!(flushed > 1000, "backlog ran dry before the end of the run: {flushed} left");
     assert_conserved(&o.json);
+    eprintln!("lcores away at most {:.1} ms (time bounds widened by it)", ms(o.away()));
     o
 }
 
@@ -201,7 +213,7 @@ fn assert_flows_within(o: &Outcome, pcp: u8, from: u64, to: u64) {
         ms(to - from)
     );
     let g = largest_other_gap(&ts, None);
-    assert!(g < STRICT_GAP_NS, "PCP {pcp} stopped for {:.1} ms within the window", ms(g));
+    assert!(g < STRICT_GAP_NS + o.away(), "PCP {pcp} stopped for {:.1} ms within the window{}", ms(g), o.away_note());
 }
 
 fn sleep_until(t_ns: u64) {
@@ -218,7 +230,7 @@ fn assert_steady(o: &Outcome, pcp: u8, skip: Option<u64>, max_gap: u64) {
     assert!(ts.len() > 500, "PCP {pcp}: only {} frames sent", ts.len());
     let g = largest_other_gap(&ts, skip);
     eprintln!("PCP {pcp}: {} frames, longest other stop {:.1} ms", ts.len(), ms(g));
-    assert!(g < max_gap, "PCP {pcp} stopped for {:.1} ms outside the pause", ms(g));
+    assert!(g < max_gap + o.away(), "PCP {pcp} stopped for {:.1} ms outside the pause{}", ms(g), o.away_note());
 }
 
 /// (a) PFC PAUSE for priority 3 (in `pfc_enable`) with 40000 quanta = 2.048 s at 10M:
@@ -247,13 +259,13 @@ fn pfc_pause_stops_only_the_named_priority_for_its_quanta() {
         (g0 as f64 - t_pause as f64) / 1e6
     );
     assert!(
-        g1 - g0 + EARLY_NS >= d && g1 - g0 <= d + LATE_NS,
+        g1 - g0 + EARLY_NS >= d && g1 - g0 <= d + LATE_NS + o.away(),
         "priority 3 paused {:.1} ms, expected {:.1} ms",
         ms(g1 - g0),
         ms(d)
     );
     assert!(
-        g0 + 20_000_000 >= t_pause && g0 <= t_pause + 100_000_000,
+        g0 + 20_000_000 >= t_pause && g0 <= t_pause + 100_000_000 + o.away(),
         "pause began {:+.1} ms from the frame",
         (g0 as f64 - t_pause as f64) / 1e6
     );
@@ -293,20 +305,20 @@ fn pfc_resume_restarts_at_once() {
     let sent = t_resume - t_pause;
     eprintln!("PCP3 gap {:.1} ms; PAUSE→RESUME sent {:.1} ms apart", ms(g1 - g0), ms(sent));
     assert!(
-        g1 - g0 + EARLY_NS >= sent && g1 - g0 <= sent + LATE_NS,
+        g1 - g0 + EARLY_NS >= sent && g1 - g0 <= sent + LATE_NS + o.away(),
         "priority 3 paused {:.1} ms, RESUME came {:.1} ms after the PAUSE",
         ms(g1 - g0),
         ms(sent)
     );
     assert!(
-        g0 + 20_000_000 >= t_pause && g0 <= t_pause + 100_000_000,
+        g0 + 20_000_000 >= t_pause && g0 <= t_pause + 100_000_000 + o.away(),
         "pause began {:+.1} ms from the frame",
         (g0 as f64 - t_pause as f64) / 1e6
     );
     // net_pcap stamps captures from the TSC (rte_get_timer_hz, estimated at start) plus one
     // gettimeofday at start, so its clock drifts from the test's by a few ms over a run.
     assert!(
-        g1 + 20_000_000 >= t_resume && g1 <= t_resume + 100_000_000,
+        g1 + 20_000_000 >= t_resume && g1 <= t_resume + 100_000_000 + o.away(),
         "restart {:+.1} ms from the RESUME",
         (g1 as f64 - t_resume as f64) / 1e6
     );
@@ -373,13 +385,13 @@ fn link_pause_stops_every_priority() {
         (g0 as f64 - t_pause as f64) / 1e6
     );
     assert!(
-        g1 - g0 + EARLY_NS >= d && g1 - g0 <= d + LATE_NS,
+        g1 - g0 + EARLY_NS >= d && g1 - g0 <= d + LATE_NS + o.away(),
         "link paused {:.1} ms, expected {:.1} ms",
         ms(g1 - g0),
         ms(d)
     );
     assert!(
-        g0 + 20_000_000 >= t_pause && g0 <= t_pause + 100_000_000,
+        g0 + 20_000_000 >= t_pause && g0 <= t_pause + 100_000_000 + o.away(),
         "pause began {:+.1} ms from the frame",
         (g0 as f64 - t_pause as f64) / 1e6
     );

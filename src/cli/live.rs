@@ -219,13 +219,12 @@ pub(super) fn live_config(prefix: Option<String>, what: ConfigCmd) -> Outcome {
     let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
     let mut c =
         pfcswitch::dpdk::telemetry::Client::connect(&sock).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
-    // The switch waits up to 10 s for its control lcore to install the change.
-    c.set_timeout(Duration::from_secs(15));
+    c.set_timeout(CONFIG_TIMEOUT);
     let cmd = match &change {
         Some(ch) => format!("{COMMAND},{}", ch.to_param()),
         None => "/pfcswitch/running_config".to_string(),
     };
-    let v = c.query(&cmd).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+    let v = c.query(&cmd).map_err(|e| no_answer(e, change.is_some()))?;
     let strings = |k: &str| -> Option<Vec<String>> {
         v.get(k)?.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
     };
@@ -261,6 +260,23 @@ pub(super) fn live_config(prefix: Option<String>, what: ConfigCmd) -> Outcome {
     Ok(ExitCode::SUCCESS)
 }
 
+/// How long `config` waits for the switch's answer: the switch gives its control lcore
+/// 10 s to install a change, and its telemetry thread (nice 19 where no CPU is free of
+/// lcores) may start late on a busy machine.
+const CONFIG_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A failed exchange; a change without an answer may still have been applied, which the
+/// message says (never retried: the operator decides from the running configuration).
+fn no_answer(e: pfcswitch::dpdk::telemetry::ClientError, sent_change: bool) -> Fail {
+    use pfcswitch::dpdk::telemetry::ClientError;
+    match e {
+        ClientError::NoAnswer { .. } if sent_change => Fail::Runtime(format!(
+            "pfcswitch: {e}; the change may still be applied: `pfcswitch config save FILE` shows the running configuration"
+        )),
+        e => Fail::Runtime(format!("pfcswitch: {e}")),
+    }
+}
+
 /// `config reload FILE`: the live changes from the running configuration to FILE, sent one
 /// by one; nothing is sent when FILE differs in what cannot change live.
 fn reload(prefix: Option<String>, file: &Path) -> Outcome {
@@ -271,7 +287,7 @@ fn reload(prefix: Option<String>, file: &Path) -> Outcome {
     let sock = find_socket(prefix).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
     let mut c =
         pfcswitch::dpdk::telemetry::Client::connect(&sock).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
-    c.set_timeout(Duration::from_secs(15));
+    c.set_timeout(CONFIG_TIMEOUT);
     let strings = |v: &serde_json::Value, k: &str| -> Option<Vec<String>> {
         v.get(k)?.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
     };
@@ -285,8 +301,7 @@ fn reload(prefix: Option<String>, file: &Path) -> Outcome {
         println!("{origin}: nothing to change");
     }
     for ch in changes {
-        let v =
-            c.query(&format!("{COMMAND},{}", ch.to_param())).map_err(|e| Fail::Runtime(format!("pfcswitch: {e}")))?;
+        let v = c.query(&format!("{COMMAND},{}", ch.to_param())).map_err(|e| no_answer(e, true))?;
         if let Some(e) = v.get("error") {
             let whole = strings(&v, "error_pieces").and_then(|p| join_pieces(&p).ok());
             return Err(Fail::Input(format!("pfcswitch: {}", whole.unwrap_or_else(|| e.to_string()))));

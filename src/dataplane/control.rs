@@ -50,6 +50,9 @@ pub struct Control {
     /// Attempts to queue a PFC frame that found no mbuf or no room in the control queue.
     /// Each such frame was not counted as sent and is retried.
     pub ctl_failures: u64,
+    /// The control lcore's longest pass, TSC cycles, naps left out: how long the OS kept
+    /// it away (tests bound PFC timing by it on a loaded machine, docs/testing.md).
+    pub max_loop_cycles: u64,
     /// Per port: where its link state is read.
     links: Vec<LinkSource>,
     /// Kernel links (two sysfs reads each) are read at most this often (TSC ticks,
@@ -86,6 +89,7 @@ impl Control {
             reconcile_every: tsc_hz / 10_000, // 100 µs
             retry_every: tsc_hz / 100_000,    // 10 µs
             ctl_failures: 0,
+            max_loop_cycles: 0,
             links,
             kernel_link_every: tsc_hz / (1_000_000_000 / KERNEL_LINK_EVERY_NS),
             kernel_link_read_at: 0,

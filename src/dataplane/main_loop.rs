@@ -65,7 +65,14 @@ pub fn run(control: &mut Control, spec: &SwitchSpec, opts: &RunOptions, mut time
     let mut lldp = super::lldp::LldpDriver::new(spec, &shared, hz, rdtsc());
     // Live changes (`pfcswitch config ...`): installed from here only.
     let mut reconfig = super::reconfig::Reconfigurer::default();
+    // Start of the last pass (0 after a nap, which is not time away).
+    let mut pass_start = rdtsc();
     loop {
+        let top = rdtsc();
+        if pass_start != 0 {
+            control.max_loop_cycles = control.max_loop_cycles.max(top.wrapping_sub(pass_start));
+        }
+        pass_start = top;
         let did = control.poll();
         if did || !control.idle() {
             last_busy = rdtsc();
@@ -80,6 +87,7 @@ pub fn run(control: &mut Control, spec: &SwitchSpec, opts: &RunOptions, mut time
             if nap && t.wrapping_sub(last_busy) > check_every {
                 // An edge a worker queues rings the bell and ends the nap.
                 shared.control_bell.nap(nap_for, || control.idle() && shared.edges.iter().all(|q| q.is_empty()));
+                pass_start = 0;
             } else {
                 std::hint::spin_loop();
             }

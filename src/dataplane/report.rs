@@ -124,6 +124,8 @@ pub struct RunReport {
     pub edge_overflow: u64,
     pub rx_flushed_at_stop: u64,
     pub ctl_failures: u64,
+    /// The control lcore's longest pass, TSC cycles, naps left out (`control.max_loop_cycles`).
+    pub control_max_loop_cycles: u64,
     pub pool: Value,
     /// Output the I/O thread could not keep up with (dropped, never waited for).
     pub io_dropped: super::io::IoDropped,
@@ -363,6 +365,7 @@ impl RunReport {
             "edge_overflow": self.edge_overflow,
             "rx_flushed_at_stop": self.rx_flushed_at_stop,
             "control_frame_failures": self.ctl_failures,
+            "control": {"max_loop_cycles": self.control_max_loop_cycles},
             "io_dropped": self.io_dropped,
             "routing": self.routing,
             "fdb": self.fdb,
@@ -485,6 +488,7 @@ pub(super) fn build(
         edge_overflow: shared.counters.iter().map(|c| c.worker.edge_overflow.get()).sum(),
         rx_flushed_at_stop: shared.counters.iter().map(|c| c.worker.rx_flushed_at_stop.get()).sum(),
         ctl_failures: control.ctl_failures,
+        control_max_loop_cycles: control.max_loop_cycles,
         io_dropped: shared.io.dropped(),
         routing,
         fdb: {

@@ -295,9 +295,20 @@ pub enum ClientError {
     Connect { path: String, source: std::io::Error },
     #[error("telemetry socket {path}: {op}: {source}")]
     Io { path: String, op: &'static str, source: std::io::Error },
+    /// The socket's receive timeout passed: the switch's telemetry thread runs at the
+    /// lowest priority where no CPU is free of lcores, so a busy machine delays it.
+    #[error(
+        "telemetry socket {path}: no answer to {what} within {secs} s (the switch's telemetry thread runs at the lowest priority: are the CPUs busy?)"
+    )]
+    NoAnswer { path: String, what: String, secs: u64 },
     #[error("telemetry socket {path}: bad reply to {cmd}: {source}")]
     BadReply { path: String, cmd: String, source: serde_json::Error },
 }
+
+/// How long the greeting and a reply may take unless [`Client::set_timeout`] says otherwise.
+/// Generous: where no CPU is free of lcores the telemetry thread (and the thread DPDK starts
+/// for each client) runs at nice 19, and beside a busy process it answers seconds late.
+pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// A connection to a running instance's telemetry socket (the protocol
 /// `dpdk-telemetry.py` speaks): several commands over one connection.
@@ -305,6 +316,7 @@ pub struct Client {
     sock: socket2::Socket,
     path: String,
     buf: Vec<std::mem::MaybeUninit<u8>>,
+    timeout: std::time::Duration,
     /// The instance's process id, from the server's greeting.
     pub pid: u64,
     /// The largest reply the server sends, from the greeting.
@@ -319,10 +331,11 @@ impl Client {
         let s = Socket::new(Domain::UNIX, Type::SEQPACKET, None).map_err(|e| io("socket", e))?;
         let addr = SockAddr::unix(socket).map_err(|e| io("address", e))?;
         s.connect(&addr).map_err(|source| ClientError::Connect { path: path.clone(), source })?;
-        s.set_read_timeout(Some(std::time::Duration::from_secs(5))).ok();
+        s.set_read_timeout(Some(DEFAULT_TIMEOUT)).ok();
         let mut c = Client {
             sock: s,
             path,
+            timeout: DEFAULT_TIMEOUT,
             buf: vec![std::mem::MaybeUninit::<u8>::uninit(); 65536],
             pid: 0,
             max_output_len: MAX_REPLY_LEN,
@@ -336,9 +349,10 @@ impl Client {
 
     /// Send one command (`/cmd` or `/cmd,param`) and return the data of the reply (DPDK
     /// wraps it as `{"<cmd>": <data>}`; an unknown command's data is null).
-    /// How long a reply may take (5 s unless set): a command that waits for an lcore
-    /// (`/pfcswitch/config`) may take longer on a loaded machine.
+    /// How long a reply may take ([`DEFAULT_TIMEOUT`] unless set): a command that waits for
+    /// an lcore (`/pfcswitch/config`) may take longer on a loaded machine.
     pub fn set_timeout(&mut self, t: std::time::Duration) {
+        self.timeout = t;
         self.sock.set_read_timeout(Some(t)).ok();
     }
 
@@ -364,10 +378,11 @@ impl Client {
     }
 
     fn recv_json(&mut self, what: &str) -> Result<Value, ClientError> {
-        let n = self.sock.recv(&mut self.buf).map_err(|source| ClientError::Io {
-            path: self.path.clone(),
-            op: "recv",
-            source,
+        let n = self.sock.recv(&mut self.buf).map_err(|source| match source.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                ClientError::NoAnswer { path: self.path.clone(), what: what.to_string(), secs: self.timeout.as_secs() }
+            }
+            _ => ClientError::Io { path: self.path.clone(), op: "recv", source },
         })?;
         serde_json::from_slice(&bytes(&self.buf, n)).map_err(|source| ClientError::BadReply {
             path: self.path.clone(),

@@ -162,6 +162,48 @@ pub fn assert_conserved(j: &serde_json::Value) {
     assert_eq!(j["mbufs"]["in_use_after_stop"], 0, "mbuf leak: {}", j["mbufs"]);
 }
 
+/// The longest pass of any lcore (control and workers) from the stats JSON, in ns: how
+/// long the OS kept the switch away from its ports (docs/testing.md).
+pub fn lcores_away_ns(j: &serde_json::Value) -> u64 {
+    let hz = j["tsc_hz"].as_u64().expect("tsc_hz").max(1);
+    let workers = j["workers"].as_array().expect("workers").iter().map(|w| w["max_loop_cycles"].as_u64().unwrap());
+    let most = workers.chain(j["control"]["max_loop_cycles"].as_u64()).max().unwrap_or(0);
+    (u128::from(most) * 1_000_000_000 / u128::from(hz)) as u64
+}
+
+/// Lossless drops per port of a run whose headroom covers `covered_ns` of the switch's
+/// reaction: 0 on every port, unless the switch recorded an lcore away longer than that
+/// (descheduled on a loaded machine: no headroom sized for a switch's reaction covers the
+/// OS's), which is then said. Returns the drops by port name.
+pub fn assert_lossless_unless_away(
+    j: &serde_json::Value,
+    covered_ns: u64,
+    log: &str,
+) -> std::collections::BTreeMap<String, u64> {
+    let drops: std::collections::BTreeMap<String, u64> = j["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap().to_string(), p["lossless_drops"].as_u64().unwrap()))
+        .collect();
+    let total: u64 = drops.values().sum();
+    if total > 0 {
+        let away = lcores_away_ns(j);
+        assert!(
+            away > covered_ns,
+            "lossless drops {drops:?} while no lcore was away longer than the headroom covers ({:.1} ms <= {:.1} ms)\n{log}",
+            away as f64 / 1e6,
+            covered_ns as f64 / 1e6
+        );
+        eprintln!(
+            "note: {total} lossless drops {drops:?}, allowed: an lcore was away {:.1} ms, longer than the {:.1} ms the headroom covers (a loaded machine)",
+            away as f64 / 1e6,
+            covered_ns as f64 / 1e6
+        );
+    }
+    drops
+}
+
 // ---- timed captures, more frames, a running switch, kernel veth injection ----
 // (added for tests/pfc_receive.rs and tests/pfc_wire_tshark.rs)
 
