@@ -514,8 +514,14 @@ fn incast_ecn_marks_only_when_congested() {
         );
         if congested {
             assert!(marked > 0, "no CE mark at a congested bottleneck{}", ctx());
-        } else {
-            assert_eq!(marked, 0, "CE marks without congestion{}", ctx());
+        } else if marked > 0 {
+            // Fed at 6 Mb/s into 100 Mb/s, queue 3 reaches Kmin only while the bottleneck's
+            // TX lcore is away: for Kmin's 8,000 B, 10.7 ms (docs/testing.md: a loaded
+            // machine is stated, not hidden; on a quiet one a mark here fails).
+            let needs_ns = ECN_KMIN * 8 * 1_000_000_000 / 6_000_000;
+            let away = lcores_away_ns(&o.down);
+            assert!(away > needs_ns, "CE marks without congestion (no lcore away over {needs_ns} ns){}", ctx());
+            eprintln!("note: {marked} CE marks at 100M, allowed: an lcore was away {:.1} ms", away as f64 / 1e6);
         }
         eprintln!("ecn incast, bottleneck {bottleneck}: {marked} of {} PCP-3 frames marked CE", lossless.len());
     }
