@@ -54,8 +54,9 @@ mod tests {
         assert!((320..=340).contains(&mib(DEFAULT_V4_ROUTES)), "{}", mib(DEFAULT_V4_ROUTES));
         assert!((215..=235).contains(&mib(1024)), "{}", mib(1024));
         assert!(mib(262_144) > mib(DEFAULT_V4_ROUTES) + 100);
-        // 32 Ki scattered /48s: 4-byte entries, ~96 Ki groups (the scale bench's 566 MiB).
-        let v6 = tables_bytes(DEFAULT_V4_ROUTES, Some(32_768)) >> 20;
-        assert!((550..=650).contains(&(v6 - (tables_bytes(DEFAULT_V4_ROUTES, None) >> 20) + 100)), "{v6}");
+        // max_ipv6_routes = 65 536 (the scale bench): both IPv6 copies measured 566 MiB from
+        // DPDK's heap; the default's two are ~149 MiB.
+        let extra = (tables_bytes(DEFAULT_V4_ROUTES, Some(65_536)) - tables_bytes(DEFAULT_V4_ROUTES, None)) >> 20;
+        assert!((400..=430).contains(&extra), "{extra}");
     }
 }
