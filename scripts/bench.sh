@@ -9,7 +9,7 @@
 #                               pair of net_null ports and CPU, vs testpmd with as many cores
 #                               (needs N+1 CPUs to mean anything; scripts/bench_scale.py)
 #   scripts/bench.sh --scale    tables at ToR sizes through the kernel (scripts/bench_tables.py)
-#                               then scale_ir.py, scale_failover.py, mac_flap_rate.py (issue 44)
+#                               then scale_ir.py, scale_failover.py, mac_flap_rate.py: Ir, failover, MAC flaps at scale
 #
 # Figures (see docs/benchmarks.md):
 #   null      pfcswitch (full lossless pipeline, dpdk-config/bench-null.toml) vs

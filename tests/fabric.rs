@@ -29,6 +29,7 @@ fn fabric(args: &[&str]) -> Value {
         .arg(format!("{ROOT}/scripts/fabric.py"))
         .args(args)
         .env("PFCSW_BIN", BIN)
+        .env("PFCGEN_BIN", GEN_BIN)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -132,19 +133,7 @@ fn clos_2_4_4_bgp_ecmp_incast_and_failover_on_one_bring_up() {
         eprintln!("SKIP: needs root (namespaces, veths, EAL) and FRR (scripts/setup.sh)");
         return;
     }
-    let _one = ONE_FABRIC.lock().unwrap_or_else(|e| e.into_inner());
-    let out = Command::new("python3")
-        .arg(format!("{ROOT}/scripts/fabric.py"))
-        .args(["clos-2-4-4", "all", "--duration", "20"])
-        .env("PFCSW_BIN", BIN)
-        .env("PFCGEN_BIN", GEN_BIN)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "fabric.py clos-2-4-4 all: {}", show(&out));
-    eprintln!("{stdout}");
-    let all: Value =
-        serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let all = fabric(&["clos-2-4-4", "all", "--duration", "20"]);
     let n = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("not a count: {v} in {all}"));
 
     // ecmp. Routes: learned over BGP, mirrored from the kernel into each dataplane.
@@ -234,19 +223,7 @@ fn clos_link_pull_without_bfd_moves_the_flow_off_the_dead_member_in_50_ms() {
         eprintln!("SKIP: needs root (namespaces, veths, EAL) and FRR (scripts/setup.sh)");
         return;
     }
-    let _one = ONE_FABRIC.lock().unwrap_or_else(|e| e.into_inner());
-    let out = Command::new("python3")
-        .arg(format!("{ROOT}/scripts/fabric.py"))
-        .args(["clos-2-4-4", "link-pull", "--no-bfd", "--runs", "3"])
-        .env("PFCSW_BIN", BIN)
-        .env("PFCGEN_BIN", GEN_BIN)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "fabric.py clos-2-4-4 link-pull: {}", show(&out));
-    eprintln!("{stdout}");
-    let all: Value =
-        serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let all = fabric(&["clos-2-4-4", "link-pull", "--no-bfd", "--runs", "3"]);
     assert_eq!(all["bfd"], false, "{all}");
     let pulls = all["pulls"].as_array().unwrap_or_else(|| panic!("no pulls: {all}"));
     assert_eq!(pulls.len(), 3, "{all}");
