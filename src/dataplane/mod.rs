@@ -142,7 +142,7 @@ pub fn run(spec: &SwitchSpec, opts: &RunOptions) -> Result<RunReport, DataplaneE
     result
 }
 
-/// Setup, launch, forward, stop, in that order. Long (~140 lines) on purpose: the start-up
+/// Setup, launch, forward, stop, in that order. Long (~155 lines) on purpose: the start-up
 /// order (ports, tables, telemetry, threads placed, workers, launch) and the stop order
 /// (RESUMEs, workers, routing, I/O, report) each read top to bottom in one place; each step
 /// is a call into `setup`, `routing`, `main_loop` or `shutdown`.

@@ -67,6 +67,56 @@ fn with_sources(mut p: RouterPort, addrs: &[crate::route::IfAddr]) -> RouterPort
     p
 }
 
+/// The representors configured in the kernel (MAC, MTU, addresses) and the forwarding
+/// sysctls set; returns the sysctls' previous values, written back at stop (some are the
+/// host's without a netns).
+fn configure_kernel(spec: &SwitchSpec, macs: &[MacAddr]) -> Result<kernel::Sysctls, DataplaneError> {
+    let mut nl = RtNetlink::open().map_err(err)?;
+    let reps = representor::representors(&spec.config);
+    for r in &reps {
+        let mtu = spec.ports[r.port].mtu.min(u32::from(u16::MAX)) as u16;
+        representor::configure(&mut nl, &r.ifname, macs[r.mac_port], mtu, &r.addrs).map_err(err)?;
+        log::info!(
+            "router interface {}: representor {} (kernel netdev {}), mac {}, mtu {mtu}, addresses [{}]",
+            r.ifname,
+            match spec.ports[r.port].vlan_interface_of {
+                // A VLAN interface's representor port is named like the VLAN.
+                Some(_) => r.ifname.clone(),
+                None => super::super::config::representor_port_name(&r.ifname),
+            },
+            r.ifname,
+            macs[r.mac_port],
+            r.addrs.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let mut sysctls = kernel::Sysctls::default();
+    let rep_names: Vec<String> = reps.iter().map(|r| r.ifname.clone()).collect();
+    let scope = kernel::enable_forwarding(&mut sysctls, "/proc/sys", &rep_names).map_err(err)?;
+    for (path, old) in sysctls.changed() {
+        // Not "…forwarding: …": tests wait for the line "forwarding:".
+        log::info!("sysctl {path} was {old}, restored at stop");
+    }
+    if !scope.ipv6_per_representor {
+        log::info!(
+            "IPv6 forwarding is namespace-wide (net.ipv6.conf.all.forwarding): this kernel has no per-interface \
+             force_forwarding (Linux 6.17)"
+        );
+    }
+    Ok(sysctls)
+}
+
+/// The FIBs' sizes: the defaults, or `[control_plane] max_ipv4_routes` / `max_ipv6_routes`.
+fn table_sizes(cfg: &crate::config::RoutingConfig) -> TableSizes {
+    let mut sizes = TableSizes::default();
+    if let Some(n) = cfg.max_ipv4_routes {
+        sizes.v4_routes = n;
+    }
+    if let Some(n) = cfg.max_ipv6_routes {
+        sizes = sizes.with_ipv6_routes(n);
+    }
+    sizes
+}
+
 fn err(e: impl std::fmt::Display) -> DataplaneError {
     DataplaneError::Routing(e.to_string())
 }
@@ -82,48 +132,10 @@ impl Routing {
         }
         let t0 = Instant::now();
         let nswitch = spec.switch_ports();
-        let mut nl = RtNetlink::open().map_err(err)?;
-        let reps = representor::representors(&spec.config);
-        for r in &reps {
-            let mtu = spec.ports[r.port].mtu.min(u32::from(u16::MAX)) as u16;
-            representor::configure(&mut nl, &r.ifname, macs[r.mac_port], mtu, &r.addrs).map_err(err)?;
-            log::info!(
-                "router interface {}: representor {} (kernel netdev {}), mac {}, mtu {mtu}, addresses [{}]",
-                r.ifname,
-                match spec.ports[r.port].vlan_interface_of {
-                    // A VLAN interface's representor port is named like the VLAN.
-                    Some(_) => r.ifname.clone(),
-                    None => super::super::config::representor_port_name(&r.ifname),
-                },
-                r.ifname,
-                macs[r.mac_port],
-                r.addrs.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")
-            );
-        }
-        // The previous values are written back at stop (some are the host's without a netns).
-        let mut sysctls = kernel::Sysctls::default();
-        let rep_names: Vec<String> = reps.iter().map(|r| r.ifname.clone()).collect();
-        let scope = kernel::enable_forwarding(&mut sysctls, "/proc/sys", &rep_names).map_err(err)?;
-        for (path, old) in sysctls.changed() {
-            // Not "…forwarding: …": tests wait for the line "forwarding:".
-            log::info!("sysctl {path} was {old}, restored at stop");
-        }
-        if !scope.ipv6_per_representor {
-            log::info!(
-                "IPv6 forwarding is namespace-wide (net.ipv6.conf.all.forwarding): this kernel has no per-interface \
-                 force_forwarding (Linux 6.17)"
-            );
-        }
+        let sysctls = configure_kernel(spec, macs)?;
         let workers = spec.workers.len().max(1) as u32;
         let qsbr = Qsbr::new(workers).map_err(err)?;
-        let mut sizes = TableSizes::default();
-        if let Some(n) = cfg.max_ipv4_routes {
-            sizes.v4_routes = n;
-        }
-        if let Some(n) = cfg.max_ipv6_routes {
-            sizes = sizes.with_ipv6_routes(n);
-        }
-        let (lookup, writer) = route_tables(sizes, qsbr.clone()).map_err(err)?;
+        let (lookup, writer) = route_tables(table_sizes(cfg), qsbr.clone()).map_err(err)?;
         let tables = Arc::new(NextHopTables::new());
         // Kernel interface names by port index: the switch ports and the VLAN interfaces
         // (`Vlan1000`: a next hop there is on its representor's port index). A port's
