@@ -22,11 +22,6 @@ use pfcswitch::wire::MacAddr;
 
 const FLOOD: u32 = 3000;
 
-fn ip(ns: &Netns, cmd: &str) {
-    let out = sh(&format!("ip -n {} {cmd}", ns.0));
-    assert!(out.status.success(), "ip {cmd}: {}", show(&out));
-}
-
 /// What the FIB does with `dst`: the neighbour MAC it forwards to, if resolved.
 fn forwards_to(lookup: &RouteLookup, tables: &NextHopTables, dst: &str) -> Option<MacAddr> {
     let a: Ipv6Addr = dst.parse().unwrap();
@@ -53,11 +48,11 @@ fn an_nd_flood_leaves_the_tables_bounded_and_routing_working() {
     let id = std::process::id() % 100_000;
     let sw = Netns::add(&format!("pfcswnf{id}"));
     let host = Netns::add(&format!("pfchnf{id}"));
-    ip(&sw, &format!("link add Ethernet0 type veth peer name h0 netns {}", host.0));
-    ip(&sw, "link set Ethernet0 up");
-    ip(&host, "link set h0 up");
-    ip(&sw, "addr add fd00:1::1/64 dev Ethernet0 nodad");
-    ip(&host, "addr add fd00:1::2/64 dev h0 nodad");
+    sw.ip(&format!("link add Ethernet0 type veth peer name h0 netns {}", host.0));
+    sw.ip("link set Ethernet0 up");
+    host.ip("link set h0 up");
+    sw.ip("addr add fd00:1::1/64 dev Ethernet0 nodad");
+    host.ip("addr add fd00:1::2/64 dev h0 nodad");
     let host_mac: MacAddr =
         text(&sh(&format!("ip netns exec {} cat /sys/class/net/h0/address", host.0))).trim().parse().unwrap();
 
@@ -71,7 +66,7 @@ fn an_nd_flood_leaves_the_tables_bounded_and_routing_working() {
     assert!(until(Duration::from_secs(30), || status.synced.load(Ordering::Acquire)).is_some(), "never synced");
 
     // A route through the host, and the host resolved (a ping).
-    ip(&sw, "-6 route add 2001:db8:1::/64 via fd00:1::2");
+    sw.ip("-6 route add 2001:db8:1::/64 via fd00:1::2");
     let ping = sh(&format!("ip netns exec {} ping -6 -c 3 -i 0.2 -W 2 fd00:1::2", sw.0));
     assert!(ping.status.success(), "{}", show(&ping));
     let routed = until(Duration::from_secs(10), || forwards_to(&lookup, &tables, "2001:db8:1::7") == Some(host_mac));
@@ -104,7 +99,7 @@ fn an_nd_flood_leaves_the_tables_bounded_and_routing_working() {
 
     // IPv6 routing still works: the old route, and a /64 added after the flood.
     assert_eq!(forwards_to(&lookup, &tables, "2001:db8:1::7"), Some(host_mac));
-    ip(&sw, "-6 route add 2001:db8:2::/64 via fd00:1::2");
+    sw.ip("-6 route add 2001:db8:2::/64 via fd00:1::2");
     let routed = until(Duration::from_secs(10), || forwards_to(&lookup, &tables, "2001:db8:2::9") == Some(host_mac));
     assert!(routed.is_some(), "a /64 added after the flood is not routed");
     assert!(status.synced.load(Ordering::Acquire));

@@ -47,14 +47,9 @@ fn namespace(tag: &str) -> Netns {
         "link set Ethernet0 up",
         "addr add 10.0.0.0/31 dev Ethernet0",
     ] {
-        ip(&ns, cmd);
+        ns.ip(cmd);
     }
     ns
-}
-
-fn ip(ns: &Netns, cmd: &str) {
-    let out = sh(&format!("ip -n {} {cmd}", ns.0));
-    assert!(out.status.success(), "ip {cmd}: {}", show(&out));
 }
 
 fn batch(ns: &Netns, d: &TestDir, name: &str, lines: &str) -> Command {
@@ -318,7 +313,7 @@ fn a_burst_is_committed_in_a_few_batches(d: &TestDir) {
     reader.online();
     // Whichever batch the writer commits first now waits (its counters too); whatever comes
     // after queues on the socket.
-    ip(&ns, "route add 100.0.0.0/24 via 10.0.0.1 dev Ethernet0");
+    ns.ip("route add 100.0.0.0/24 via 10.0.0.1 dev Ethernet0");
     std::thread::sleep(Duration::from_millis(200));
     let mut adds = String::new();
     for i in 1..=N {

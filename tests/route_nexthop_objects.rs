@@ -69,14 +69,9 @@ fn namespace(tag: &str) -> Netns {
         "addr add 10.0.0.2/31 dev Ethernet4",
         "-6 addr add fc00::/127 dev Ethernet0 nodad",
     ] {
-        ip(&ns, cmd);
+        ns.ip(cmd);
     }
     ns
-}
-
-fn ip(ns: &Netns, cmd: &str) {
-    let out = sh(&format!("ip -n {} {cmd}", ns.0));
-    assert!(out.status.success(), "ip {cmd}: {}", show(&out));
 }
 
 fn batch(ns: &Netns, d: &TestDir, name: &str, lines: &str) -> Command {
@@ -174,7 +169,7 @@ fn ip_nexthop_objects_with_compat_mode_0() {
         "nexthop add id 10 group 1/2,3",
         "route add 192.168.0.0/16 nhid 10",
     ] {
-        ip(&ns, cmd);
+        ns.ip(cmd);
     }
     let r = Router::start(&ns);
     let reader = r.qsbr.reader(0).unwrap();
@@ -186,11 +181,11 @@ fn ip_nexthop_objects_with_compat_mode_0() {
     assert_eq!(row.nexthops.iter().map(|h| (h.0, h.3)).collect::<Vec<_>>(), vec![(0, 1), (1, 3)]);
 
     // Events: IPv6 through an object, a blackhole object, a route through a single object.
-    ip(&ns, "nexthop add id 3 via fc00::1 dev Ethernet0");
-    ip(&ns, "-6 route add 2001:db8::/32 nhid 3");
-    ip(&ns, "nexthop add id 4 blackhole");
-    ip(&ns, "route add 198.51.100.0/24 nhid 4");
-    ip(&ns, "route add 172.16.0.0/12 nhid 2");
+    ns.ip("nexthop add id 3 via fc00::1 dev Ethernet0");
+    ns.ip("-6 route add 2001:db8::/32 nhid 3");
+    ns.ip("nexthop add id 4 blackhole");
+    ns.ip("route add 198.51.100.0/24 nhid 4");
+    ns.ip("route add 172.16.0.0/12 nhid 2");
     r.wait(
         &reader,
         "routes through objects",
@@ -198,27 +193,27 @@ fn ip_nexthop_objects_with_compat_mode_0() {
         SECS,
     );
     // The group replaced, then a member: no route message comes, the FIB follows.
-    ip(&ns, "nexthop replace id 10 group 2");
+    ns.ip("nexthop replace id 10 group 2");
     r.wait(&reader, "group replaced", &[("192.168.1.1", "ports [1]")], SECS);
-    ip(&ns, "nexthop replace id 2 via 10.0.0.1 dev Ethernet0");
+    ns.ip("nexthop replace id 2 via 10.0.0.1 dev Ethernet0");
     r.wait(&reader, "member replaced", &[("192.168.1.1", "ports [0]"), ("172.16.0.1", "ports [0]")], SECS);
     // Object 2 deleted: the kernel deletes the route through it and the group it left
     // empty, and the route through that.
-    ip(&ns, "nexthop del id 2");
+    ns.ip("nexthop del id 2");
     r.wait(&reader, "object deleted", &[("192.168.1.1", "none"), ("172.16.0.1", "none")], SECS);
     assert_eq!(text(&sh(&format!("ip -n {} route show 192.168.0.0/16", ns.0))).trim(), "");
-    ip(&ns, "nexthop del id 3");
-    ip(&ns, "nexthop del id 4");
+    ns.ip("nexthop del id 3");
+    ns.ip("nexthop del id 4");
     r.wait(&reader, "IPv6 object deleted", &[("2001:db8::1", "none"), ("198.51.100.1", "none")], SECS);
     // Ethernet4 loses its carrier (its peer goes down): the kernel flushes the objects
     // through it and deletes their routes, without a message for either.
-    ip(&ns, "nexthop add id 5 via 10.0.0.3 dev Ethernet4");
-    ip(&ns, "nexthop add id 6 via 10.0.0.1 dev Ethernet0");
-    ip(&ns, "nexthop add id 11 group 5/6");
-    ip(&ns, "route add 10.70.0.0/16 nhid 5");
-    ip(&ns, "route add 10.71.0.0/16 nhid 11");
+    ns.ip("nexthop add id 5 via 10.0.0.3 dev Ethernet4");
+    ns.ip("nexthop add id 6 via 10.0.0.1 dev Ethernet0");
+    ns.ip("nexthop add id 11 group 5/6");
+    ns.ip("route add 10.70.0.0/16 nhid 5");
+    ns.ip("route add 10.71.0.0/16 nhid 11");
     r.wait(&reader, "routes through Ethernet4", &[("10.70.0.1", "ports [1]"), ("10.71.0.1", "ports [0, 1]")], SECS);
-    ip(&ns, "link set e4peer down");
+    ns.ip("link set e4peer down");
     r.wait(&reader, "carrier lost", &[("10.70.0.1", "none"), ("10.71.0.1", "ports [0]")], SECS);
     assert_eq!(text(&sh(&format!("ip -n {} route show 10.70.0.0/16", ns.0))).trim(), "");
     drop(reader);
@@ -483,7 +478,7 @@ fn bgp_routes_from_a_peer_namespace(d: &TestDir) {
     // The peer: another namespace holding the far ends of both links.
     let peer = Netns::add(&format!("pfcswnhpeer{}", std::process::id() % 100_000));
     for cmd in [format!("link set e0peer netns {}", peer.0), format!("link set e4peer netns {}", peer.0)] {
-        ip(&ns, &cmd);
+        ns.ip(&cmd);
     }
     for cmd in [
         "link set lo up",
@@ -492,7 +487,7 @@ fn bgp_routes_from_a_peer_namespace(d: &TestDir) {
         "addr add 10.0.0.1/31 dev e0peer",
         "addr add 10.0.0.3/31 dev e4peer",
     ] {
-        ip(&peer, cmd);
+        peer.ip(cmd);
     }
     let mut dirs = Vec::new();
     let mut run_dirs = Vec::new();

@@ -438,6 +438,12 @@ impl Netns {
         assert!(o.status.success(), "ip netns add {name}: {}", text(&o));
         Netns(name.to_string())
     }
+
+    /// `ip -n NAME CMD`, which must succeed.
+    pub fn ip(&self, cmd: &str) {
+        let out = sh(&format!("ip -n {} {cmd}", self.0));
+        assert!(out.status.success(), "ip {cmd}: {}", show(&out));
+    }
 }
 
 impl Drop for Netns {
