@@ -190,7 +190,12 @@ fn clos_2_4_4_bgp_ecmp_incast_and_failover_on_one_bring_up() {
     // cut veth before their link poll saw it fall (the kernel's tx_dropped of its ends: the
     // frames on a pulled cable), plus those the af_packet PMD took but could not hand to
     // the downed veth (its `oerrors` on the two end ports).
-    let dead_link = n(&all["link_down"]) + n(&f["wire_dropped"]) + n(&f["tx_errors"]);
+    // Beyond those, what the leaf sent between the veth losing its carrier and the switch
+    // reading that (≤ 8 ms) plus the kernel's linkwatch deactivating the queue (then a
+    // noop qdisc drops without counting anywhere): at most 100 ms of the 5 Mbit/s link in
+    // 1000-byte frames, 62 frames (seen: 3 to 27 uncounted).
+    const UNCOUNTED_ON_THE_CABLE: u64 = 5_000_000 / 8 / 1000 / 10;
+    let dead_link = n(&all["link_down"]) + n(&f["wire_dropped"]) + n(&f["tx_errors"]) + UNCOUNTED_ON_THE_CABLE;
     assert!(n(&h11["lost"]) <= dead_link, "h11 lost more than the dead link held ({dead_link}): {all}");
     // No lossless drop anywhere (the incasts, ecmp, the failover), except at the two ends of
     // the pulled link: once in eight runs, the spine whose veth end was set down counted 36
